@@ -1,0 +1,6 @@
+//! Integration tests of the protocol crate: golden fixtures of both eras, envelope decoding,
+//! and property tests that untrusted input never panics the decoder.
+
+mod envelope;
+mod golden;
+mod property;
