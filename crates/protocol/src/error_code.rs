@@ -76,11 +76,8 @@ impl ErrorObject {
             supported: supported.iter().map(|v| (*v).to_owned()).collect(),
             requested: requested.to_owned(),
         };
-        Self::new(
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            format!("Unsupported protocol version: {requested}"),
-        )
-        .with_data(serde_json::to_value(data).unwrap_or(Value::Null))
+        Self::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {requested}"))
+            .with_data(serde_json::to_value(data).unwrap_or(Value::Null))
     }
 }
 

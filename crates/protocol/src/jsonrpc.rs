@@ -61,9 +61,7 @@ impl<'de> Deserialize<'de> for RequestId {
                 Ok(RequestId::Number(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
-                i64::try_from(v)
-                    .map(RequestId::Number)
-                    .map_err(|_| E::custom("integer id out of range"))
+                i64::try_from(v).map(RequestId::Number).map_err(|_| E::custom("integer id out of range"))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
                 Ok(RequestId::String(v.to_owned()))
@@ -149,7 +147,9 @@ struct IdOnly<'a> {
 pub fn decode(body: &[u8]) -> Result<Incoming<'_>, ProtocolError> {
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     match first {
-        None => return Err(ProtocolError::Parse { detail: "empty body".to_owned() }),
+        None => {
+            return Err(ProtocolError::Parse { detail: "empty body".to_owned() });
+        }
         Some(b'{') => {}
         Some(b'[') => {
             return match serde_json::from_slice::<IgnoredAny>(body) {

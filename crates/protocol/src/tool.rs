@@ -114,7 +114,7 @@ pub struct CallToolParams {
 impl CallToolParams {
     /// Parses the legacy `task` member; `Err` when present but malformed.
     pub fn legacy_task(&self) -> Result<Option<TaskMetadata>, serde_json::Error> {
-        self.task.as_ref().map(|v| TaskMetadata::deserialize(v)).transpose()
+        self.task.as_ref().map(TaskMetadata::deserialize).transpose()
     }
 }
 

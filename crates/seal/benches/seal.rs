@@ -25,7 +25,9 @@ fn seal_open(c: &mut Criterion) {
             black_box(opened)
         });
     });
-    group.bench_function("seal 1KiB", |b| b.iter(|| sealer.seal(&binding, u64::MAX, black_box(&payload)).expect("seal")));
+    group.bench_function("seal 1KiB", |b| {
+        b.iter(|| sealer.seal(&binding, u64::MAX, black_box(&payload)).expect("seal"))
+    });
     let token = sealer.seal(&binding, u64::MAX, &payload).expect("seal");
     group.bench_function("open 1KiB", |b| b.iter(|| sealer.open(&binding, 0, black_box(&token)).expect("open")));
     group.finish();

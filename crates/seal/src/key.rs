@@ -86,10 +86,9 @@ impl KeyRing {
             let id = KeyId::new(id.trim())?;
             let b64 = b64.trim();
             let decoded = Zeroizing::new(
-                [STANDARD, URL_SAFE, URL_SAFE_NO_PAD]
-                    .iter()
-                    .find_map(|engine| engine.decode(b64).ok())
-                    .ok_or_else(|| SealError::InvalidKey { key_id: id.0.clone(), problem: "key is not valid base64" })?,
+                [STANDARD, URL_SAFE, URL_SAFE_NO_PAD].iter().find_map(|engine| engine.decode(b64).ok()).ok_or_else(
+                    || SealError::InvalidKey { key_id: id.0.clone(), problem: "key is not valid base64" },
+                )?,
             );
             let bytes: [u8; 32] = decoded.as_slice().try_into().map_err(|_| SealError::InvalidKey {
                 key_id: id.0.clone(),

@@ -28,8 +28,7 @@ fn notification_and_response() {
     };
     assert_eq!(r.id, RequestId::String("s1".into()));
     assert!(r.result.is_some() && r.error.is_none());
-    let Ok(Incoming::Response(r)) =
-        decode(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"no"}}"#)
+    let Ok(Incoming::Response(r)) = decode(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"no"}}"#)
     else {
         panic!("expected an error response");
     };

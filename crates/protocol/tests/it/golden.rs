@@ -104,7 +104,8 @@ fn typed_fields_carry_the_meaning() {
     let params: CallToolParams = serde_json::from_str(&text).expect("decodes");
     assert_eq!(params.legacy_task().expect("valid").and_then(|t| t.ttl), Some(60_000));
 
-    let text = std::fs::read_to_string(fixture_dir("2026-07-28").join("detailed_task_completed.json")).expect("fixture");
+    let text =
+        std::fs::read_to_string(fixture_dir("2026-07-28").join("detailed_task_completed.json")).expect("fixture");
     let task: DetailedTask = serde_json::from_str(&text).expect("decodes");
     assert_eq!(task.task.ttl_ms, None, "null ttlMs means unlimited");
     assert!(task.task.status.is_terminal());

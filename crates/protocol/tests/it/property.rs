@@ -46,7 +46,8 @@ fn json_value() -> impl Strategy<Value = Value> {
         ];
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::vec((key, inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+            prop::collection::vec((key, inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
         ]
     })
 }
@@ -70,10 +71,10 @@ proptest! {
     #[test]
     fn arbitrary_json_never_panics(v in json_value()) {
         let body = serde_json::to_vec(&v).expect("serializes");
-        if let Ok(Incoming::Request(r)) = decode(&body) {
-            if let Some(raw) = r.params {
-                decode_all_params(raw);
-            }
+        if let Ok(Incoming::Request(r)) = decode(&body)
+            && let Some(raw) = r.params
+        {
+            decode_all_params(raw);
         }
         let raw = serde_json::value::to_raw_value(&v).expect("raw");
         decode_all_params(&raw);

@@ -164,12 +164,9 @@ fn size_limits() {
 #[test]
 fn key_parsing_errors_name_the_problem_never_the_key() {
     let secret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-    for (spec, needle) in [
-        ("nokid", "expected"),
-        ("bad.kid:AAAA", "key id"),
-        ("k1:not base64!", "base64"),
-        ("k1:AAAA", "32 bytes"),
-    ] {
+    for (spec, needle) in
+        [("nokid", "expected"), ("bad.kid:AAAA", "key id"), ("k1:not base64!", "base64"), ("k1:AAAA", "32 bytes")]
+    {
         let err = KeyRing::parse(&[spec]).expect_err(spec).to_string();
         assert!(err.contains(needle), "{spec}: {err}");
     }

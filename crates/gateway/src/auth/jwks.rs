@@ -1,0 +1,188 @@
+//! A JWKS source (file or URL) with a cache: keys are used until the cache lifetime ends, and
+//! a token naming an unknown `kid` triggers a refresh, at most once per refresh interval and
+//! one at a time, so random `kid`s cannot turn the gateway into a request amplifier.
+//!
+//! Invariant: a failed refresh keeps the last good key set.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonwebtoken::DecodingKey;
+use jsonwebtoken::jwk::{JwkSet, PublicKeyUse};
+use tokio::sync::{Mutex, RwLock};
+use tokio::time::Instant;
+
+use crate::error::GatewayError;
+
+/// Largest JWKS document accepted.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
+
+/// A verification key and the id it is published under.
+#[derive(Clone)]
+pub(super) struct NamedKey {
+    pub(super) kid: Option<String>,
+    pub(super) key: DecodingKey,
+}
+
+#[derive(Debug)]
+enum Location {
+    File(PathBuf),
+    Url { url: String, client: reqwest::Client },
+}
+
+struct Cached {
+    keys: Arc<Vec<NamedKey>>,
+    fetched_at: Option<Instant>,
+    attempted_at: Option<Instant>,
+}
+
+/// A cached JWKS.
+pub(super) struct Jwks {
+    location: Location,
+    cache: RwLock<Cached>,
+    refreshing: Mutex<()>,
+    min_interval: Duration,
+    lifetime: Duration,
+}
+
+impl std::fmt::Debug for Jwks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jwks").field("location", &self.location).finish_non_exhaustive()
+    }
+}
+
+impl Jwks {
+    /// A JWKS read from a file; the file is read now, so a missing file fails start-up.
+    pub(super) fn file(path: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, GatewayError> {
+        let path = PathBuf::from(path);
+        let keys = read_file(&path).map_err(|problem| GatewayError::Startup {
+            what: format!("reading auth.jwt.jwks_file {}", path.display()),
+            problem,
+        })?;
+        Ok(Self::with(Location::File(path), keys, Some(Instant::now()), min_interval, lifetime))
+    }
+
+    /// A JWKS fetched from a URL on first use.
+    pub(super) fn url(url: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, GatewayError> {
+        install_tls_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()
+            .map_err(|e| GatewayError::Startup {
+                what: "building the JWKS HTTP client".to_owned(),
+                problem: e.to_string(),
+            })?;
+        Ok(Self::with(Location::Url { url: url.to_owned(), client }, Vec::new(), None, min_interval, lifetime))
+    }
+
+    fn with(
+        location: Location,
+        keys: Vec<NamedKey>,
+        fetched_at: Option<Instant>,
+        min_interval: Duration,
+        lifetime: Duration,
+    ) -> Self {
+        Self {
+            location,
+            cache: RwLock::new(Cached { keys: Arc::new(keys), fetched_at, attempted_at: None }),
+            refreshing: Mutex::new(()),
+            min_interval,
+            lifetime,
+        }
+    }
+
+    /// The current keys, refreshed first if the cache lifetime has ended (or nothing was
+    /// ever fetched).
+    pub(super) async fn keys(&self) -> Arc<Vec<NamedKey>> {
+        let stale = {
+            let cache = self.cache.read().await;
+            cache.fetched_at.is_none_or(|at| at.elapsed() >= self.lifetime)
+        };
+        if stale {
+            self.refresh().await;
+        }
+        self.cache.read().await.keys.clone()
+    }
+
+    /// Refreshes because a token named a key we do not have; rate-limited.
+    pub(super) async fn refresh_for_unknown_kid(&self) -> Arc<Vec<NamedKey>> {
+        self.refresh().await;
+        self.cache.read().await.keys.clone()
+    }
+
+    async fn refresh(&self) {
+        let _one_at_a_time = self.refreshing.lock().await;
+        {
+            let cache = self.cache.read().await;
+            if cache.attempted_at.is_some_and(|at| at.elapsed() < self.min_interval) {
+                return;
+            }
+        }
+        let now = Instant::now();
+        let result = match &self.location {
+            Location::File(path) => read_file(path),
+            Location::Url { url, client } => fetch(client, url).await,
+        };
+        let mut cache = self.cache.write().await;
+        cache.attempted_at = Some(now);
+        match result {
+            Ok(keys) => {
+                tracing::info!(keys = keys.len(), "JWKS refreshed");
+                cache.keys = Arc::new(keys);
+                cache.fetched_at = Some(now);
+            }
+            Err(problem) => {
+                tracing::warn!(%problem, "JWKS refresh failed; keeping the previous keys")
+            }
+        }
+    }
+}
+
+fn read_file(path: &PathBuf) -> Result<Vec<NamedKey>, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    if bytes.len() > MAX_JWKS_BYTES {
+        return Err(format!("larger than {MAX_JWKS_BYTES} bytes"));
+    }
+    parse(&bytes)
+}
+
+async fn fetch(client: &reqwest::Client, url: &str) -> Result<Vec<NamedKey>, String> {
+    let mut response = client.get(url).send().await.map_err(|e| format!("GET {url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("GET {url}: HTTP {}", response.status()));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+        if body.len() + chunk.len() > MAX_JWKS_BYTES {
+            return Err(format!("GET {url}: document larger than {MAX_JWKS_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    parse(&body)
+}
+
+fn parse(bytes: &[u8]) -> Result<Vec<NamedKey>, String> {
+    let set: JwkSet = serde_json::from_slice(bytes).map_err(|e| format!("not a JWKS document: {e}"))?;
+    let mut keys = Vec::with_capacity(set.keys.len());
+    for jwk in &set.keys {
+        if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+            continue;
+        }
+        match DecodingKey::from_jwk(jwk) {
+            Ok(key) => keys.push(NamedKey { kid: jwk.common.key_id.clone(), key }),
+            Err(e) => tracing::warn!(kid = ?jwk.common.key_id, error = %e, "skipping unusable JWK"),
+        }
+    }
+    Ok(keys)
+}
+
+/// reqwest is built without a bundled TLS crypto provider; install ring once per process.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

@@ -1,0 +1,235 @@
+//! Bearer JWT verification: algorithm allow-list, issuer, audience, `exp`/`nbf` with leeway,
+//! required `sub`, optional required scopes. Keys come from HS256 secrets, PEM files and a
+//! JWKS (file or URL).
+//!
+//! Invariants: the algorithm is checked against the allow-list before any key is tried, and
+//! only keys of that algorithm's family are tried; a token is accepted only by a key whose
+//! `kid` matches when both name one.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, header};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
+use serde::Deserialize;
+
+use super::jwks::{Jwks, NamedKey};
+use super::{Principal, resource_metadata_url};
+use crate::config::Config;
+use crate::error::GatewayError;
+
+/// Verifies bearer tokens.
+#[derive(Debug)]
+pub struct JwtAuthenticator {
+    validations: HashMap<Algorithm, Validation>,
+    static_keys: Vec<NamedKey>,
+    jwks: Option<Jwks>,
+    issuer: String,
+    required_scopes: Vec<String>,
+    challenge: String,
+}
+
+impl std::fmt::Debug for NamedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamedKey").field("kid", &self.kid).finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    scp: Option<Vec<String>>,
+}
+
+impl JwtAuthenticator {
+    /// Builds the verifier from a validated config.
+    pub(super) fn from_config(config: &Config) -> Result<Self, GatewayError> {
+        let jwt = &config.auth.jwt;
+        let issuer = jwt.issuer.clone().unwrap_or_default();
+        let audience = jwt.audience.clone().or_else(|| config.auth.resource.clone()).unwrap_or_default();
+        let mut validations = HashMap::new();
+        for name in &jwt.algorithms {
+            let alg: Algorithm = name.parse().map_err(|_| GatewayError::Config {
+                setting: "auth.jwt.algorithms".to_owned(),
+                problem: format!("unknown algorithm {name:?}"),
+            })?;
+            let mut v = Validation::new(alg);
+            v.set_issuer(&[&issuer]);
+            v.set_audience(&[&audience]);
+            v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+            v.leeway = jwt.leeway_secs;
+            v.validate_nbf = true;
+            validations.insert(alg, v);
+        }
+
+        let mut static_keys = Vec::new();
+        for secret in &jwt.hs256_secrets {
+            static_keys.push(NamedKey { kid: None, key: DecodingKey::from_secret(secret.expose().as_bytes()) });
+        }
+        for spec in &jwt.public_key_files {
+            static_keys.push(load_pem(spec)?);
+        }
+        let min = Duration::from_secs(jwt.jwks_refresh_min_secs);
+        let lifetime = Duration::from_secs(jwt.jwks_cache_secs.max(1));
+        let jwks = match (&jwt.jwks_file, &jwt.jwks_url) {
+            (Some(_), Some(_)) => {
+                return Err(GatewayError::Config {
+                    setting: "auth.jwt.jwks_url".to_owned(),
+                    problem: "set either jwks_file or jwks_url, not both".to_owned(),
+                });
+            }
+            (Some(path), None) => Some(Jwks::file(path, min, lifetime)?),
+            (None, Some(url)) => Some(Jwks::url(url, min, lifetime)?),
+            (None, None) => None,
+        };
+
+        let metadata = config.auth.resource.as_deref().map(resource_metadata_url);
+        let mut challenge = String::from("Bearer");
+        if let Some(url) = &metadata {
+            challenge.push_str(&format!(" resource_metadata=\"{url}\""));
+        }
+        if !config.auth.required_scopes.is_empty() {
+            let sep = if metadata.is_some() { "," } else { "" };
+            challenge.push_str(&format!("{sep} scope=\"{}\"", config.auth.required_scopes.join(" ")));
+        }
+        Ok(Self {
+            validations,
+            static_keys,
+            jwks,
+            issuer,
+            required_scopes: config.auth.required_scopes.clone(),
+            challenge,
+        })
+    }
+
+    /// Authenticates one request's `Authorization` header.
+    pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, GatewayError> {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(self.unauthorized("missing bearer token", None));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| self.unauthorized("expected `Authorization: Bearer <token>`", Some("invalid_request")))?;
+
+        let head = decode_header(token).map_err(|_| self.invalid("malformed token"))?;
+        let validation = self.validations.get(&head.alg).ok_or_else(|| self.invalid("token algorithm not allowed"))?;
+        let family = head.alg.family();
+        let kid = head.kid.as_deref();
+
+        let mut outcome = self.try_keys(token, validation, family, kid, &self.static_keys);
+        if let Some(jwks) = &self.jwks
+            && matches!(outcome, Attempt::NoKey)
+        {
+            let keys = jwks.keys().await;
+            outcome = self.try_keys(token, validation, family, kid, &keys);
+            if matches!(outcome, Attempt::NoKey) && kid.is_some() {
+                let keys = jwks.refresh_for_unknown_kid().await;
+                outcome = self.try_keys(token, validation, family, kid, &keys);
+            }
+        }
+        let claims = match outcome {
+            Attempt::Valid(claims) => claims,
+            Attempt::NoKey => return Err(self.invalid("no key matches the token")),
+            Attempt::Invalid(kind) => return Err(self.invalid(reason(&kind))),
+        };
+
+        let scopes: Vec<String> = match (claims.scope, claims.scp) {
+            (Some(scope), _) => scope.split_whitespace().map(str::to_owned).collect(),
+            (None, Some(scp)) => scp,
+            (None, None) => Vec::new(),
+        };
+        if !self.required_scopes.iter().all(|r| scopes.contains(r)) {
+            return Err(GatewayError::InsufficientScope {
+                challenge: format!("{}, error=\"insufficient_scope\"", self.challenge),
+            });
+        }
+        Ok(Principal::new(&self.issuer, &claims.sub, scopes))
+    }
+
+    fn try_keys(
+        &self,
+        token: &str,
+        validation: &Validation,
+        family: jsonwebtoken::AlgorithmFamily,
+        kid: Option<&str>,
+        keys: &[NamedKey],
+    ) -> Attempt {
+        let mut outcome = Attempt::NoKey;
+        for candidate in keys {
+            if candidate.key.family() != family {
+                continue;
+            }
+            if let (Some(want), Some(have)) = (kid, candidate.kid.as_deref())
+                && want != have
+            {
+                continue;
+            }
+            match decode::<Claims>(token, &candidate.key, validation) {
+                Ok(data) => return Attempt::Valid(data.claims),
+                // A signature mismatch may mean "another of our keys"; any other failure is
+                // about the token itself and is final.
+                Err(e) if matches!(e.kind(), ErrorKind::InvalidSignature) => outcome = Attempt::Invalid(e.into_kind()),
+                Err(e) => return Attempt::Invalid(e.into_kind()),
+            }
+        }
+        outcome
+    }
+
+    fn invalid(&self, reason: &str) -> GatewayError {
+        self.unauthorized(reason, Some("invalid_token"))
+    }
+
+    fn unauthorized(&self, reason: &str, error: Option<&str>) -> GatewayError {
+        let mut challenge = self.challenge.clone();
+        if let Some(error) = error {
+            let sep = if challenge == "Bearer" { " " } else { ", " };
+            challenge.push_str(&format!("{sep}error=\"{error}\", error_description=\"{reason}\""));
+        }
+        GatewayError::Unauthorized { reason: reason.to_owned(), challenge }
+    }
+}
+
+enum Attempt {
+    Valid(Claims),
+    NoKey,
+    Invalid(ErrorKind),
+}
+
+fn reason(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::ExpiredSignature => "token expired",
+        ErrorKind::ImmatureSignature => "token not yet valid",
+        ErrorKind::InvalidAudience => "token audience does not match this resource",
+        ErrorKind::InvalidIssuer => "token issuer is not trusted",
+        ErrorKind::InvalidSignature => "token signature is invalid",
+        ErrorKind::MissingRequiredClaim(_) => "token lacks a required claim (exp, iss, aud, sub)",
+        ErrorKind::InvalidAlgorithm => "token algorithm not allowed",
+        _ => "token is invalid",
+    }
+}
+
+fn load_pem(spec: &str) -> Result<NamedKey, GatewayError> {
+    let (kid, path) = match spec.split_once('=') {
+        Some((kid, path)) => (Some(kid.trim().to_owned()), path.trim()),
+        None => (None, spec.trim()),
+    };
+    let startup = |problem: String| GatewayError::Startup {
+        what: format!("loading auth.jwt.public_key_files entry {path}"),
+        problem,
+    };
+    let pem = std::fs::read(path).map_err(|e| startup(e.to_string()))?;
+    let key = DecodingKey::from_rsa_pem(&pem)
+        .or_else(|_| DecodingKey::from_ec_pem(&pem))
+        .or_else(|_| DecodingKey::from_ed_pem(&pem))
+        .map_err(|_| startup("not an RSA, EC or Ed25519 public key in PEM form".to_owned()))?;
+    Ok(NamedKey { kid, key })
+}

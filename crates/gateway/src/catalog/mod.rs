@@ -1,0 +1,243 @@
+//! The catalog: every tool, prompt and resource a replica serves, looked up by name, with the
+//! list results pre-rendered per era so `*/list` costs one buffer copy.
+//!
+//! Invariants: names are unique per kind; list order is registration order (deterministic on
+//! every replica); the rendered lists never change after start-up, as 2026-07-28 requires
+//! (lists must not vary as a side effect of other requests).
+
+mod context;
+mod header_params;
+mod outcome;
+mod prompt;
+mod resource;
+mod simple;
+mod tool;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use mcpgate_protocol::Era;
+use mcpgate_protocol::implementation::Implementation;
+use mcpgate_protocol::prompt::ListPromptsResult;
+use mcpgate_protocol::resource::{ListResourceTemplatesResult, ListResourcesResult};
+use mcpgate_protocol::result::{CacheScope, McpResult, ResultMeta, ResultType};
+use mcpgate_protocol::tool::{ListToolsResult, ToolExecution};
+
+pub use context::{Notifier, ToolContext};
+pub use header_params::{HeaderParam, check as check_header_params};
+pub use outcome::{Failure, Outcome, decode_args};
+pub use prompt::PromptHandler;
+pub use resource::{ResourceHandler, UriTemplate};
+pub use simple::{FnPrompt, FnTool, StaticResource, TemplateResource};
+pub use tool::{BoxFuture, TaskPolicy, Tool, ToolCall, ToolDescriptor};
+
+use crate::error::GatewayError;
+
+struct RegisteredTool {
+    tool: Arc<dyn Tool>,
+    header_params: Vec<HeaderParam>,
+}
+
+/// The list results of one era, serialized.
+#[derive(Debug, Clone)]
+pub struct RenderedLists {
+    /// `tools/list` result.
+    pub tools: Bytes,
+    /// `prompts/list` result.
+    pub prompts: Bytes,
+    /// `resources/list` result.
+    pub resources: Bytes,
+    /// `resources/templates/list` result.
+    pub templates: Bytes,
+}
+
+/// How list results are rendered.
+#[derive(Debug, Clone)]
+pub struct ListRendering {
+    /// `_meta` server info on modern results.
+    pub server_info: Arc<Implementation>,
+    /// `ttlMs` on modern results.
+    pub ttl_ms: u64,
+    /// `cacheScope` on modern results.
+    pub cache_scope: CacheScope,
+    /// Whether legacy tools show `execution.taskSupport` (only when tasks are served).
+    pub legacy_task_support: bool,
+}
+
+/// Collects registrations, then validates and renders them.
+#[derive(Default)]
+pub struct CatalogBuilder {
+    tools: Vec<Arc<dyn Tool>>,
+    prompts: Vec<Arc<dyn PromptHandler>>,
+    resources: Vec<Arc<dyn ResourceHandler>>,
+}
+
+impl CatalogBuilder {
+    /// Registers a tool.
+    pub fn tool(&mut self, tool: impl Tool) -> &mut Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Registers a prompt.
+    pub fn prompt(&mut self, prompt: impl PromptHandler) -> &mut Self {
+        self.prompts.push(Arc::new(prompt));
+        self
+    }
+
+    /// Registers a resource or resource template.
+    pub fn resource(&mut self, resource: impl ResourceHandler) -> &mut Self {
+        self.resources.push(Arc::new(resource));
+        self
+    }
+
+    /// Validates names and annotations and renders the lists.
+    pub fn build(self, rendering: &ListRendering) -> Result<Catalog, GatewayError> {
+        let dup = |kind: &str, name: &str| GatewayError::Startup {
+            what: "building the catalog".to_owned(),
+            problem: format!("{kind} {name:?} is registered twice (check the toolset list)"),
+        };
+        let mut tool_index = HashMap::new();
+        let mut tools = Vec::with_capacity(self.tools.len());
+        for tool in self.tools {
+            let info = &tool.descriptor().info;
+            if tool_index.insert(info.name.clone(), tools.len()).is_some() {
+                return Err(dup("tool", &info.name));
+            }
+            let header_params = header_params::extract(&info.name, &info.input_schema)?;
+            tools.push(RegisteredTool { tool, header_params });
+        }
+        let mut prompt_index = HashMap::new();
+        for (i, prompt) in self.prompts.iter().enumerate() {
+            if prompt_index.insert(prompt.descriptor().name.clone(), i).is_some() {
+                return Err(dup("prompt", &prompt.descriptor().name));
+            }
+        }
+        let mut uris = std::collections::HashSet::new();
+        for r in &self.resources {
+            let key = r.resource().map(|r| r.uri.clone()).or_else(|| r.template().map(|t| t.uri_template.clone()));
+            if let Some(key) = key
+                && !uris.insert(key.clone())
+            {
+                return Err(dup("resource", &key));
+            }
+        }
+        let mut catalog = Catalog {
+            tools,
+            tool_index,
+            prompts: self.prompts,
+            prompt_index,
+            resources: self.resources,
+            modern: None,
+            legacy: None,
+        };
+        catalog.modern = Some(catalog.render(Era::Modern, rendering)?);
+        catalog.legacy = Some(catalog.render(Era::Legacy, rendering)?);
+        Ok(catalog)
+    }
+}
+
+/// Everything a replica serves.
+pub struct Catalog {
+    tools: Vec<RegisteredTool>,
+    tool_index: HashMap<String, usize>,
+    prompts: Vec<Arc<dyn PromptHandler>>,
+    prompt_index: HashMap<String, usize>,
+    resources: Vec<Arc<dyn ResourceHandler>>,
+    modern: Option<RenderedLists>,
+    legacy: Option<RenderedLists>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("tools", &self.tools.len())
+            .field("prompts", &self.prompts.len())
+            .field("resources", &self.resources.len())
+            .finish()
+    }
+}
+
+impl Catalog {
+    /// A tool and its mirrored-header parameters.
+    pub fn tool(&self, name: &str) -> Option<(&Arc<dyn Tool>, &[HeaderParam])> {
+        let t = &self.tools[*self.tool_index.get(name)?];
+        Some((&t.tool, &t.header_params))
+    }
+
+    /// A prompt.
+    pub fn prompt(&self, name: &str) -> Option<&Arc<dyn PromptHandler>> {
+        self.prompt_index.get(name).map(|&i| &self.prompts[i])
+    }
+
+    /// Every resource handler, in registration order.
+    pub fn resources(&self) -> &[Arc<dyn ResourceHandler>] {
+        &self.resources
+    }
+
+    /// Whether any tools, prompts or resources are served (for capabilities).
+    pub fn has(&self) -> (bool, bool, bool) {
+        (!self.tools.is_empty(), !self.prompts.is_empty(), !self.resources.is_empty())
+    }
+
+    /// The pre-rendered list results of an era.
+    pub fn lists(&self, era: Era) -> &RenderedLists {
+        let lists = match era {
+            Era::Modern => &self.modern,
+            Era::Legacy => &self.legacy,
+        };
+        lists.as_ref().unwrap_or_else(|| unreachable!("lists are rendered by CatalogBuilder::build"))
+    }
+
+    fn render(&self, era: Era, r: &ListRendering) -> Result<RenderedLists, GatewayError> {
+        let tools = self
+            .tools
+            .iter()
+            .map(|t| {
+                let d = t.tool.descriptor();
+                let mut info = d.info.clone();
+                info.execution =
+                    (era == Era::Legacy && r.legacy_task_support && d.task_policy != TaskPolicy::Forbidden)
+                        .then(|| ToolExecution { task_support: Some(d.task_policy.task_support()) });
+                info
+            })
+            .collect();
+        let prompts = self.prompts.iter().map(|p| p.descriptor().clone()).collect();
+        let resources = self.resources.iter().filter_map(|h| h.resource().cloned()).collect();
+        let resource_templates = self.resources.iter().filter_map(|h| h.template().cloned()).collect();
+        Ok(RenderedLists {
+            tools: finish(ListToolsResult { tools, ..Default::default() }, era, r)?,
+            prompts: finish(ListPromptsResult { prompts, ..Default::default() }, era, r)?,
+            resources: finish(ListResourcesResult { resources, ..Default::default() }, era, r)?,
+            templates: finish(ListResourceTemplatesResult { resource_templates, ..Default::default() }, era, r)?,
+        })
+    }
+}
+
+/// Cache hints are members of every list result; this trait sets them.
+trait Cacheable: McpResult {
+    fn set_cache(&mut self, ttl_ms: u64, scope: CacheScope);
+}
+
+macro_rules! cacheable {
+    ($($t:ty),*) => {$(
+        impl Cacheable for $t {
+            fn set_cache(&mut self, ttl_ms: u64, scope: CacheScope) {
+                self.ttl_ms = Some(ttl_ms);
+                self.cache_scope = Some(scope);
+            }
+        }
+    )*};
+}
+cacheable!(ListToolsResult, ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult);
+
+fn finish<T: Cacheable>(mut result: T, era: Era, r: &ListRendering) -> Result<Bytes, GatewayError> {
+    if era == Era::Modern {
+        result.set_cache(r.ttl_ms, r.cache_scope);
+        result.set_result_type(Some(ResultType::Complete));
+        result.set_meta(Some(ResultMeta::server(r.server_info.clone())));
+    }
+    serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("rendering a list: {e}")))
+}

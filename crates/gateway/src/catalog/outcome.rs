@@ -1,0 +1,62 @@
+//! What a tool, prompt or resource returns: a result, a request for more input, or a failure.
+//!
+//! Invariant: failures are plain data here; they become a `GatewayError` (and so a status
+//! and a JSON-RPC code) only in `From<Failure> for GatewayError`.
+
+use serde_json::Value;
+
+use mcpgate_protocol::capabilities::ClientCapabilities;
+use mcpgate_protocol::input::InputRequests;
+
+use crate::error::GatewayError;
+
+/// The result of one invocation.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// Done.
+    Complete(T),
+    /// The caller must answer these requests and call again; `state` is the continuation the
+    /// next round receives back.
+    NeedInput {
+        /// Requests keyed by names unique within the call.
+        requests: InputRequests,
+        /// Continuation state, if the next round needs any.
+        state: Option<Value>,
+    },
+    /// A protocol-level failure.
+    Failed(Failure),
+}
+
+/// Why an invocation failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The arguments are wrong.
+    InvalidParams(String),
+    /// The call needs a client capability the request did not declare.
+    MissingCapability {
+        /// What the client must declare.
+        required: Box<ClientCapabilities>,
+        /// Client-safe explanation.
+        message: String,
+    },
+    /// A resource URI nothing serves.
+    ResourceNotFound(String),
+    /// An internal fault (the text is logged, not sent).
+    Internal(String),
+}
+
+impl From<Failure> for GatewayError {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::InvalidParams(detail) => GatewayError::InvalidParams { detail },
+            Failure::MissingCapability { required, message } => GatewayError::MissingCapability { message, required },
+            Failure::ResourceNotFound(uri) => GatewayError::ResourceNotFound { uri },
+            Failure::Internal(detail) => GatewayError::Internal { detail },
+        }
+    }
+}
+
+/// Decodes tool arguments (a JSON object) into a typed struct, reporting a client-safe error.
+pub fn decode_args<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T, Failure> {
+    T::deserialize(args).map_err(|e| Failure::InvalidParams(format!("invalid arguments: {e}")))
+}

@@ -1,0 +1,124 @@
+//! The `Tool` trait: a resumable unit of work. An invocation gets the arguments, the input
+//! responses received so far and its own continuation state from the previous round, and
+//! returns a result, a request for input, or a failure.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use mcpgate_protocol::JsonObject;
+use mcpgate_protocol::input::InputResponses;
+use mcpgate_protocol::tool::{CallToolResult, TaskSupport, Tool as ToolInfo, ToolAnnotations};
+
+use super::context::ToolContext;
+use super::outcome::Outcome;
+
+/// A boxed future borrowed from the tool and its context.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Whether a tool may, must or must not run as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskPolicy {
+    /// Always synchronous.
+    #[default]
+    Forbidden,
+    /// Synchronous or as a task.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+impl TaskPolicy {
+    /// The legacy `execution.taskSupport` value.
+    pub fn task_support(self) -> TaskSupport {
+        match self {
+            Self::Forbidden => TaskSupport::Forbidden,
+            Self::Optional => TaskSupport::Optional,
+            Self::Required => TaskSupport::Required,
+        }
+    }
+}
+
+/// What `tools/list` shows of a tool, plus its task policy.
+#[derive(Debug, Clone)]
+pub struct ToolDescriptor {
+    /// The wire descriptor (without `execution`, which is derived per era).
+    pub info: ToolInfo,
+    /// Task policy.
+    pub task_policy: TaskPolicy,
+}
+
+impl ToolDescriptor {
+    /// A descriptor with a name, a description and an input schema (a JSON object).
+    pub fn new(name: &str, description: &str, input_schema: Value) -> Self {
+        let input_schema = match input_schema {
+            Value::Object(map) => map,
+            _ => JsonObject::new(),
+        };
+        Self {
+            info: ToolInfo {
+                name: name.to_owned(),
+                title: None,
+                description: Some(description.to_owned()),
+                input_schema,
+                output_schema: None,
+                annotations: None,
+                execution: None,
+                icons: None,
+                meta: None,
+            },
+            task_policy: TaskPolicy::Forbidden,
+        }
+    }
+
+    /// Sets the display title.
+    #[must_use]
+    pub fn title(mut self, title: &str) -> Self {
+        self.info.title = Some(title.to_owned());
+        self
+    }
+
+    /// Sets behaviour hints.
+    #[must_use]
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.info.annotations = Some(annotations);
+        self
+    }
+
+    /// Sets the output schema.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        if let Value::Object(map) = schema {
+            self.info.output_schema = Some(map);
+        }
+        self
+    }
+
+    /// Sets the task policy.
+    #[must_use]
+    pub fn task_policy(mut self, policy: TaskPolicy) -> Self {
+        self.task_policy = policy;
+        self
+    }
+}
+
+/// One invocation's input.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    /// Arguments (always a JSON object).
+    pub arguments: Value,
+    /// Answers to the previous round's input requests.
+    pub input_responses: InputResponses,
+    /// The continuation state the previous round returned.
+    pub state: Option<Value>,
+}
+
+/// A tool.
+pub trait Tool: Send + Sync + 'static {
+    /// The descriptor (constant for the tool's lifetime).
+    fn descriptor(&self) -> &ToolDescriptor;
+
+    /// Runs one round of the tool.
+    fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>>;
+}

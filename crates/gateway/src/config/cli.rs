@@ -1,0 +1,87 @@
+//! Command-line flags: the common settings, `--config`, and `--help` listing every setting
+//! with its TOML key and environment twin.
+
+use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+use super::settings::{Kind, SETTINGS};
+
+/// mcpgate: a stateless, horizontally scalable MCP gateway (2026-07-28 and 2025-11-25 from one endpoint).
+#[derive(Debug, Default, Parser)]
+#[command(name = "mcpgate", version)]
+pub struct Cli {
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (`listen`, MCPGATE_LISTEN).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Redis URL (`redis_url`, MCPGATE_REDIS_URL); absent = embedded store.
+    #[arg(long, value_name = "URL")]
+    pub redis_url: Option<String>,
+    /// Toolsets, comma-separated (`toolset`, MCPGATE_TOOLSET).
+    #[arg(long, value_name = "a,b")]
+    pub toolset: Option<String>,
+    /// none | jwt (`auth.mode`, MCPGATE_AUTH_MODE).
+    #[arg(long, value_name = "MODE")]
+    pub auth_mode: Option<String>,
+    /// Sealing keys `kid:base64,…` (`seal.keys`, MCPGATE_SEAL_KEYS); prefer the environment,
+    /// since command lines are visible to other local users.
+    #[arg(long, value_name = "KEYS")]
+    pub seal_keys: Option<String>,
+    /// text | json (`log.format`, MCPGATE_LOG_FORMAT).
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Log filter (`log.level`, MCPGATE_LOG_LEVEL).
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Print a fresh sealing key (`kid:base64`) for seal.keys and exit.
+    #[arg(long)]
+    pub generate_seal_key: bool,
+}
+
+impl Cli {
+    /// Parses the process arguments; `--help` lists every setting.
+    pub fn parse_args() -> Self {
+        let matches = Self::command().after_long_help(settings_help()).get_matches();
+        match Self::from_arg_matches(&matches) {
+            Ok(cli) => cli,
+            Err(e) => e.exit(),
+        }
+    }
+
+    /// The flags that were given, as `(setting key, raw value)` pairs.
+    pub(super) fn overrides(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("listen", &self.listen),
+            ("redis_url", &self.redis_url),
+            ("toolset", &self.toolset),
+            ("auth.mode", &self.auth_mode),
+            ("seal.keys", &self.seal_keys),
+            ("log.format", &self.log_format),
+            ("log.level", &self.log_level),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| value.as_deref().map(|v| (key, v)))
+        .collect()
+    }
+}
+
+/// The settings table printed after `--help`.
+fn settings_help() -> String {
+    let mut out = String::from(
+        "Settings (TOML key / environment variable): sources apply in the order defaults, --config file, \
+         environment, flags. Lists are comma-separated in the environment.\n",
+    );
+    for s in SETTINGS {
+        let kind = match s.kind {
+            Kind::Str => "string",
+            Kind::Int => "integer",
+            Kind::Bool => "bool",
+            Kind::List => "list",
+        };
+        out.push_str(&format!("\n  {} ({kind}) / {}\n      {}\n", s.key, s.env_name(), s.help));
+    }
+    out
+}

@@ -1,0 +1,324 @@
+//! Loading: layering the sources into one TOML table, type-checking every value against its
+//! setting, deserializing, then validating meaning. Every error names the setting and where
+//! its value came from, and never echoes a secret value.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use serde::Deserialize;
+use toml::{Table, Value};
+
+use super::settings::{self, Kind, SETTINGS, Setting};
+use super::{AuthMode, Cli, Config};
+use crate::error::GatewayError;
+use crate::toolsets;
+
+/// Loads the configuration from the CLI flags, the file they name, and `env` (a lookup of
+/// environment variables; pass `|k| std::env::var(k).ok()` in the binary, a map in tests).
+pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+    let mut table = match &cli.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| GatewayError::Config {
+                setting: "--config".to_owned(),
+                problem: format!("cannot read {}: {e}", path.display()),
+            })?;
+            parse_file(&text, &path.display().to_string())?
+        }
+        None => Table::new(),
+    };
+    for setting in SETTINGS {
+        let name = setting.env_name();
+        if let Some(raw) = env(&name) {
+            let source = format!("environment variable {name}");
+            match parse_text(setting, &raw, &source)? {
+                Some(value) => insert(&mut table, setting.key, value),
+                None => remove(&mut table, setting.key),
+            }
+        }
+    }
+    for (key, raw) in cli.overrides() {
+        let setting = settings::find(key).ok_or_else(|| GatewayError::Config {
+            setting: key.to_owned(),
+            problem: "flag without a setting".to_owned(),
+        })?;
+        let flag = format!("--{}", key.replace(['.', '_'], "-"));
+        if let Some(value) = parse_text(setting, raw, &flag)? {
+            insert(&mut table, setting.key, value);
+        }
+    }
+    let config = Config::deserialize(Value::Table(table))
+        .map_err(|e| GatewayError::Config { setting: "configuration".to_owned(), problem: e.to_string() })?;
+    validate(&config)?;
+    Ok(config)
+}
+
+/// Loads a configuration from TOML text alone (defaults for everything else), validated.
+pub fn load_from_str(text: &str) -> Result<Config, GatewayError> {
+    let table = parse_file(text, "configuration text")?;
+    let config = Config::deserialize(Value::Table(table))
+        .map_err(|e| GatewayError::Config { setting: "configuration".to_owned(), problem: e.to_string() })?;
+    validate(&config)?;
+    Ok(config)
+}
+
+fn parse_file(text: &str, source: &str) -> Result<Table, GatewayError> {
+    let mut table: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| GatewayError::Config { setting: source.to_owned(), problem: e.to_string() })?;
+    normalize(&mut table, "", source)?;
+    Ok(table)
+}
+
+/// Checks that every leaf is a known setting of the right kind; a lone string where a list
+/// is expected becomes a one-element list.
+fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), GatewayError> {
+    for (key, value) in table.iter_mut() {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        if let Value::Table(inner) = value {
+            let is_section = SETTINGS.iter().any(|s| s.key.starts_with(&format!("{path}.")));
+            if is_section {
+                normalize(inner, &path, source)?;
+                continue;
+            }
+        }
+        let setting = settings::find(&path).ok_or_else(|| GatewayError::Config {
+            setting: path.clone(),
+            problem: format!("unknown setting in {source}"),
+        })?;
+        let fits = match (setting.kind, &*value) {
+            (Kind::Str, Value::String(_)) | (Kind::Bool, Value::Boolean(_)) => true,
+            (Kind::Int, Value::Integer(i)) => *i >= 0,
+            (Kind::List, Value::Array(items)) => items.iter().all(Value::is_str),
+            (Kind::List, Value::String(s)) => {
+                *value = Value::Array(vec![Value::String(s.clone())]);
+                true
+            }
+            _ => false,
+        };
+        if !fits {
+            return Err(invalid(setting, &format!("in {source}: expected {}", expected(setting.kind))));
+        }
+    }
+    Ok(())
+}
+
+fn expected(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Str => "a string",
+        Kind::Int => "a non-negative integer",
+        Kind::Bool => "true or false",
+        Kind::List => "a list of strings",
+    }
+}
+
+/// Parses an environment or flag value; `None` means "unset" (an empty string).
+fn parse_text(setting: &Setting, raw: &str, source: &str) -> Result<Option<Value>, GatewayError> {
+    let raw = raw.trim();
+    let shown = if setting.secret { String::new() } else { format!(" (got {raw:?})") };
+    let value = match setting.kind {
+        Kind::Str if raw.is_empty() => return Ok(None),
+        Kind::Str => Value::String(raw.to_owned()),
+        Kind::Int => raw
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(Value::Integer)
+            .ok_or_else(|| invalid(setting, &format!("{source}: expected a non-negative integer{shown}")))?,
+        Kind::Bool => match raw.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Value::Boolean(true),
+            "false" | "0" | "no" | "off" => Value::Boolean(false),
+            _ => {
+                return Err(invalid(setting, &format!("{source}: expected true or false{shown}")));
+            }
+        },
+        Kind::List => Value::Array(
+            raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.to_owned())).collect(),
+        ),
+    };
+    Ok(Some(value))
+}
+
+fn insert(table: &mut Table, key: &str, value: Value) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let Some(leaf) = parts.pop() else { return };
+    let mut current = table;
+    for part in parts {
+        let entry = current.entry(part.to_owned()).or_insert_with(|| Value::Table(Table::new()));
+        if !entry.is_table() {
+            *entry = Value::Table(Table::new());
+        }
+        let Value::Table(next) = entry else { return };
+        current = next;
+    }
+    current.insert(leaf.to_owned(), value);
+}
+
+fn remove(table: &mut Table, key: &str) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let Some(leaf) = parts.pop() else { return };
+    let mut current = table;
+    for part in parts {
+        let Some(Value::Table(next)) = current.get_mut(part) else {
+            return;
+        };
+        current = next;
+    }
+    current.remove(leaf);
+}
+
+fn invalid(setting: &Setting, problem: &str) -> GatewayError {
+    GatewayError::Config { setting: format!("{} ({})", setting.key, setting.env_name()), problem: problem.to_owned() }
+}
+
+fn invalid_key(key: &str, problem: &str) -> GatewayError {
+    match settings::find(key) {
+        Some(setting) => invalid(setting, problem),
+        None => GatewayError::Config { setting: key.to_owned(), problem: problem.to_owned() },
+    }
+}
+
+/// Checks what the types alone cannot: required combinations, ranges and formats.
+fn validate(c: &Config) -> Result<(), GatewayError> {
+    if c.toolset.is_empty() {
+        return Err(invalid_key("toolset", "at least one toolset is required"));
+    }
+    let mut seen = HashSet::new();
+    for name in &c.toolset {
+        if !toolsets::KNOWN.contains(&name.as_str()) {
+            return Err(invalid_key(
+                "toolset",
+                &format!("unknown toolset {name:?}; known: {}", toolsets::KNOWN.join(", ")),
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(invalid_key("toolset", &format!("toolset {name:?} is listed twice")));
+        }
+    }
+    for (key, value, min) in [
+        ("server.tool_timeout_secs", c.server.tool_timeout_secs, 1),
+        ("http.body_limit_bytes", c.http.body_limit_bytes, 1024),
+        ("http.max_concurrent_requests", c.http.max_concurrent_requests, 1),
+        ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 1),
+        ("seal.session_ttl_secs", c.seal.session_ttl_secs, 1),
+        ("seal.request_state_ttl_secs", c.seal.request_state_ttl_secs, 1),
+        ("seal.max_bytes", c.seal.max_bytes, 1024),
+    ] {
+        if value < min {
+            return Err(invalid_key(key, &format!("must be at least {min}")));
+        }
+    }
+    if c.http.body_limit_bytes > 256 * 1024 * 1024 {
+        return Err(invalid_key("http.body_limit_bytes", "must be at most 268435456 (256 MiB)"));
+    }
+    for origin in &c.http.allowed_origins {
+        if origin != "*" && crate::http::origin::parse_origin(origin).is_none() {
+            return Err(invalid_key("http.allowed_origins", &format!("{origin:?} is not * or scheme://host[:port]")));
+        }
+    }
+    if let Some(url) = &c.redis_url
+        && !(url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix://"))
+    {
+        return Err(invalid_key("redis_url", "must start with redis://, rediss:// or redis+unix://"));
+    }
+    if c.is_multi_replica() && c.seal.keys.is_empty() {
+        return Err(invalid_key(
+            "seal.keys",
+            "required when redis_url is set: every replica must share the same keys, or a session id or \
+             requestState minted by one replica cannot be opened by another (generate one with --generate-seal-key)",
+        ));
+    }
+    if !c.seal.keys.is_empty() {
+        let specs: Vec<&str> = c.seal.keys.iter().map(|k| k.expose()).collect();
+        mcpgate_seal::KeyRing::parse(&specs).map_err(|e| invalid_key("seal.keys", &e.to_string()))?;
+    }
+    tracing_subscriber::EnvFilter::try_new(&c.log.level)
+        .map_err(|e| invalid_key("log.level", &format!("not a valid filter: {e}")))?;
+    if let Some(resource) = &c.auth.resource {
+        validate_resource_uri(resource)?;
+    }
+    match c.auth.mode {
+        AuthMode::None => {
+            if !c.listens_on_loopback() && !c.auth.allow_anonymous_non_loopback {
+                return Err(invalid_key(
+                    "auth.mode",
+                    "auth.mode = none on a non-loopback address would let anyone act as the one anonymous \
+                     principal; use auth.mode = jwt, or set auth.allow_anonymous_non_loopback = true",
+                ));
+            }
+        }
+        AuthMode::Jwt => validate_jwt(c)?,
+    }
+    Ok(())
+}
+
+fn validate_resource_uri(resource: &str) -> Result<(), GatewayError> {
+    let ok = (resource.starts_with("https://") || resource.starts_with("http://")) && !resource.contains('#');
+    if !ok {
+        return Err(invalid_key("auth.resource", "must be an absolute http(s) URI without a fragment"));
+    }
+    Ok(())
+}
+
+fn validate_jwt(c: &Config) -> Result<(), GatewayError> {
+    let jwt = &c.auth.jwt;
+    if jwt.issuer.as_deref().is_none_or(str::is_empty) {
+        return Err(invalid_key("auth.jwt.issuer", "required when auth.mode = jwt"));
+    }
+    if jwt.audience.is_none() && c.auth.resource.is_none() {
+        return Err(invalid_key(
+            "auth.resource",
+            "auth.resource (or auth.jwt.audience) is required when auth.mode = jwt",
+        ));
+    }
+    if c.auth.authorization_servers.is_empty() {
+        return Err(invalid_key(
+            "auth.authorization_servers",
+            "at least one authorization server is required when auth.mode = jwt (clients discover it from the \
+             protected resource metadata)",
+        ));
+    }
+    if jwt.algorithms.is_empty() {
+        return Err(invalid_key("auth.jwt.algorithms", "at least one algorithm is required"));
+    }
+    for alg in &jwt.algorithms {
+        if alg.parse::<jsonwebtoken::Algorithm>().is_err() {
+            return Err(invalid_key("auth.jwt.algorithms", &format!("unknown algorithm {alg:?}")));
+        }
+    }
+    let any_hs = jwt.algorithms.iter().any(|a| a.starts_with("HS"));
+    if any_hs && jwt.hs256_secrets.is_empty() {
+        return Err(invalid_key("auth.jwt.hs256_secrets", "an HS algorithm is allowed but no secret is configured"));
+    }
+    if !jwt.hs256_secrets.is_empty() && !jwt.algorithms.iter().any(|a| a == "HS256") {
+        return Err(invalid_key("auth.jwt.algorithms", "hs256_secrets are configured but HS256 is not allowed"));
+    }
+    if jwt.hs256_secrets.iter().any(|s| s.expose().len() < 32) {
+        return Err(invalid_key("auth.jwt.hs256_secrets", "every secret must be at least 32 bytes"));
+    }
+    let asymmetric = !jwt.public_key_files.is_empty() || jwt.jwks_file.is_some() || jwt.jwks_url.is_some();
+    if jwt.hs256_secrets.is_empty() && !asymmetric {
+        return Err(invalid_key(
+            "auth.jwt.public_key_files",
+            "no verification key: set hs256_secrets, public_key_files, jwks_file or jwks_url",
+        ));
+    }
+    if let Some(url) = &jwt.jwks_url {
+        let loopback_http = url
+            .strip_prefix("http://")
+            .map(|rest| rest.split(['/', '?']).next().unwrap_or(""))
+            .is_some_and(is_loopback_authority);
+        if !url.starts_with("https://") && !loopback_http {
+            return Err(invalid_key("auth.jwt.jwks_url", "must be https (plain http is allowed only on loopback)"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `host[:port]` names a loopback host.
+pub(crate) fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}

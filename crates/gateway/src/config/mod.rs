@@ -1,0 +1,281 @@
+//! The one typed configuration of a replica, with every default declared once (in the
+//! `Default` impls below), and how it is loaded and validated.
+//!
+//! Sources in order, later wins: built-in defaults → TOML file (`--config`) → `MCPGATE_*`
+//! environment → command-line flags. Tests build a `Config` directly, or load one from a map
+//! of environment values; nothing here reads or writes the process environment itself.
+
+mod cli;
+mod load;
+pub mod settings;
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+pub use cli::Cli;
+pub use load::{load, load_from_str};
+
+/// Everything a replica needs to start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Redis URL; `None` = embedded single-replica mode.
+    pub redis_url: Option<String>,
+    /// Toolsets to serve.
+    pub toolset: Vec<String>,
+    /// What the server says about itself and how long lists may be cached.
+    pub server: ServerConfig,
+    /// HTTP surface limits and DNS-rebinding protection.
+    pub http: HttpConfig,
+    /// Authentication.
+    pub auth: AuthConfig,
+    /// Sealing of session ids and requestState.
+    pub seal: SealConfig,
+    /// Logging.
+    pub log: LogConfig,
+    /// Graceful shutdown.
+    pub shutdown: ShutdownConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            redis_url: None,
+            toolset: vec!["demo".to_owned()],
+            server: ServerConfig::default(),
+            http: HttpConfig::default(),
+            auth: AuthConfig::default(),
+            seal: SealConfig::default(),
+            log: LogConfig::default(),
+            shutdown: ShutdownConfig::default(),
+        }
+    }
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Instructions for the model.
+    pub instructions: Option<String>,
+    /// `ttlMs` of list results.
+    pub list_ttl_ms: u64,
+    /// `ttlMs` of `server/discover`.
+    pub discover_ttl_ms: u64,
+    /// Upper bound on one synchronous call.
+    pub tool_timeout_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { instructions: None, list_ttl_ms: 60_000, discover_ttl_ms: 300_000, tool_timeout_secs: 300 }
+    }
+}
+
+/// `[http]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Largest body accepted.
+    pub body_limit_bytes: u64,
+    /// Allowed `Origin` values (or `*`).
+    pub allowed_origins: Vec<String>,
+    /// Allowed `Host` names; empty = loopback names when listening on loopback.
+    pub allowed_hosts: Vec<String>,
+    /// Concurrency limit per replica.
+    pub max_concurrent_requests: u64,
+    /// SSE keep-alive interval.
+    pub sse_keepalive_secs: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            body_limit_bytes: 4 * 1024 * 1024,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_concurrent_requests: 4096,
+            sse_keepalive_secs: 15,
+        }
+    }
+}
+
+/// How callers are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Everyone is one anonymous principal (local development).
+    #[default]
+    None,
+    /// Bearer JWTs.
+    Jwt,
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Mode.
+    pub mode: AuthMode,
+    /// Allow `none` on a public address.
+    pub allow_anonymous_non_loopback: bool,
+    /// Canonical resource URI of this endpoint.
+    pub resource: Option<String>,
+    /// Authorization servers for the protected resource metadata.
+    pub authorization_servers: Vec<String>,
+    /// Scopes advertised.
+    pub scopes_supported: Vec<String>,
+    /// Scopes required on every token.
+    pub required_scopes: Vec<String>,
+    /// JWT verification.
+    pub jwt: JwtConfig,
+}
+
+/// `[auth.jwt]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtConfig {
+    /// Required issuer.
+    pub issuer: Option<String>,
+    /// Required audience (defaults to `auth.resource`).
+    pub audience: Option<String>,
+    /// Algorithm allow-list.
+    pub algorithms: Vec<String>,
+    /// HS256 secrets.
+    pub hs256_secrets: Vec<Secret>,
+    /// PEM public key files (`path` or `kid=path`).
+    pub public_key_files: Vec<String>,
+    /// JWKS file.
+    pub jwks_file: Option<String>,
+    /// JWKS URL.
+    pub jwks_url: Option<String>,
+    /// Clock skew allowance.
+    pub leeway_secs: u64,
+    /// Minimum interval between JWKS refreshes.
+    pub jwks_refresh_min_secs: u64,
+    /// JWKS cache lifetime.
+    pub jwks_cache_secs: u64,
+}
+
+impl Default for JwtConfig {
+    fn default() -> Self {
+        Self {
+            issuer: None,
+            audience: None,
+            algorithms: vec!["RS256".to_owned(), "ES256".to_owned(), "EdDSA".to_owned()],
+            hs256_secrets: Vec::new(),
+            public_key_files: Vec::new(),
+            jwks_file: None,
+            jwks_url: None,
+            leeway_secs: 30,
+            jwks_refresh_min_secs: 30,
+            jwks_cache_secs: 600,
+        }
+    }
+}
+
+/// `[seal]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SealConfig {
+    /// `kid:base64` keys; empty = one random key.
+    pub keys: Vec<Secret>,
+    /// Session id lifetime.
+    pub session_ttl_secs: u64,
+    /// requestState lifetime.
+    pub request_state_ttl_secs: u64,
+    /// Longest sealed value.
+    pub max_bytes: u64,
+}
+
+impl Default for SealConfig {
+    fn default() -> Self {
+        Self {
+            keys: Vec::new(),
+            session_ttl_secs: 86_400,
+            request_state_ttl_secs: 600,
+            max_bytes: mcpgate_seal::DEFAULT_MAX_TOKEN_LEN as u64,
+        }
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// Format.
+    pub format: LogFormat,
+    /// Filter directive.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { format: LogFormat::Text, level: "info".to_owned() }
+    }
+}
+
+/// `[shutdown]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// Grace period for in-flight requests.
+    pub grace_secs: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self { grace_secs: 20 }
+    }
+}
+
+/// A secret string: serialized as itself, never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret value; call sites are the only places it is visible.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl Config {
+    /// Whether the listen address is a loopback address.
+    pub fn listens_on_loopback(&self) -> bool {
+        self.listen.ip().is_loopback()
+    }
+
+    /// Whether several replicas share state (a Redis URL is set).
+    pub fn is_multi_replica(&self) -> bool {
+        self.redis_url.is_some()
+    }
+}

@@ -1,0 +1,141 @@
+//! The registry of every setting: its TOML key, its `MCPGATE_*` environment twin (derived
+//! from the key), its value kind, and its help text.
+//!
+//! Invariant: a setting exists in the config file, the environment, `--help` and the README
+//! table only through an entry here; a test checks that every `Config` field has one.
+
+/// The kind of value a setting holds, which decides how an environment string is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A string.
+    Str,
+    /// A non-negative integer.
+    Int,
+    /// `true` or `false`.
+    Bool,
+    /// A list of strings (comma-separated in the environment).
+    List,
+}
+
+/// One setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    /// Dotted TOML key, e.g. `auth.jwt.issuer`.
+    pub key: &'static str,
+    /// Value kind.
+    pub kind: Kind,
+    /// Whether the value is secret (never echoed in errors or logs).
+    pub secret: bool,
+    /// One-line description; the default follows in brackets where there is one.
+    pub help: &'static str,
+}
+
+impl Setting {
+    /// The environment variable: `MCPGATE_` + key with dots as underscores, upper-cased.
+    pub fn env_name(&self) -> String {
+        let mut name = String::with_capacity(8 + self.key.len());
+        name.push_str("MCPGATE_");
+        name.extend(self.key.chars().map(|c| if c == '.' { '_' } else { c.to_ascii_uppercase() }));
+        name
+    }
+}
+
+const fn s(key: &'static str, kind: Kind, help: &'static str) -> Setting {
+    Setting { key, kind, secret: false, help }
+}
+
+const fn secret(key: &'static str, kind: Kind, help: &'static str) -> Setting {
+    Setting { key, kind, secret: true, help }
+}
+
+/// Every setting, in the order `--help` and the README list them.
+pub const SETTINGS: &[Setting] = &[
+    s("listen", Kind::Str, "Address to listen on; port 0 picks a free port and prints it [127.0.0.1:8080]"),
+    s(
+        "redis_url",
+        Kind::Str,
+        "Redis URL (redis:// or rediss://); absent = embedded single-replica mode; set = multi-replica mode, which requires seal.keys",
+    ),
+    s("toolset", Kind::List, "Built-in toolsets to serve: demo, conformance [demo]"),
+    s("server.instructions", Kind::Str, "Instructions for the model, returned by server/discover and initialize"),
+    s("server.list_ttl_ms", Kind::Int, "ttlMs on tools/prompts/resources lists [60000]"),
+    s("server.discover_ttl_ms", Kind::Int, "ttlMs on server/discover [300000]"),
+    s(
+        "server.tool_timeout_secs",
+        Kind::Int,
+        "Longest a synchronous tools/call, prompts/get or resources/read may run [300]",
+    ),
+    s("http.body_limit_bytes", Kind::Int, "Largest request body accepted; larger bodies get 413 [4194304]"),
+    s(
+        "http.allowed_origins",
+        Kind::List,
+        "Origins allowed in the Origin header (scheme://host[:port], or *); when empty and listening on loopback, loopback origins are allowed [empty]",
+    ),
+    s(
+        "http.allowed_hosts",
+        Kind::List,
+        "Host header names accepted (DNS-rebinding protection); empty = loopback names when listening on loopback, any otherwise",
+    ),
+    s(
+        "http.max_concurrent_requests",
+        Kind::Int,
+        "Requests processed at once per replica; beyond it requests get 503 [4096]",
+    ),
+    s("http.sse_keepalive_secs", Kind::Int, "Interval of keep-alive comments on SSE responses [15]"),
+    s("auth.mode", Kind::Str, "none (one anonymous principal; loopback only unless allowed) or jwt [none]"),
+    s(
+        "auth.allow_anonymous_non_loopback",
+        Kind::Bool,
+        "Allow auth.mode = none on a non-loopback listen address [false]",
+    ),
+    s(
+        "auth.resource",
+        Kind::Str,
+        "Canonical URI of this MCP endpoint (e.g. https://mcp.example.com/mcp): the default JWT audience and the protected resource metadata `resource`",
+    ),
+    s(
+        "auth.authorization_servers",
+        Kind::List,
+        "Authorization server issuer URLs listed in the protected resource metadata (jwt mode: at least one)",
+    ),
+    s("auth.scopes_supported", Kind::List, "Scopes listed in the protected resource metadata"),
+    s(
+        "auth.required_scopes",
+        Kind::List,
+        "Scopes every token must carry (space-separated `scope` claim); missing ones get 403 insufficient_scope",
+    ),
+    s("auth.jwt.issuer", Kind::Str, "Required `iss` of accepted tokens (jwt mode)"),
+    s("auth.jwt.audience", Kind::Str, "Required `aud` of accepted tokens [auth.resource]"),
+    s("auth.jwt.algorithms", Kind::List, "Accepted signature algorithms [RS256,ES256,EdDSA]"),
+    secret("auth.jwt.hs256_secrets", Kind::List, "Shared secrets for HS256 tokens, at least 32 bytes each"),
+    s(
+        "auth.jwt.public_key_files",
+        Kind::List,
+        "PEM public key files (RSA, EC P-256/P-384 or Ed25519), each `path` or `kid=path`",
+    ),
+    s(
+        "auth.jwt.jwks_file",
+        Kind::Str,
+        "JWKS document on disk; re-read (rate-limited) when a token names an unknown kid",
+    ),
+    s("auth.jwt.jwks_url", Kind::Str, "JWKS URL (https, or http on loopback); cached and refreshed on an unknown kid"),
+    s("auth.jwt.leeway_secs", Kind::Int, "Clock skew allowed on exp and nbf [30]"),
+    s("auth.jwt.jwks_refresh_min_secs", Kind::Int, "Least time between two JWKS refreshes [30]"),
+    s("auth.jwt.jwks_cache_secs", Kind::Int, "How long a fetched JWKS is used before it is fetched again [600]"),
+    secret(
+        "seal.keys",
+        Kind::List,
+        "Sealing keys `kid:base64(32 bytes)`; the first seals, all open; absent = one random key (single replica only)",
+    ),
+    s("seal.session_ttl_secs", Kind::Int, "Lifetime of a legacy sealed session id [86400]"),
+    s("seal.request_state_ttl_secs", Kind::Int, "Lifetime of a sealed MRTR requestState [600]"),
+    s("seal.max_bytes", Kind::Int, "Longest sealed value minted or accepted [16384]"),
+    s("log.format", Kind::Str, "text or json [text]"),
+    s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info [info]"),
+    s("shutdown.grace_secs", Kind::Int, "On SIGTERM/SIGINT, how long in-flight requests may finish [20]"),
+];
+
+/// Looks a setting up by its TOML key.
+pub fn find(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == key)
+}

@@ -1,0 +1,332 @@
+//! `GatewayError`, the one error type of the gateway crate, and the one place where an error
+//! becomes an HTTP status, a JSON-RPC error object and response headers.
+//!
+//! Invariants: the client-facing message of an error never carries internal detail (that goes
+//! to the log through `detail` fields); every response to a request whose id could be read
+//! echoes that id; the status of an error depends only on the error and the request's era.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::json;
+
+use mcpgate_protocol::capabilities::ClientCapabilities;
+use mcpgate_protocol::jsonrpc::ErrorResponse;
+use mcpgate_protocol::{Era, ErrorCode, ErrorObject, ProtocolError, ProtocolVersion, RequestId};
+
+/// Everything that can go wrong in the gateway, from start-up to a single request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// A setting is missing, malformed or inconsistent (start-up only).
+    #[error("invalid setting {setting}: {problem}")]
+    Config {
+        /// The setting (TOML key and environment twin) or source.
+        setting: String,
+        /// What is wrong, never including a secret value.
+        problem: String,
+    },
+    /// Start-up failed outside configuration (bind, key files, JWKS).
+    #[error("{what}: {problem}")]
+    Startup {
+        /// What was being done.
+        what: String,
+        /// What went wrong.
+        problem: String,
+    },
+    /// A method other than POST on the MCP endpoint.
+    #[error("Method Not Allowed: the MCP endpoint accepts POST only")]
+    MethodNotAllowed,
+    /// The `Origin` header names an origin that is not allowed.
+    #[error("Forbidden: origin not allowed")]
+    ForbiddenOrigin {
+        /// The rejected origin, for the log.
+        origin: String,
+    },
+    /// The `Host` header names a host that is not allowed (DNS rebinding).
+    #[error("Forbidden: host not allowed")]
+    ForbiddenHost {
+        /// The rejected host, for the log.
+        host: String,
+    },
+    /// `Content-Type` is not `application/json`.
+    #[error("Unsupported Media Type: Content-Type must be application/json")]
+    UnsupportedMediaType,
+    /// `Accept` allows neither JSON nor SSE.
+    #[error("Not Acceptable: Accept must include application/json or text/event-stream")]
+    NotAcceptable,
+    /// The body is larger than the configured limit.
+    #[error("Payload Too Large: request bodies are limited to {limit} bytes")]
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The body could not be read from the connection.
+    #[error("Bad Request: the request body could not be read")]
+    BodyRead {
+        /// Why, for the log.
+        detail: String,
+    },
+    /// Too many requests in flight on this replica.
+    #[error("Service Unavailable: too many requests in flight, retry shortly")]
+    Overloaded,
+    /// No valid bearer token.
+    #[error("Unauthorized: {reason}")]
+    Unauthorized {
+        /// Short client-safe reason.
+        reason: String,
+        /// The full `WWW-Authenticate` header value.
+        challenge: String,
+    },
+    /// A valid token without the scopes this endpoint requires.
+    #[error("Forbidden: insufficient scope")]
+    InsufficientScope {
+        /// The full `WWW-Authenticate` header value.
+        challenge: String,
+    },
+    /// The body is not a valid JSON-RPC message.
+    #[error(transparent)]
+    Protocol {
+        /// What the decoder said.
+        #[from]
+        source: ProtocolError,
+    },
+    /// A modern request without the required `_meta` keys.
+    #[error("Invalid params: missing _meta keys: {missing}")]
+    MissingMeta {
+        /// The missing keys, comma-separated.
+        missing: String,
+    },
+    /// Mirrored HTTP headers missing, malformed or different from the body.
+    #[error("Header mismatch: {detail}")]
+    HeaderMismatch {
+        /// Which header and how.
+        detail: String,
+    },
+    /// A protocol version this server does not speak per request.
+    #[error("Unsupported protocol version: {requested}")]
+    UnsupportedVersion {
+        /// What the client asked for.
+        requested: String,
+    },
+    /// Unknown method, or one the request's era does not have.
+    #[error("Method not found: {method}")]
+    MethodNotFound {
+        /// The method name (truncated for the message).
+        method: String,
+    },
+    /// The request needs a client capability it did not declare.
+    #[error("{message}")]
+    MissingCapability {
+        /// Client-safe explanation.
+        message: String,
+        /// The capabilities the request must declare (boxed: it is large and rare).
+        required: Box<ClientCapabilities>,
+    },
+    /// A legacy request without a session id.
+    #[error("Bad Request: Mcp-Session-Id header is required; send initialize first")]
+    SessionRequired,
+    /// A legacy session id that is tampered, expired or another principal's.
+    #[error("Session not found: send initialize to start a new session")]
+    SessionNotFound {
+        /// Why it did not open, for the log.
+        reason: &'static str,
+    },
+    /// A legacy `MCP-Protocol-Version` header that is invalid for the session.
+    #[error("Bad Request: {detail}")]
+    LegacyVersionHeader {
+        /// What is wrong.
+        detail: String,
+    },
+    /// Params that are well-formed JSON but wrong for the method.
+    #[error("Invalid params: {detail}")]
+    InvalidParams {
+        /// What is wrong.
+        detail: String,
+    },
+    /// `resources/read` of a URI no resource or template serves.
+    #[error("Resource not found: {uri}")]
+    ResourceNotFound {
+        /// The requested URI.
+        uri: String,
+    },
+    /// Something this server does not offer in this situation (a limitation, not a fault).
+    #[error("Not supported: {detail}")]
+    NotSupported {
+        /// What is not supported.
+        detail: String,
+    },
+    /// A synchronous call ran past `server.tool_timeout_secs`.
+    #[error("Request timed out after {secs} s")]
+    Timeout {
+        /// The limit.
+        secs: u64,
+    },
+    /// Our fault; the detail is logged, never sent.
+    #[error("Internal error")]
+    Internal {
+        /// What happened, for the log.
+        detail: String,
+    },
+}
+
+/// How an error appears on the wire.
+#[derive(Debug)]
+pub struct Wire {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// JSON-RPC error object.
+    pub error: ErrorObject,
+    /// Extra response header, if any.
+    pub header: Option<(header::HeaderName, String)>,
+}
+
+impl GatewayError {
+    /// Shorthand for an internal error with a logged detail.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        Self::Internal { detail: detail.into() }
+    }
+
+    /// Shorthand for invalid params.
+    pub fn invalid_params(detail: impl Into<String>) -> Self {
+        Self::InvalidParams { detail: detail.into() }
+    }
+
+    /// Shorthand for a header mismatch.
+    pub fn header_mismatch(detail: impl Into<String>) -> Self {
+        Self::HeaderMismatch { detail: detail.into() }
+    }
+
+    /// The one mapping from an error (in a request's era, if known) to the wire.
+    pub fn wire(&self, era: Option<Era>) -> Wire {
+        use GatewayError as E;
+        let modern = era == Some(Era::Modern);
+        // Errors that only a modern request can produce carry a status of their own; protocol
+        // errors of a legacy session travel with 200 as 2025-11-25 servers conventionally do.
+        let rpc_status = |modern_status: StatusCode| {
+            if modern { modern_status } else { StatusCode::OK }
+        };
+        let message = self.to_string();
+        let (status, code, data, header) = match self {
+            E::Config { .. } | E::Startup { .. } | E::Internal { .. } => {
+                (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None)
+            }
+            E::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                ErrorCode::INVALID_REQUEST,
+                None,
+                Some((header::ALLOW, "POST".to_owned())),
+            ),
+            E::ForbiddenOrigin { .. } | E::ForbiddenHost { .. } => {
+                (StatusCode::FORBIDDEN, ErrorCode::INVALID_REQUEST, None, None)
+            }
+            E::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, ErrorCode::INVALID_REQUEST, None, None),
+            E::NotAcceptable => (StatusCode::NOT_ACCEPTABLE, ErrorCode::INVALID_REQUEST, None, None),
+            E::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::INVALID_REQUEST, None, None),
+            E::BodyRead { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
+            E::Overloaded => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::INTERNAL_ERROR,
+                None,
+                Some((header::RETRY_AFTER, "1".to_owned())),
+            ),
+            E::Unauthorized { challenge, .. } => (
+                StatusCode::UNAUTHORIZED,
+                ErrorCode::INVALID_REQUEST,
+                None,
+                Some((header::WWW_AUTHENTICATE, challenge.clone())),
+            ),
+            E::InsufficientScope { challenge } => (
+                StatusCode::FORBIDDEN,
+                ErrorCode::INVALID_REQUEST,
+                None,
+                Some((header::WWW_AUTHENTICATE, challenge.clone())),
+            ),
+            E::Protocol { source } => match source {
+                ProtocolError::Parse { .. } => (StatusCode::BAD_REQUEST, ErrorCode::PARSE_ERROR, None, None),
+                ProtocolError::InvalidParams { .. } => {
+                    (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None)
+                }
+                _ => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
+            },
+            E::MissingMeta { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_PARAMS, None, None),
+            E::HeaderMismatch { .. } => (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH, None, None),
+            E::UnsupportedVersion { requested } => {
+                let err = ErrorObject::unsupported_version(&ProtocolVersion::all_strs(), requested);
+                (StatusCode::BAD_REQUEST, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, err.data, None)
+            }
+            E::MethodNotFound { .. } => (rpc_status(StatusCode::NOT_FOUND), ErrorCode::METHOD_NOT_FOUND, None, None),
+            E::MissingCapability { required, .. } => {
+                if modern {
+                    let err = ErrorObject::missing_capability("", required);
+                    (StatusCode::BAD_REQUEST, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, err.data, None)
+                } else {
+                    (StatusCode::OK, ErrorCode::INVALID_PARAMS, None, None)
+                }
+            }
+            E::SessionRequired => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
+            E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None),
+            E::LegacyVersionHeader { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
+            E::InvalidParams { .. } => (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None),
+            E::ResourceNotFound { uri } => {
+                (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, Some(json!({ "uri": uri })), None)
+            }
+            E::Timeout { .. } | E::NotSupported { .. } => {
+                (rpc_status(StatusCode::OK), ErrorCode::INTERNAL_ERROR, None, None)
+            }
+        };
+        let mut error = ErrorObject::new(code, message);
+        error.data = data;
+        Wire { status, error, header }
+    }
+
+    /// Whether the error is the server's fault (logged at error level).
+    pub fn is_server_fault(&self) -> bool {
+        matches!(self, Self::Config { .. } | Self::Startup { .. } | Self::Internal { .. })
+    }
+}
+
+/// An error on its way out: the error plus what is known about the request.
+#[derive(Debug)]
+pub struct ErrorReply {
+    /// The error.
+    pub error: GatewayError,
+    /// The request id, if it could be read.
+    pub id: Option<RequestId>,
+    /// The request's era, if it was decided.
+    pub era: Option<Era>,
+}
+
+impl ErrorReply {
+    /// An error before the request could be read.
+    pub fn bare(error: GatewayError) -> Self {
+        Self { error, id: None, era: None }
+    }
+}
+
+impl From<GatewayError> for ErrorReply {
+    fn from(error: GatewayError) -> Self {
+        Self::bare(error)
+    }
+}
+
+impl IntoResponse for ErrorReply {
+    fn into_response(self) -> Response {
+        match &self.error {
+            e if e.is_server_fault() => tracing::error!(error = ?e, "request failed"),
+            e => tracing::debug!(error = ?e, "request rejected"),
+        }
+        let wire = self.error.wire(self.era);
+        let body = serde_json::to_vec(&ErrorResponse::new(self.id.as_ref(), &wire.error))
+            .unwrap_or_else(|_| br#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#.to_vec());
+        let mut response = (wire.status, Bytes::from(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some((name, value)) = wire.header
+            && let Ok(value) = HeaderValue::from_str(&value)
+        {
+            headers.insert(name, value);
+        }
+        response
+    }
+}

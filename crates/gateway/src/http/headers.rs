@@ -1,0 +1,102 @@
+//! Mirrored request headers of 2026-07-28 (SEP-2243): `Mcp-Method`, `Mcp-Name` and
+//! `Mcp-Param-*` repeat parts of the body so intermediaries can route without parsing it;
+//! the server must check that they agree with the body.
+//!
+//! Invariant: a header value is compared only after trimming optional whitespace and decoding
+//! the `=?base64?…?=` form (strict RFC 4648 base64 of UTF-8); undecodable values are a
+//! mismatch, never silently accepted.
+
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::error::GatewayError;
+
+/// `Mcp-Method`.
+pub const MCP_METHOD: &str = "mcp-method";
+/// `Mcp-Name`.
+pub const MCP_NAME: &str = "mcp-name";
+/// `MCP-Protocol-Version`.
+pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Session-Id` (legacy).
+pub const MCP_SESSION_ID: &str = "mcp-session-id";
+
+/// The decoded value of a mirrored header, if present.
+pub fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, GatewayError> {
+    let Some(raw) = headers.get(name) else {
+        return Ok(None);
+    };
+    let text = raw
+        .to_str()
+        .map_err(|_| GatewayError::header_mismatch(format!("{name} contains characters that are not visible ASCII")))?;
+    let text = text.trim_matches([' ', '\t']);
+    match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
+        Some(encoded) => {
+            let bytes = STANDARD
+                .decode(encoded)
+                .map_err(|_| GatewayError::header_mismatch(format!("{name} has an invalid base64 value")))?;
+            String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| GatewayError::header_mismatch(format!("{name} base64 value is not UTF-8")))
+        }
+        None => Ok(Some(text.to_owned())),
+    }
+}
+
+/// Checks `Mcp-Method` (always required) and `Mcp-Name` (required when `name` is given).
+pub fn check_routing(headers: &HeaderMap, method: &str, name: Option<&str>) -> Result<(), GatewayError> {
+    match mirrored(headers, MCP_METHOD)? {
+        None => {
+            return Err(GatewayError::header_mismatch("Mcp-Method header is required"));
+        }
+        Some(m) if m != method => {
+            return Err(GatewayError::header_mismatch("Mcp-Method header does not match the request method"));
+        }
+        Some(_) => {}
+    }
+    if let Some(expected) = name {
+        match mirrored(headers, MCP_NAME)? {
+            None => {
+                return Err(GatewayError::header_mismatch(format!("Mcp-Name header is required for {method}")));
+            }
+            Some(n) if n != expected => {
+                return Err(GatewayError::header_mismatch("Mcp-Name header does not match the request"));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue};
+
+    use super::*;
+
+    fn with(name: &'static str, value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, HeaderValue::from_str(value).expect("valid header"));
+        h
+    }
+
+    #[test]
+    fn decodes_base64_and_trims() {
+        assert_eq!(mirrored(&with("x", "=?base64?SGVsbG8=?="), "x").expect("ok").as_deref(), Some("Hello"));
+        assert_eq!(mirrored(&with("x", "  plain  "), "x").expect("ok").as_deref(), Some("plain"));
+        assert_eq!(mirrored(&with("x", "=?base64?SGVsbG8="), "x").expect("ok").as_deref(), Some("=?base64?SGVsbG8="));
+        assert!(mirrored(&with("x", "=?base64?SGVsbG8?="), "x").is_err(), "missing padding");
+        assert!(mirrored(&with("x", "=?base64?SGVs!!!bG8=?="), "x").is_err(), "bad alphabet");
+        assert!(mirrored(&with("x", "=?base64?/w==?="), "x").is_err(), "not UTF-8");
+    }
+
+    #[test]
+    fn routing_headers() {
+        let mut h = with(MCP_METHOD, "tools/call");
+        assert!(check_routing(&h, "tools/call", Some("echo")).is_err(), "Mcp-Name missing");
+        h.insert(MCP_NAME, HeaderValue::from_static("  echo "));
+        assert!(check_routing(&h, "tools/call", Some("echo")).is_ok());
+        assert!(check_routing(&h, "tools/call", Some("other")).is_err());
+        assert!(check_routing(&h, "TOOLS/CALL", None).is_err(), "values are case-sensitive");
+    }
+}

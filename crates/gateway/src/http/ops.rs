@@ -1,0 +1,30 @@
+//! Operational endpoints: liveness, readiness and Prometheus metrics.
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::state::AppState;
+
+/// `/healthz`: the process is alive and serving HTTP.
+pub(super) async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// `/readyz`: ready for traffic; false once shutdown has begun so load balancers drain us.
+pub(super) async fn readyz(State(state): State<AppState>) -> Response {
+    if state.stopping.is_cancelled() {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    } else {
+        (StatusCode::OK, "ready\n").into_response()
+    }
+}
+
+/// `/metrics`: Prometheus text exposition.
+pub(super) async fn metrics(State(state): State<AppState>) -> Response {
+    let mut response = state.metrics.render().into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
+}

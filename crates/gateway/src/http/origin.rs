@@ -1,0 +1,116 @@
+//! DNS-rebinding and cross-origin protection: which `Host` and `Origin` values may reach the
+//! MCP endpoint.
+//!
+//! Threat model: a web page in the user's browser (foreign origin) POSTs to a gateway the
+//! user can reach, directly or through a DNS name rebound to a loopback address. Browsers
+//! always send `Origin` on such requests and the rebound request carries the attacker's host
+//! name in `Host`, so a loopback-bound gateway accepts only loopback host names, and any
+//! request with an `Origin` must come from an allowed origin. Non-browser clients send no
+//! `Origin` and are governed by authentication alone.
+
+use std::net::IpAddr;
+
+use axum::http::{HeaderMap, header};
+
+use crate::config::Config;
+use crate::error::GatewayError;
+
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Which hosts and origins are allowed.
+#[derive(Debug, Clone)]
+pub struct OriginPolicy {
+    any_origin: bool,
+    origins: Vec<String>,
+    loopback_origins: bool,
+    hosts: Option<Vec<String>>,
+}
+
+impl OriginPolicy {
+    /// The policy of a validated config.
+    pub fn from_config(c: &Config) -> Self {
+        let loopback = c.listens_on_loopback();
+        let hosts = if !c.http.allowed_hosts.is_empty() {
+            Some(c.http.allowed_hosts.iter().map(|h| h.trim().trim_matches(['[', ']']).to_ascii_lowercase()).collect())
+        } else if loopback {
+            Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect())
+        } else {
+            None
+        };
+        Self {
+            any_origin: c.http.allowed_origins.iter().any(|o| o == "*"),
+            origins: c.http.allowed_origins.iter().filter_map(|o| parse_origin(o)).collect(),
+            // An explicit list is authoritative; without one, a loopback listener trusts pages
+            // served from loopback (the user's own machine).
+            loopback_origins: loopback && c.http.allowed_origins.is_empty(),
+            hosts,
+        }
+    }
+
+    /// Checks one request's `Host` and `Origin`.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), GatewayError> {
+        if let Some(allowed) = &self.hosts {
+            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let name = host_name(host).to_ascii_lowercase();
+            if !allowed.contains(&name) {
+                return Err(GatewayError::ForbiddenHost { host: host.chars().take(100).collect() });
+            }
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        if self.any_origin {
+            return Ok(());
+        }
+        let raw = origin.to_str().unwrap_or("");
+        let allowed = parse_origin(raw).is_some_and(|o| {
+            self.origins.contains(&o) || (self.loopback_origins && is_loopback_host(host_name(origin_authority(&o))))
+        });
+        if allowed { Ok(()) } else { Err(GatewayError::ForbiddenOrigin { origin: raw.chars().take(100).collect() }) }
+    }
+}
+
+/// Normalizes `scheme://host[:port]` (lowercase, no path); `None` if it is not one.
+pub fn parse_origin(origin: &str) -> Option<String> {
+    let (scheme, authority) = origin.trim().split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !(scheme == "http" || scheme == "https") || authority.is_empty() || authority.contains(['/', '?', '#', '@', ' '])
+    {
+        return None;
+    }
+    Some(format!("{scheme}://{}", authority.to_ascii_lowercase()))
+}
+
+fn origin_authority(origin: &str) -> &str {
+    origin.split_once("://").map_or(origin, |(_, a)| a)
+}
+
+/// The host name of a `host[:port]` or `[v6]:port` authority.
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names() {
+        assert_eq!(host_name("localhost:3000"), "localhost");
+        assert_eq!(host_name("[::1]:8080"), "::1");
+        assert_eq!(host_name("example.com"), "example.com");
+        assert_eq!(parse_origin("HTTP://LocalHost:3000").as_deref(), Some("http://localhost:3000"));
+        assert!(parse_origin("null").is_none());
+        assert!(parse_origin("http://a/b").is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! Writing responses: a JSON-RPC envelope around an already-serialized result, a plain JSON
+//! response, and an SSE response that carries a request's notifications and then its result.
+//!
+//! Invariants: every JSON message is one line (compact serialization), so an SSE `data:` line
+//! is one whole message; an SSE stream ends after the final response; dropping the stream
+//! (the client closed it) cancels the work behind it.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::stream;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
+use tokio_util::sync::DropGuard;
+
+use mcpgate_protocol::RequestId;
+use mcpgate_protocol::jsonrpc::ErrorResponse;
+
+use crate::error::GatewayError;
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a serialized result.
+pub fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(result.len() + 48);
+    out.put_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // An id is a string or an i64; serializing either cannot fail.
+    let _ = serde_json::to_writer((&mut out).writer(), id);
+    out.put_slice(br#","result":"#);
+    out.put_slice(result);
+    out.put_u8(b'}');
+    out.freeze()
+}
+
+/// A JSON-RPC error response body for a request whose id is known.
+pub fn error_envelope(id: &RequestId, error: &GatewayError, era: Option<mcpgate_protocol::Era>) -> Bytes {
+    let wire = error.wire(era);
+    serde_json::to_vec(&ErrorResponse::new(Some(id), &wire.error)).map(Bytes::from).unwrap_or_default()
+}
+
+/// A `200 application/json` response.
+pub fn json(body: Bytes) -> Response {
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// `202 Accepted` with no body (notifications and responses).
+pub fn accepted() -> Response {
+    StatusCode::ACCEPTED.into_response()
+}
+
+struct SseState {
+    rx: mpsc::Receiver<Bytes>,
+    keepalive: Interval,
+    // Dropped with the stream: cancels the work when the client goes away.
+    _cancel_on_drop: DropGuard,
+}
+
+/// An SSE response: each message from `rx` becomes one `data:` event; keep-alive comments
+/// flow while nothing else does; the stream ends when the sender side is dropped.
+pub fn sse(rx: mpsc::Receiver<Bytes>, cancel_on_drop: DropGuard, keepalive: Duration) -> Response {
+    let mut tick = interval_at(Instant::now() + keepalive, keepalive);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let state = SseState { rx, keepalive: tick, _cancel_on_drop: cancel_on_drop };
+    let events = stream::unfold(state, |mut s| async move {
+        let chunk = tokio::select! {
+            message = s.rx.recv() => match message {
+                Some(json) => {
+                    let mut event = BytesMut::with_capacity(json.len() + 8);
+                    event.put_slice(b"data: ");
+                    event.put_slice(&json);
+                    event.put_slice(b"\n\n");
+                    event.freeze()
+                }
+                None => return None,
+            },
+            _ = s.keepalive.tick() => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        Some((Ok::<_, Infallible>(chunk), s))
+    });
+    let mut response = Response::new(Body::from_stream(events));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}

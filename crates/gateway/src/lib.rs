@@ -1,0 +1,70 @@
+//! mcpgate: a stateless, horizontally scalable gateway for the Model Context Protocol that
+//! serves both protocol eras (2026-07-28 and 2025-11-25) from one endpoint.
+//!
+//! The library exposes [`app`] (the router, for in-process tests) and [`serve`] (a bound
+//! listener plus a shutdown future); `main.rs` only loads the config and calls them.
+
+pub mod auth;
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod mcp;
+pub mod metrics;
+pub mod shutdown;
+pub mod state;
+pub mod telemetry;
+pub mod toolsets;
+
+use std::future::{Future, IntoFuture};
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+pub use config::Config;
+pub use error::GatewayError;
+pub use state::AppState;
+
+/// The router of a replica.
+pub fn app(state: AppState) -> Router {
+    http::router(state)
+}
+
+/// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests finish
+/// for up to `shutdown.grace_secs`, and cancels whatever is still running.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let stopping = state.stopping.clone();
+    let graceful = async move {
+        shutdown.await;
+        stopping.cancel();
+    };
+    let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(graceful).into_future();
+    tokio::pin!(server);
+    let grace = Duration::from_secs(state.config.shutdown.grace_secs);
+    let grace_over = async {
+        state.stopping.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = &mut server => {
+            state.shutdown.cancel();
+            state.tasks.close();
+            state.tasks.wait().await;
+            return result;
+        }
+        () = grace_over => tracing::warn!("shutdown grace period over; cancelling remaining requests"),
+    }
+    state.shutdown.cancel();
+    state.tasks.close();
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        state.tasks.wait().await;
+        let _ = (&mut server).await;
+    })
+    .await;
+    Ok(())
+}

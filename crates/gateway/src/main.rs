@@ -1,0 +1,39 @@
+//! The `mcpgate` binary: load the configuration, start logging, bind, serve until SIGTERM.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+
+use mcpgate::config::{self, Cli};
+use mcpgate::{AppState, serve, shutdown, telemetry};
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse_args();
+    if cli.generate_seal_key {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("random number generator: {e}"))?;
+        let kid = format!("k{}", mcpgate::mcp::session::now_ms() / 1000);
+        println!("{kid}:{}", base64::engine::general_purpose::STANDARD.encode(key));
+        return Ok(());
+    }
+    let config = config::load(&cli, &|name| std::env::var(name).ok())?;
+    telemetry::init(&config.log)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    runtime.block_on(run(config))
+}
+
+async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
+    let listen = config.listen;
+    let state = AppState::new(config)?;
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on http://{addr}").context("writing to stdout")?;
+    stdout.flush().context("flushing stdout")?;
+    drop(stdout);
+    tracing::info!(%addr, toolsets = ?state.config.toolset, auth = ?state.config.auth.mode, "mcpgate started");
+    serve(listener, state, shutdown::signal()).await.context("serving")?;
+    tracing::info!("mcpgate stopped");
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! Admission: decide a request's era from what it carries and apply that era's rules before
+//! any handler runs.
+//!
+//! Modern (2026-07-28) when `_meta` names a protocol version or the `MCP-Protocol-Version`
+//! header is a modern one; then, in this order: version header present, required `_meta`
+//! keys present, header equal to `_meta`, version supported, `Mcp-Method`/`Mcp-Name` equal to
+//! the body, method offered. Legacy otherwise: `initialize` needs nothing else; every other
+//! method needs a sealed session id of this principal, and an `MCP-Protocol-Version` header,
+//! when sent, must be the session's version.
+//!
+//! Invariant: nothing from an earlier request is consulted; a request's params are decoded
+//! once on the success path (and `_meta` alone is re-read only to rank errors when they fail).
+
+use axum::http::HeaderMap;
+use serde::Deserialize;
+
+use mcpgate_protocol::completion::CompleteParams;
+use mcpgate_protocol::initialize::InitializeParams;
+use mcpgate_protocol::jsonrpc::Request;
+use mcpgate_protocol::meta::RequestMeta;
+use mcpgate_protocol::pagination::{MetaParams, PaginatedParams};
+use mcpgate_protocol::prompt::GetPromptParams;
+use mcpgate_protocol::resource::ReadResourceParams;
+use mcpgate_protocol::task::{TaskIdParams, UpdateTaskParams};
+use mcpgate_protocol::tool::CallToolParams;
+use mcpgate_protocol::{Era, Method, ProtocolError, ProtocolVersion, decode_params};
+
+use super::context::CallContext;
+use super::session;
+use crate::auth::Principal;
+use crate::error::{ErrorReply, GatewayError};
+use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, check_routing, mirrored};
+use crate::state::AppState;
+
+/// Params of a method: they carry `_meta`, and maybe the value `Mcp-Name` mirrors.
+pub(super) trait Params: for<'de> Deserialize<'de> {
+    /// The `_meta` member.
+    fn meta_mut(&mut self) -> &mut Option<RequestMeta>;
+    /// The member `Mcp-Name` mirrors, if the method has one.
+    fn mirrored_name(&self) -> Option<&str> {
+        None
+    }
+}
+
+macro_rules! params {
+    ($($t:ty $(=> $name:ident)?),* $(,)?) => {$(
+        impl Params for $t {
+            fn meta_mut(&mut self) -> &mut Option<RequestMeta> {
+                &mut self.meta
+            }
+            $(fn mirrored_name(&self) -> Option<&str> {
+                Some(&self.$name)
+            })?
+        }
+    )*};
+}
+
+params!(
+    CallToolParams => name,
+    GetPromptParams => name,
+    ReadResourceParams => uri,
+    TaskIdParams => task_id,
+    UpdateTaskParams => task_id,
+    PaginatedParams,
+    MetaParams,
+    CompleteParams,
+    InitializeParams,
+);
+
+/// Admits a request for `method` (`None` for an unknown method): returns its context and
+/// decoded params, or the error to answer with.
+pub(super) fn admit<P: Params>(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: Principal,
+    request: &Request<'_>,
+    method: Option<Method>,
+) -> Result<(CallContext, P), ErrorReply> {
+    let mut typed: Result<P, ProtocolError> = decode_params(request.params);
+    let meta = match &mut typed {
+        Ok(params) => params.meta_mut().take(),
+        Err(_) => decode_params::<MetaParams>(request.params).ok().and_then(|p| p.meta),
+    };
+    let header_version = headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str().unwrap_or("\u{fffd}").trim().to_owned());
+    let era = decide_era(meta.as_ref(), header_version.as_deref());
+    let fail = |error: GatewayError| ErrorReply { error, id: Some(request.id.clone()), era };
+    let Some(era) = era else {
+        return Err(fail(GatewayError::UnsupportedVersion { requested: header_version.unwrap_or_default() }));
+    };
+
+    let meta = meta.unwrap_or_default();
+    let (version, capabilities) = match era {
+        Era::Modern => {
+            let version = admit_modern(&meta, header_version.as_deref()).map_err(&fail)?;
+            let name = typed.as_ref().ok().and_then(Params::mirrored_name);
+            let needs_name = method.and_then(Method::name_param).is_some();
+            check_routing(headers, &request.method, if needs_name { name } else { None }).map_err(&fail)?;
+            (version, meta.client_capabilities.clone().unwrap_or_default())
+        }
+        Era::Legacy if method == Some(Method::Initialize) => (ProtocolVersion::LATEST_LEGACY, Default::default()),
+        Era::Legacy => {
+            let session = admit_legacy(state, headers, &principal, header_version.as_deref()).map_err(&fail)?;
+            let version = session.protocol_version().unwrap_or(ProtocolVersion::LATEST_LEGACY);
+            (version, session.capabilities)
+        }
+    };
+    let Some(method) = method.filter(|m| m.exists_in(era)) else {
+        let name: String = request.method.chars().take(100).collect();
+        return Err(fail(GatewayError::MethodNotFound { method: name }));
+    };
+    let params = typed.map_err(|e| fail(e.into()))?;
+    let cx = CallContext {
+        id: request.id.clone(),
+        method,
+        era,
+        version,
+        principal,
+        capabilities,
+        progress_token: meta.progress_token,
+        log_level: if era == Era::Modern { meta.log_level } else { None },
+    };
+    Ok((cx, params))
+}
+
+/// Modern if `_meta` names a version or the header is a modern version; legacy if the header
+/// is absent or a legacy version; `None` (unsupported) for an unknown header version.
+fn decide_era(meta: Option<&RequestMeta>, header: Option<&str>) -> Option<Era> {
+    if meta.is_some_and(|m| m.protocol_version.is_some()) {
+        return Some(Era::Modern);
+    }
+    match header {
+        None => Some(Era::Legacy),
+        Some(h) => ProtocolVersion::parse(h).map(ProtocolVersion::era),
+    }
+}
+
+fn admit_modern(meta: &RequestMeta, header: Option<&str>) -> Result<ProtocolVersion, GatewayError> {
+    let Some(header) = header else {
+        return Err(GatewayError::header_mismatch("MCP-Protocol-Version header is required"));
+    };
+    let mut missing = Vec::new();
+    if meta.protocol_version.is_none() {
+        missing.push(mcpgate_protocol::meta::PROTOCOL_VERSION_KEY);
+    }
+    if meta.client_capabilities.is_none() {
+        missing.push(mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY);
+    }
+    if !missing.is_empty() {
+        return Err(GatewayError::MissingMeta { missing: missing.join(", ") });
+    }
+    let requested = meta.protocol_version.as_deref().unwrap_or_default();
+    if header != requested {
+        return Err(GatewayError::header_mismatch("MCP-Protocol-Version header does not match _meta protocolVersion"));
+    }
+    match ProtocolVersion::parse(requested) {
+        Some(v) if v.era() == Era::Modern => Ok(v),
+        _ => Err(GatewayError::UnsupportedVersion { requested: requested.to_owned() }),
+    }
+}
+
+fn admit_legacy(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: &Principal,
+    header_version: Option<&str>,
+) -> Result<session::Session, GatewayError> {
+    let token = mirrored(headers, MCP_SESSION_ID).ok().flatten().ok_or(GatewayError::SessionRequired)?;
+    let session = session::open(&state.sealer, &state.metrics, principal, &token)?;
+    if let Some(v) = header_version
+        && v != session.version
+    {
+        return Err(GatewayError::LegacyVersionHeader {
+            detail: format!(
+                "MCP-Protocol-Version {v} differs from the session's negotiated version {}",
+                session.version
+            ),
+        });
+    }
+    Ok(session)
+}

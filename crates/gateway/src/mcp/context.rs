@@ -1,0 +1,28 @@
+//! What the gateway knows about one admitted request once its era rules have been applied.
+
+use mcpgate_protocol::capabilities::ClientCapabilities;
+use mcpgate_protocol::meta::{LoggingLevel, ProgressToken};
+use mcpgate_protocol::{Era, Method, ProtocolVersion, RequestId};
+
+use crate::auth::Principal;
+
+/// An admitted request.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The JSON-RPC id.
+    pub id: RequestId,
+    /// The method.
+    pub method: Method,
+    /// The era the request follows.
+    pub era: Era,
+    /// The protocol version in force (modern: from `_meta`; legacy: from the session).
+    pub version: ProtocolVersion,
+    /// The caller.
+    pub principal: Principal,
+    /// What the client declared (modern: this request's `_meta`; legacy: at `initialize`).
+    pub capabilities: ClientCapabilities,
+    /// Progress opt-in.
+    pub progress_token: Option<ProgressToken>,
+    /// Log opt-in.
+    pub log_level: Option<LoggingLevel>,
+}

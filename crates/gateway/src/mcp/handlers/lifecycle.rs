@@ -1,0 +1,85 @@
+//! `server/discover` (modern), `initialize` and `ping` (legacy).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use mcpgate_protocol::capabilities::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
+use mcpgate_protocol::discover::DiscoverResult;
+use mcpgate_protocol::implementation::Implementation;
+use mcpgate_protocol::initialize::{InitializeParams, InitializeResult};
+use mcpgate_protocol::result::{CacheScope, EmptyResult, ResultMeta, ResultType};
+use mcpgate_protocol::{Era, JsonObject, ProtocolVersion};
+
+use crate::catalog::Catalog;
+use crate::error::GatewayError;
+use crate::mcp::context::CallContext;
+use crate::mcp::dispatch::Reply;
+use crate::mcp::render;
+use crate::mcp::session::{self, Session};
+use crate::state::AppState;
+
+/// What this server offers, for one era. No list-changed or subscribe support is advertised:
+/// lists never change at runtime and resource subscriptions need a listen stream.
+fn capabilities(catalog: &Catalog) -> ServerCapabilities {
+    let (tools, prompts, resources) = catalog.has();
+    ServerCapabilities {
+        tools: tools.then(ListChangedCapability::default),
+        prompts: prompts.then(ListChangedCapability::default),
+        resources: resources.then(ResourcesCapability::default),
+        completions: (prompts || resources).then(JsonObject::new),
+        ..ServerCapabilities::default()
+    }
+}
+
+/// The `server/discover` result, rendered once at start-up (it never varies per request).
+pub fn discover_result(
+    catalog: &Catalog,
+    server_info: &Arc<Implementation>,
+    instructions: Option<String>,
+    ttl_ms: u64,
+) -> Result<Bytes, GatewayError> {
+    let result = DiscoverResult {
+        supported_versions: ProtocolVersion::all_strs().iter().map(|v| (*v).to_owned()).collect(),
+        capabilities: capabilities(catalog),
+        instructions,
+        ttl_ms,
+        cache_scope: CacheScope::Public,
+        result_type: Some(ResultType::Complete),
+        meta: Some(ResultMeta::server(server_info.clone())),
+    };
+    serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("discover: {e}")))
+}
+
+/// Legacy handshake: negotiates a version and seals the session into its id.
+pub(in crate::mcp) fn initialize(
+    state: &AppState,
+    cx: &CallContext,
+    params: InitializeParams,
+) -> Result<Reply, GatewayError> {
+    let version = ProtocolVersion::negotiate_legacy(&params.protocol_version);
+    let session = Session {
+        version: version.as_str().to_owned(),
+        capabilities: params.capabilities,
+        client_info: Some(params.client_info),
+    };
+    let session_id = session::mint(&state.sealer, &cx.principal, &session, state.config.seal.session_ttl_secs)?;
+    let result = InitializeResult {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: capabilities(&state.catalog),
+        server_info: (*state.server_info).clone(),
+        instructions: state.config.server.instructions.clone(),
+        result_type: None,
+        meta: None,
+    };
+    let result =
+        serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("initialize: {e}")))?;
+    tracing::debug!(principal = %cx.principal.log_id(), version = %version, "legacy session initialized");
+    Ok(Reply::Initialized { result, session_id })
+}
+
+/// Legacy liveness check: an empty result.
+pub(in crate::mcp) fn ping(state: &AppState, cx: &CallContext) -> Result<Bytes, GatewayError> {
+    debug_assert_eq!(cx.era, Era::Legacy);
+    render::complete(state, cx, EmptyResult::default())
+}

@@ -1,0 +1,30 @@
+//! `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`: pre-rendered.
+
+use bytes::Bytes;
+
+use mcpgate_protocol::Method;
+use mcpgate_protocol::pagination::PaginatedParams;
+
+use crate::error::GatewayError;
+use crate::mcp::context::CallContext;
+use crate::state::AppState;
+
+/// Serves a list. The lists fit one page, so no cursor is ever handed out and any cursor a
+/// client sends is invalid.
+pub(in crate::mcp) fn list(
+    state: &AppState,
+    cx: &CallContext,
+    method: Method,
+    params: &PaginatedParams,
+) -> Result<Bytes, GatewayError> {
+    if params.cursor.is_some() {
+        return Err(GatewayError::invalid_params("invalid cursor"));
+    }
+    let lists = state.catalog.lists(cx.era);
+    Ok(match method {
+        Method::PromptsList => lists.prompts.clone(),
+        Method::ResourcesList => lists.resources.clone(),
+        Method::ResourcesTemplatesList => lists.templates.clone(),
+        _ => lists.tools.clone(),
+    })
+}

@@ -1,0 +1,18 @@
+//! Method handlers. Each one validates its params, does its work through the catalog, and
+//! renders the result for the request's era.
+
+mod completion;
+mod invoke;
+mod lifecycle;
+mod lists;
+mod prompts;
+mod resources;
+mod tools;
+
+pub(super) use completion::complete;
+pub use lifecycle::discover_result;
+pub(super) use lifecycle::{initialize, ping};
+pub(super) use lists::list;
+pub(super) use prompts::get_prompt;
+pub(super) use resources::read_resource;
+pub(super) use tools::call_tool;

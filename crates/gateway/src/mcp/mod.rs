@@ -1,0 +1,13 @@
+//! The MCP layer: admitting a request under its era's rules, dispatching it to a handler,
+//! and rendering the result for that era.
+
+mod admission;
+mod context;
+mod dispatch;
+mod handlers;
+mod render;
+pub mod session;
+
+pub use context::CallContext;
+pub use dispatch::{Reply, Ticket, dispatch};
+pub use handlers::discover_result;

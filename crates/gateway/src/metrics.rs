@@ -1,0 +1,197 @@
+//! Prometheus metrics, kept in fixed arrays of atomics so recording a request is a few
+//! relaxed increments with no lock and no allocation.
+//!
+//! Invariant: every label value is drawn from a fixed set (known methods, eras, outcomes), so
+//! no client input can grow the number of series.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use mcpgate_protocol::{Era, Method};
+use mcpgate_seal::OpenFailure;
+
+/// Labels besides the known methods.
+const EXTRA_LABELS: [&str; 4] = ["notification", "response", "unknown", "none"];
+const METHODS: usize = Method::ALL.len() + EXTRA_LABELS.len();
+const ERAS: [&str; 3] = ["modern", "legacy", "none"];
+const OUTCOMES: [&str; 3] = ["ok", "client_error", "server_error"];
+const BUCKETS: [f64; 13] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
+const SEAL_REASONS: [OpenFailure; 6] = [
+    OpenFailure::TooLong,
+    OpenFailure::Malformed,
+    OpenFailure::UnsupportedVersion,
+    OpenFailure::UnknownKey,
+    OpenFailure::Integrity,
+    OpenFailure::Expired,
+];
+
+/// What a request is counted as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodLabel(usize);
+
+impl MethodLabel {
+    /// A known method.
+    pub fn method(m: Method) -> Self {
+        Self(Method::ALL.iter().position(|x| *x == m).unwrap_or(METHODS - 2))
+    }
+    /// A notification.
+    pub const NOTIFICATION: Self = Self(Method::ALL.len());
+    /// A response from the client.
+    pub const RESPONSE: Self = Self(Method::ALL.len() + 1);
+    /// A request for a method this server does not know.
+    pub const UNKNOWN: Self = Self(Method::ALL.len() + 2);
+    /// Rejected before the body was decoded.
+    pub const NONE: Self = Self(Method::ALL.len() + 3);
+
+    fn name(self) -> &'static str {
+        Method::ALL.get(self.0).map_or_else(|| EXTRA_LABELS[self.0 - Method::ALL.len()], |m| m.as_str())
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result (or an accepted notification).
+    Ok,
+    /// The client's fault.
+    ClientError,
+    /// Ours.
+    ServerError,
+}
+
+/// All counters of one replica.
+#[derive(Debug)]
+pub struct Metrics {
+    requests: Vec<AtomicU64>,
+    buckets: Vec<AtomicU64>,
+    sum_micros: Vec<AtomicU64>,
+    count: Vec<AtomicU64>,
+    auth_failures: AtomicU64,
+    seal_failures: [AtomicU64; SEAL_REASONS.len()],
+    in_flight: AtomicI64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        Self {
+            requests: zeros(METHODS * ERAS.len() * OUTCOMES.len()),
+            buckets: zeros(METHODS * (BUCKETS.len() + 1)),
+            sum_micros: zeros(METHODS),
+            count: zeros(METHODS),
+            auth_failures: AtomicU64::new(0),
+            seal_failures: Default::default(),
+            in_flight: AtomicI64::new(0),
+        }
+    }
+}
+
+impl Metrics {
+    /// Records one finished request.
+    pub fn record(&self, method: MethodLabel, era: Option<Era>, outcome: Outcome, elapsed: Duration) {
+        let era = match era {
+            Some(Era::Modern) => 0,
+            Some(Era::Legacy) => 1,
+            None => 2,
+        };
+        let outcome = outcome as usize;
+        self.requests[(method.0 * ERAS.len() + era) * OUTCOMES.len() + outcome].fetch_add(1, Ordering::Relaxed);
+        let secs = elapsed.as_secs_f64();
+        let bucket = BUCKETS.iter().position(|b| secs <= *b).unwrap_or(BUCKETS.len());
+        self.buckets[method.0 * (BUCKETS.len() + 1) + bucket].fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros[method.0].fetch_add(micros, Ordering::Relaxed);
+        self.count[method.0].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a rejected token.
+    pub fn auth_failure(&self) {
+        self.auth_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a sealed value that did not open.
+    pub fn seal_failure(&self, reason: OpenFailure) {
+        if let Some(i) = SEAL_REASONS.iter().position(|r| *r == reason) {
+            self.seal_failures[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Marks a request as started; the guard marks it finished (it may outlive the handler,
+    /// e.g. inside an SSE task).
+    pub fn start(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self.clone())
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        out.push_str("# HELP mcpgate_requests_total MCP messages handled, by method, era and outcome.\n");
+        out.push_str("# TYPE mcpgate_requests_total counter\n");
+        for m in 0..METHODS {
+            for (e, era) in ERAS.iter().enumerate() {
+                for (o, outcome) in OUTCOMES.iter().enumerate() {
+                    let n = self.requests[(m * ERAS.len() + e) * OUTCOMES.len() + o].load(Ordering::Relaxed);
+                    if n > 0 {
+                        let method = MethodLabel(m).name();
+                        let _ = writeln!(
+                            out,
+                            "mcpgate_requests_total{{method=\"{method}\",era=\"{era}\",outcome=\"{outcome}\"}} {n}"
+                        );
+                    }
+                }
+            }
+        }
+        out.push_str(
+            "# HELP mcpgate_request_duration_seconds Time from request to response (to the final event for SSE).\n",
+        );
+        out.push_str("# TYPE mcpgate_request_duration_seconds histogram\n");
+        for m in 0..METHODS {
+            let count = self.count[m].load(Ordering::Relaxed);
+            if count == 0 {
+                continue;
+            }
+            let method = MethodLabel(m).name();
+            let mut cumulative = 0;
+            for (b, bound) in BUCKETS.iter().enumerate() {
+                cumulative += self.buckets[m * (BUCKETS.len() + 1) + b].load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "mcpgate_request_duration_seconds_bucket{{method=\"{method}\",le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let _ = writeln!(out, "mcpgate_request_duration_seconds_bucket{{method=\"{method}\",le=\"+Inf\"}} {count}");
+            let sum = self.sum_micros[m].load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(out, "mcpgate_request_duration_seconds_sum{{method=\"{method}\"}} {sum}");
+            let _ = writeln!(out, "mcpgate_request_duration_seconds_count{{method=\"{method}\"}} {count}");
+        }
+        out.push_str(
+            "# HELP mcpgate_in_flight_requests Requests being processed.\n# TYPE mcpgate_in_flight_requests gauge\n",
+        );
+        let _ = writeln!(out, "mcpgate_in_flight_requests {}", self.in_flight.load(Ordering::Relaxed));
+        out.push_str("# HELP mcpgate_auth_failures_total Requests rejected for a missing or invalid token.\n");
+        out.push_str("# TYPE mcpgate_auth_failures_total counter\n");
+        let _ = writeln!(out, "mcpgate_auth_failures_total {}", self.auth_failures.load(Ordering::Relaxed));
+        out.push_str(
+            "# HELP mcpgate_seal_failures_total Sealed values (session ids, requestState) that did not open.\n",
+        );
+        out.push_str("# TYPE mcpgate_seal_failures_total counter\n");
+        for (i, reason) in SEAL_REASONS.iter().enumerate() {
+            let n = self.seal_failures[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "mcpgate_seal_failures_total{{reason=\"{}\"}} {n}", reason.as_str());
+        }
+        out
+    }
+}
+
+/// Decrements the in-flight gauge when dropped.
+#[derive(Debug)]
+pub struct InFlight(Arc<Metrics>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,33 @@
+//! Built-in toolsets, selected by name in `toolset`.
+
+mod conformance;
+mod demo;
+
+use crate::catalog::{Catalog, CatalogBuilder, ListRendering};
+use crate::error::GatewayError;
+
+/// Toolset names `toolset` accepts.
+pub const KNOWN: &[&str] = &["demo", "conformance"];
+
+/// Builds the catalog of the selected toolsets, in the order given, then `extra`.
+pub fn build(
+    names: &[String],
+    rendering: &ListRendering,
+    extra: impl FnOnce(&mut CatalogBuilder),
+) -> Result<Catalog, GatewayError> {
+    let mut builder = CatalogBuilder::default();
+    for name in names {
+        match name.as_str() {
+            "demo" => demo::install(&mut builder),
+            "conformance" => conformance::install(&mut builder),
+            other => {
+                return Err(GatewayError::Config {
+                    setting: "toolset (MCPGATE_TOOLSET)".to_owned(),
+                    problem: format!("unknown toolset {other:?}; known: {}", KNOWN.join(", ")),
+                });
+            }
+        }
+    }
+    extra(&mut builder);
+    builder.build(rendering)
+}

@@ -1,0 +1,274 @@
+//! JWT authentication with real signed tokens (HS256, ES256, RS256), JWKS from a file and
+//! from a URL with rotation, scopes, protected resource metadata, and principal isolation.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use serde_json::{Value, json};
+
+use mcpgate::Config;
+use mcpgate::config::{AuthMode, Secret};
+
+use crate::support::{Req, app, assert_error, config};
+
+const ISS: &str = "https://auth.example.com";
+const AUD: &str = "https://mcp.example.com/mcp";
+const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
+const METADATA: &str = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+
+fn fixture(name: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", "keys", name].iter().collect();
+    path.display().to_string()
+}
+
+fn pem(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(name)).expect("fixture key")
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs()
+}
+
+fn jwt_config() -> Config {
+    let mut c = config();
+    c.auth.mode = AuthMode::Jwt;
+    c.auth.resource = Some(AUD.to_owned());
+    c.auth.authorization_servers = vec![ISS.to_owned()];
+    c.auth.scopes_supported = vec!["mcp:tools".to_owned()];
+    c.auth.jwt.issuer = Some(ISS.to_owned());
+    c.auth.jwt.algorithms = vec!["HS256".to_owned(), "ES256".to_owned(), "RS256".to_owned()];
+    c.auth.jwt.hs256_secrets = vec![Secret::new(SECRET)];
+    c.auth.jwt.public_key_files = vec![format!("es-1={}", fixture("es256-public.pem")), fixture("rs256-public.pem")];
+    c
+}
+
+fn claims(sub: &str) -> Value {
+    json!({"iss": ISS, "sub": sub, "aud": AUD, "iat": now(), "exp": now() + 300})
+}
+
+fn sign(alg: Algorithm, kid: Option<&str>, key: &EncodingKey, claims: &Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = kid.map(str::to_owned);
+    encode(&header, claims, key).expect("signs")
+}
+
+fn hs(claims: &Value) -> String {
+    sign(Algorithm::HS256, None, &EncodingKey::from_secret(SECRET.as_bytes()), claims)
+}
+
+fn es(kid: Option<&str>, key_file: &str, claims: &Value) -> String {
+    sign(Algorithm::ES256, kid, &EncodingKey::from_ec_pem(&pem(key_file)).expect("ec key"), claims)
+}
+
+async fn call(app: &Router, token: Option<&str>) -> crate::support::Resp {
+    let req = Req::modern("tools/list", json!({}));
+    let req = match token {
+        Some(t) => req.header("authorization", &format!("Bearer {t}")),
+        None => req,
+    };
+    req.send(app).await
+}
+
+#[track_caller]
+fn assert_unauthorized(resp: &crate::support::Resp, invalid_token: bool) {
+    assert_error(resp, 401, -32600);
+    let challenge = resp.header("www-authenticate").expect("challenge");
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(challenge.contains(&format!("resource_metadata=\"{METADATA}\"")), "{challenge}");
+    assert_eq!(challenge.contains("error=\"invalid_token\""), invalid_token, "{challenge}");
+}
+
+#[tokio::test]
+async fn valid_tokens_of_every_key_type_are_accepted() {
+    let app = app(jwt_config());
+    assert!(call(&app, Some(&hs(&claims("alice")))).await.result()["tools"].is_array());
+    assert!(
+        call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("alice")))).await.result()["tools"].is_array()
+    );
+    let rs = sign(
+        Algorithm::RS256,
+        None,
+        &EncodingKey::from_rsa_pem(&pem("rs256-private.pem")).expect("rsa"),
+        &claims("alice"),
+    );
+    assert!(call(&app, Some(&rs)).await.result()["tools"].is_array());
+    let lower = Req::modern("tools/list", json!({}))
+        .header("authorization", &format!("bearer {}", hs(&claims("a"))))
+        .send(&app)
+        .await;
+    assert!(lower.result()["tools"].is_array(), "the scheme is case-insensitive");
+}
+
+#[tokio::test]
+async fn missing_and_malformed_credentials_are_401() {
+    let app = app(jwt_config());
+    assert_unauthorized(&call(&app, None).await, false);
+    let basic = Req::modern("tools/list", json!({})).header("authorization", "Basic YTpi").send(&app).await;
+    assert_error(&basic, 401, -32600);
+    assert_unauthorized(&call(&app, Some("not.a.jwt")).await, true);
+}
+
+#[tokio::test]
+async fn invalid_tokens_are_401_invalid_token() {
+    let app = app(jwt_config());
+    let mut expired = claims("alice");
+    expired["exp"] = json!(now() - 3600);
+    let mut wrong_aud = claims("alice");
+    wrong_aud["aud"] = json!("https://other.example.com/mcp");
+    let mut wrong_iss = claims("alice");
+    wrong_iss["iss"] = json!("https://evil.example.com");
+    let mut not_yet = claims("alice");
+    not_yet["nbf"] = json!(now() + 3600);
+    let mut no_sub = claims("alice");
+    no_sub.as_object_mut().expect("object").remove("sub");
+    let mut no_aud = claims("alice");
+    no_aud.as_object_mut().expect("object").remove("aud");
+    for (what, token) in [
+        ("expired", hs(&expired)),
+        ("wrong audience", hs(&wrong_aud)),
+        ("wrong issuer", hs(&wrong_iss)),
+        ("not yet valid", hs(&not_yet)),
+        ("no subject", hs(&no_sub)),
+        ("no audience", hs(&no_aud)),
+        (
+            "bad signature",
+            sign(
+                Algorithm::HS256,
+                None,
+                &EncodingKey::from_secret(b"another-secret-of-at-least-32-bytes!!"),
+                &claims("a"),
+            ),
+        ),
+        ("foreign EC key under our kid", es(Some("es-1"), "es256-other-private.pem", &claims("a"))),
+        (
+            "algorithm not allowed",
+            sign(Algorithm::HS384, None, &EncodingKey::from_secret(SECRET.as_bytes()), &claims("a")),
+        ),
+    ] {
+        let resp = call(&app, Some(&token)).await;
+        assert_unauthorized(&resp, true);
+        let _ = what;
+    }
+    let expired = call(&app, Some(&hs(&expired))).await;
+    assert!(expired.header("www-authenticate").expect("challenge").contains("token expired"));
+}
+
+#[tokio::test]
+async fn alg_none_and_key_confusion_are_refused() {
+    use base64::Engine as _;
+    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let app = app(jwt_config());
+    let none = format!("{}.{}.", b64(&json!({"alg": "none", "typ": "JWT"})), b64(&claims("alice")));
+    assert_unauthorized(&call(&app, Some(&none)).await, true);
+    // An HS256 token keyed with our RSA public key must not verify (classic confusion attack).
+    let confused = sign(Algorithm::HS256, None, &EncodingKey::from_secret(&pem("rs256-public.pem")), &claims("alice"));
+    assert_unauthorized(&call(&app, Some(&confused)).await, true);
+}
+
+#[tokio::test]
+async fn required_scopes_are_enforced_with_403() {
+    let mut c = jwt_config();
+    c.auth.required_scopes = vec!["mcp:tools".to_owned()];
+    let app = app(c);
+    let resp = call(&app, Some(&hs(&claims("alice")))).await;
+    assert_error(&resp, 403, -32600);
+    let challenge = resp.header("www-authenticate").expect("challenge");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp:tools\""),
+        "{challenge}"
+    );
+    let mut scoped = claims("alice");
+    scoped["scope"] = json!("openid mcp:tools");
+    assert!(call(&app, Some(&hs(&scoped))).await.result()["tools"].is_array());
+}
+
+#[tokio::test]
+async fn protected_resource_metadata_at_root_and_path_inserted() {
+    let app = app(jwt_config());
+    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+        let resp = Req::get(path).send(&app).await;
+        let doc = resp.json();
+        assert_eq!(resp.status.as_u16(), 200, "{path}");
+        assert_eq!(doc["resource"], AUD);
+        assert_eq!(doc["authorization_servers"], json!([ISS]));
+        assert_eq!(doc["scopes_supported"], json!(["mcp:tools"]));
+    }
+}
+
+#[tokio::test]
+async fn jwks_file_keys_by_kid() {
+    let mut c = jwt_config();
+    c.auth.jwt.public_key_files.clear();
+    c.auth.jwt.hs256_secrets.clear();
+    c.auth.jwt.algorithms = vec!["ES256".to_owned()];
+    c.auth.jwt.jwks_file = Some(fixture("jwks-es256.json"));
+    let app = app(c);
+    assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
+    assert_unauthorized(&call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await, true);
+}
+
+#[tokio::test]
+async fn jwks_url_is_fetched_and_refreshed_on_an_unknown_kid() {
+    let served = Arc::new(Mutex::new(std::fs::read_to_string(fixture("jwks-es256.json")).expect("jwks")));
+    let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (doc, count) = (served.clone(), fetches.clone());
+    let jwks = Router::new().route(
+        "/jwks.json",
+        axum::routing::get(move || {
+            let doc = doc.clone();
+            let count = count.clone();
+            async move {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let body = doc.lock().expect("lock").clone();
+                ([("content-type", "application/json")], body)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(async move { axum::serve(listener, jwks).await });
+
+    let mut c = jwt_config();
+    c.auth.jwt.public_key_files.clear();
+    c.auth.jwt.hs256_secrets.clear();
+    c.auth.jwt.algorithms = vec!["ES256".to_owned()];
+    c.auth.jwt.jwks_url = Some(format!("http://{addr}/jwks.json"));
+    c.auth.jwt.jwks_refresh_min_secs = 0;
+    let app = app(c);
+    assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
+    assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
+    assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1, "cached between requests");
+
+    // The issuer rotates to a new key; a token naming it triggers one refresh.
+    *served.lock().expect("lock") = std::fs::read_to_string(fixture("jwks-es256-other.json")).expect("jwks");
+    assert!(
+        call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await.result()["tools"].is_array()
+    );
+    assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2);
+    server.abort();
+}
+
+#[tokio::test]
+async fn sessions_belong_to_the_principal_that_opened_them() {
+    let app = app(jwt_config());
+    let alice = format!("Bearer {}", hs(&claims("alice")));
+    let bob = format!("Bearer {}", hs(&claims("bob")));
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}});
+    let resp = Req::legacy("initialize", params, None).header("authorization", &alice).send(&app).await;
+    let session = resp.header("mcp-session-id").expect("session").to_owned();
+    let mine = Req::legacy("tools/list", json!({}), Some(&session)).header("authorization", &alice).send(&app).await;
+    assert!(mine.result()["tools"].is_array());
+    let theirs = Req::legacy("tools/list", json!({}), Some(&session)).header("authorization", &bob).send(&app).await;
+    assert_error(&theirs, 404, -32600);
+}
+
+#[tokio::test]
+async fn lists_are_private_behind_auth() {
+    let app = app(jwt_config());
+    let result = call(&app, Some(&hs(&claims("alice")))).await.result();
+    assert_eq!(result["cacheScope"], "private");
+}

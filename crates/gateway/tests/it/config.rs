@@ -1,0 +1,216 @@
+//! Configuration: layering (defaults → file → environment → flags), type and meaning
+//! validation with errors that name the setting, and secrets that never leak.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use mcpgate::config::settings::SETTINGS;
+use mcpgate::config::{AuthMode, Cli, LogFormat, load, load_from_str};
+use mcpgate::{Config, GatewayError};
+
+fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    move |k| map.get(k).cloned()
+}
+
+fn file(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().expect("temp file");
+    f.write_all(text.as_bytes()).expect("write");
+    f
+}
+
+fn error_text(e: GatewayError) -> String {
+    e.to_string()
+}
+
+#[test]
+fn defaults_are_the_embedded_single_replica_setup() {
+    let c = load(&Cli::default(), &env(&[])).expect("defaults are valid");
+    assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.auth.mode, AuthMode::None);
+    assert_eq!(c.toolset, ["demo"]);
+    assert!(c.redis_url.is_none() && c.seal.keys.is_empty());
+    assert_eq!(c.http.body_limit_bytes, 4 * 1024 * 1024);
+}
+
+#[test]
+fn sources_layer_file_then_environment_then_flags() {
+    let f = file(
+        "listen = \"127.0.0.1:9001\"\ntoolset = \"conformance\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n[http]\nbody_limit_bytes = 10000\n",
+    );
+    let cli = Cli { config: Some(f.path().to_owned()), ..Cli::default() };
+    let c = load(&cli, &env(&[])).expect("valid");
+    assert_eq!(c.listen.port(), 9001);
+    assert_eq!(c.toolset, ["conformance"], "a lone string is a one-element list");
+    assert_eq!(c.log.format, LogFormat::Json);
+
+    let c = load(
+        &cli,
+        &env(&[
+            ("MCPGATE_LISTEN", "127.0.0.1:9002"),
+            ("MCPGATE_TOOLSET", "demo, conformance"),
+            ("MCPGATE_HTTP_BODY_LIMIT_BYTES", "20000"),
+        ]),
+    )
+    .expect("valid");
+    assert_eq!(c.listen.port(), 9002, "environment beats the file");
+    assert_eq!(c.toolset, ["demo", "conformance"]);
+    assert_eq!(c.http.body_limit_bytes, 20000);
+    assert_eq!(c.log.level, "debug", "untouched file values stay");
+
+    let cli = Cli { listen: Some("127.0.0.1:9003".to_owned()), toolset: Some("demo".to_owned()), ..cli };
+    let c = load(&cli, &env(&[("MCPGATE_LISTEN", "127.0.0.1:9002")])).expect("valid");
+    assert_eq!(c.listen.port(), 9003, "flags beat the environment");
+    assert_eq!(c.toolset, ["demo"]);
+}
+
+#[test]
+fn errors_name_the_setting() {
+    type Loader = Box<dyn Fn() -> Result<Config, GatewayError>>;
+    let cases: Vec<(Loader, &str)> = vec![
+        (Box::new(|| load_from_str("[auth]\nmoode = \"jwt\"\n")), "auth.moode"),
+        (Box::new(|| load_from_str("[http]\nbody_limit_bytes = \"big\"\n")), "http.body_limit_bytes"),
+        (
+            Box::new(|| load(&Cli::default(), &env(&[("MCPGATE_HTTP_BODY_LIMIT_BYTES", "-1")]))),
+            "MCPGATE_HTTP_BODY_LIMIT_BYTES",
+        ),
+        (
+            Box::new(|| load(&Cli::default(), &env(&[("MCPGATE_AUTH_ALLOW_ANONYMOUS_NON_LOOPBACK", "maybe")]))),
+            "auth.allow_anonymous_non_loopback",
+        ),
+        (Box::new(|| load_from_str("toolset = [\"demo\", \"nope\"]\n")), "toolset"),
+        (Box::new(|| load_from_str("toolset = []\n")), "toolset"),
+        (Box::new(|| load_from_str("listen = \"0.0.0.0:8080\"\n")), "auth.mode"),
+        (Box::new(|| load_from_str("redis_url = \"redis://127.0.0.1:6379\"\n")), "seal.keys"),
+        (Box::new(|| load_from_str("redis_url = \"http://x\"\n")), "redis_url"),
+        (Box::new(|| load_from_str("[seal]\nkeys = [\"k1:AAAA\"]\n")), "seal.keys"),
+        (Box::new(|| load_from_str("[log]\nlevel = \"==nonsense==\"\n")), "log.level"),
+        (Box::new(|| load_from_str("[http]\nallowed_origins = [\"evil\"]\n")), "http.allowed_origins"),
+        (Box::new(|| load_from_str("[auth]\nmode = \"jwt\"\n")), "auth.jwt.issuer"),
+        (
+            Box::new(|| {
+                load_from_str(
+                    "[auth]\nmode = \"jwt\"\nresource = \"https://m/mcp\"\nauthorization_servers = [\"https://a\"]\n[auth.jwt]\nissuer = \"https://a\"\n",
+                )
+            }),
+            "auth.jwt.public_key_files",
+        ),
+        (
+            Box::new(|| {
+                load_from_str(
+                    "[auth]\nmode = \"jwt\"\nresource = \"https://m/mcp\"\nauthorization_servers = [\"https://a\"]\n[auth.jwt]\nissuer = \"https://a\"\nalgorithms = [\"HS256\"]\nhs256_secrets = [\"short\"]\n",
+                )
+            }),
+            "auth.jwt.hs256_secrets",
+        ),
+        (
+            Box::new(|| {
+                load_from_str(
+                    "[auth]\nmode = \"jwt\"\nresource = \"https://m/mcp\"\nauthorization_servers = [\"https://a\"]\n[auth.jwt]\nissuer = \"https://a\"\njwks_url = \"http://idp.example.com/jwks\"\n",
+                )
+            }),
+            "auth.jwt.jwks_url",
+        ),
+        (
+            Box::new(|| {
+                load_from_str(
+                    "[auth]\nmode = \"jwt\"\nresource = \"https://m/mcp\"\n[auth.jwt]\nissuer = \"https://a\"\njwks_url = \"https://a/jwks\"\n",
+                )
+            }),
+            "auth.authorization_servers",
+        ),
+        (Box::new(|| load_from_str("[auth]\nmode = \"kerberos\"\n")), "configuration"),
+    ];
+    for (load, needle) in cases {
+        let text = error_text(load().expect_err(needle));
+        assert!(text.contains(needle), "expected {needle:?} in {text:?}");
+    }
+}
+
+#[test]
+fn a_missing_config_file_is_reported() {
+    let cli = Cli { config: Some("/nonexistent/mcpgate.toml".into()), ..Cli::default() };
+    let text = error_text(load(&cli, &env(&[])).expect_err("missing file"));
+    assert!(text.contains("/nonexistent/mcpgate.toml"), "{text}");
+}
+
+#[test]
+fn secrets_are_never_echoed() {
+    let secret = "sup3r-s3cret-value-that-must-not-leak";
+    let text = error_text(
+        load(&Cli::default(), &env(&[("MCPGATE_SEAL_KEYS", &format!("k1:{secret}"))])).expect_err("bad key"),
+    );
+    assert!(text.contains("seal.keys") && !text.contains(secret), "{text}");
+    let c =
+        load_from_str(&format!("[auth.jwt]\nhs256_secrets = [\"{secret}\"]\n")).expect("valid (mode none ignores it)");
+    assert!(!format!("{c:?}").contains(secret), "Debug redacts secrets");
+}
+
+#[test]
+fn non_loopback_anonymous_needs_an_explicit_opt_in() {
+    let c = load_from_str("listen = \"0.0.0.0:8080\"\n[auth]\nallow_anonymous_non_loopback = true\n")
+        .expect("explicitly allowed");
+    assert!(!c.listens_on_loopback());
+}
+
+#[test]
+fn multi_replica_mode_accepts_shared_keys() {
+    let c = load(
+        &Cli { redis_url: Some("redis://127.0.0.1:6379".to_owned()), ..Cli::default() },
+        &env(&[(
+            "MCPGATE_SEAL_KEYS",
+            "k2:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=,k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        )]),
+    )
+    .expect("valid");
+    assert!(c.is_multi_replica());
+    assert_eq!(c.seal.keys.len(), 2);
+}
+
+#[test]
+fn every_config_field_has_a_setting_and_every_setting_a_field() {
+    // Give optional fields a value so they appear when serialized.
+    let mut c = Config { redis_url: Some(String::new()), ..Config::default() };
+    c.server.instructions = Some(String::new());
+    c.auth.resource = Some(String::new());
+    c.auth.jwt.issuer = Some(String::new());
+    c.auth.jwt.audience = Some(String::new());
+    c.auth.jwt.jwks_file = Some(String::new());
+    c.auth.jwt.jwks_url = Some(String::new());
+    let table = toml::Table::try_from(&c).expect("serializes");
+    let mut keys = Vec::new();
+    fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
+        for (k, v) in t {
+            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            match v {
+                toml::Value::Table(inner) => walk(&key, inner, out),
+                _ => out.push(key),
+            }
+        }
+    }
+    walk("", &table, &mut keys);
+    keys.sort();
+    let mut settings: Vec<String> = SETTINGS.iter().map(|s| s.key.to_owned()).collect();
+    settings.sort();
+    assert_eq!(keys, settings);
+    for s in SETTINGS {
+        assert!(s.env_name().starts_with("MCPGATE_") && !s.help.is_empty(), "{}", s.key);
+    }
+}
+
+#[test]
+fn the_example_config_in_deploy_is_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/mcpgate.example.toml");
+    let text = std::fs::read_to_string(path).expect("deploy/mcpgate.example.toml exists");
+    let c = load_from_str(&text).expect("the example config is valid");
+    assert_eq!(c.auth.mode, AuthMode::Jwt);
+}
+
+#[test]
+fn the_readme_documents_every_setting() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
+    for s in SETTINGS {
+        let row = format!("| `{}` | `{}` |", s.key, s.env_name());
+        assert!(readme.contains(&row), "README configuration table lacks {row}");
+    }
+}

@@ -1,0 +1,12 @@
+//! Gateway integration tests: the router driven in-process (no sockets unless a test needs a
+//! real peer, such as a JWKS server), covering both eras, every rejected input with its HTTP
+//! status and JSON-RPC code, SSE streaming and cancellation, JWT auth and configuration.
+
+mod auth;
+mod config;
+mod legacy;
+mod modern;
+mod ops;
+mod streaming;
+mod support;
+mod transport;

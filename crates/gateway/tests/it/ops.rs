@@ -1,0 +1,44 @@
+//! Health, readiness and metrics endpoints.
+
+use serde_json::json;
+
+use crate::support::{Req, app, app_with, config};
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let (app, state) = app_with(config(), |_| {});
+    let resp = Req::get("/healthz").send(&app).await;
+    assert_eq!(resp.status.as_u16(), 200);
+    assert_eq!(Req::get("/readyz").send(&app).await.status.as_u16(), 200);
+    state.stopping.cancel();
+    assert_eq!(Req::get("/readyz").send(&app).await.status.as_u16(), 503, "draining replicas are not ready");
+    assert_eq!(Req::get("/healthz").send(&app).await.status.as_u16(), 200, "but still alive");
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_method_era_and_outcome() {
+    let app = app(config());
+    Req::modern("tools/list", json!({})).send(&app).await;
+    Req::modern("tools/list", json!({})).send(&app).await;
+    Req::modern("nope/nope", json!({})).send(&app).await;
+    Req::post("{bad").send(&app).await;
+    let resp = Req::get("/metrics").send(&app).await;
+    assert!(resp.header("content-type").expect("ct").starts_with("text/plain"));
+    let text = String::from_utf8_lossy(&resp.body).into_owned();
+    for line in [
+        "mcpgate_requests_total{method=\"tools/list\",era=\"modern\",outcome=\"ok\"} 2",
+        "mcpgate_requests_total{method=\"unknown\",era=\"modern\",outcome=\"client_error\"} 1",
+        "mcpgate_requests_total{method=\"none\",era=\"none\",outcome=\"client_error\"} 1",
+        "mcpgate_request_duration_seconds_count{method=\"tools/list\"} 2",
+        "mcpgate_request_duration_seconds_bucket{method=\"tools/list\",le=\"+Inf\"} 2",
+        "mcpgate_in_flight_requests 0",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn protected_resource_metadata_is_absent_without_auth() {
+    let app = app(config());
+    assert_eq!(Req::get("/.well-known/oauth-protected-resource").send(&app).await.status.as_u16(), 404);
+}

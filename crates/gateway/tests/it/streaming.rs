@@ -1,0 +1,142 @@
+//! SSE: progress notifications before the result on the request's own stream, logs only on
+//! opt-in, and closing the stream cancels the work.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use mcpgate::catalog::{BoxFuture, Failure, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor};
+use mcpgate_protocol::content::ContentBlock;
+use mcpgate_protocol::tool::CallToolResult;
+
+use crate::support::{Req, app, app_with, config};
+
+#[tokio::test]
+async fn progress_streams_before_the_result() {
+    let app = app(config());
+    let resp = Req::modern("tools/call", json!({"name": "test_tool_with_progress", "_meta": {"progressToken": "p-1"}}))
+        .send(&app)
+        .await;
+    assert_eq!(resp.header("x-accel-buffering"), Some("no"));
+    let events = resp.sse();
+    assert_eq!(events.len(), 4, "{events:?}");
+    let progress: Vec<f64> = events[..3]
+        .iter()
+        .map(|e| {
+            assert_eq!(e["method"], "notifications/progress");
+            assert_eq!(e["params"]["progressToken"], "p-1");
+            e["params"]["progress"].as_f64().expect("number")
+        })
+        .collect();
+    assert_eq!(progress, [0.0, 50.0, 100.0]);
+    assert_eq!(events[3]["id"], 1);
+    assert_eq!(events[3]["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn without_sse_in_accept_progress_is_skipped_and_json_returned() {
+    let app = app(config());
+    let resp = Req::modern("tools/call", json!({"name": "test_tool_with_progress", "_meta": {"progressToken": 5}}))
+        .header("accept", "application/json")
+        .send(&app)
+        .await;
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    assert_eq!(resp.result()["content"][0]["text"], "Progress test completed");
+}
+
+#[tokio::test]
+async fn logs_only_when_a_level_is_requested() {
+    let app = app(config());
+    let resp = Req::modern("tools/call", json!({"name": "test_logging_tool"})).send(&app).await;
+    assert_eq!(resp.header("content-type"), Some("application/json"), "no opt-in, no stream");
+    let resp = Req::modern(
+        "tools/call",
+        json!({"name": "test_logging_tool", "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
+    )
+    .send(&app)
+    .await;
+    let events = resp.sse();
+    let logs: Vec<&Value> = events.iter().filter(|e| e["method"] == "notifications/message").collect();
+    assert_eq!(logs.len(), 3, "{events:?}");
+    assert_eq!(logs[0]["params"]["level"], "info");
+    let resp = Req::modern(
+        "tools/call",
+        json!({"name": "test_logging_tool", "_meta": {"io.modelcontextprotocol/logLevel": "error"}}),
+    )
+    .send(&app)
+    .await;
+    assert!(resp.sse().iter().all(|e| e["method"] != "notifications/message"), "info logs are below error");
+}
+
+#[tokio::test]
+async fn streamed_errors_arrive_as_the_final_event() {
+    let app = app(config());
+    let resp = Req::modern("tools/call", json!({"name": "echo", "arguments": {}, "_meta": {"progressToken": 1}}))
+        .send(&app)
+        .await;
+    let events = resp.sse();
+    let last = events.last().expect("a final event");
+    assert_eq!(last["id"], 1);
+    assert_eq!(last["error"]["code"], -32602);
+}
+
+/// Waits until cancelled, then records that it saw the cancellation.
+struct WaitsForCancel {
+    descriptor: ToolDescriptor,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Tool for WaitsForCancel {
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn call<'a>(&'a self, _: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        Box::pin(async move {
+            cx.progress(1.0, None, Some("started")).await;
+            // Set the flag from a guard: dropping the future is a cancellation too.
+            struct Flag(Arc<AtomicBool>);
+            impl Drop for Flag {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::SeqCst);
+                }
+            }
+            let _flag = Flag(self.cancelled.clone());
+            tokio::select! {
+                () = cx.cancelled() => Outcome::Failed(Failure::Internal("cancelled".to_owned())),
+                () = tokio::time::sleep(Duration::from_secs(30)) => {
+                    Outcome::Complete(CallToolResult::success(vec![ContentBlock::text("not cancelled")]))
+                }
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn closing_the_stream_cancels_the_work() {
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let flag = cancelled.clone();
+    let (app, _) = app_with(config(), move |b| {
+        b.tool(WaitsForCancel {
+            descriptor: ToolDescriptor::new("waits", "Waits to be cancelled.", json!({"type": "object"})),
+            cancelled: flag,
+        });
+    });
+    let req = Req::modern("tools/call", json!({"name": "waits", "_meta": {"progressToken": "c"}})).into_request();
+    let response = app.clone().oneshot(req).await.expect("infallible");
+    let mut body = response.into_body();
+    let first = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.expect("first event in time");
+    let first = first.expect("a frame").expect("data").into_data().expect("data frame");
+    assert!(String::from_utf8_lossy(&first).contains("notifications/progress"));
+    assert!(!cancelled.load(Ordering::SeqCst));
+    drop(body);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "work still running 1 s after the client left");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

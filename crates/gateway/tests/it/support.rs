@@ -1,0 +1,190 @@
+//! Test harness: build an app from a config, compose requests of either era, read replies.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use mcpgate::catalog::CatalogBuilder;
+use mcpgate::{AppState, Config};
+
+pub(crate) const MODERN: &str = "2026-07-28";
+
+/// A loopback config serving both built-in toolsets (conformance first).
+pub(crate) fn config() -> Config {
+    Config { toolset: vec!["conformance".to_owned(), "demo".to_owned()], ..Config::default() }
+}
+
+pub(crate) fn app(config: Config) -> Router {
+    mcpgate::app(AppState::new(config).expect("valid state"))
+}
+
+pub(crate) fn app_with(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> (Router, AppState) {
+    let state = AppState::with_tools(config, extra).expect("valid state");
+    (mcpgate::app(state.clone()), state)
+}
+
+pub(crate) fn meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpgate-tests", "version": "1.0.0"}
+    })
+}
+
+/// A request under construction.
+pub(crate) struct Req {
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+    body: Body,
+}
+
+impl Req {
+    /// A POST to /mcp with a JSON body and the headers every client sends.
+    pub(crate) fn post(body: impl Into<Body>) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        headers.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
+        headers.insert("host", HeaderValue::from_static("localhost"));
+        Self { method: Method::POST, path: "/mcp".to_owned(), headers, body: body.into() }
+    }
+
+    pub(crate) fn get(path: &str) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert("host", HeaderValue::from_static("localhost"));
+        Self { method: Method::GET, path: path.to_owned(), headers, body: Body::empty() }
+    }
+
+    /// A modern request: `_meta` with no optional capabilities and all mirrored headers.
+    pub(crate) fn modern(method: &str, params: Value) -> Self {
+        Self::modern_with(method, params, json!({}))
+    }
+
+    /// A modern request declaring `caps`.
+    pub(crate) fn modern_with(method: &str, mut params: Value, caps: Value) -> Self {
+        let name =
+            ["name", "uri", "taskId"].iter().find_map(|k| params.get(*k).and_then(Value::as_str).map(str::to_owned));
+        let mut full = meta(caps);
+        if let Some(Value::Object(extra)) = params.get("_meta").cloned() {
+            for (k, v) in extra {
+                full[k] = v;
+            }
+        }
+        params["_meta"] = full;
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut req = Self::post(body.to_string()).header("mcp-protocol-version", MODERN).header("mcp-method", method);
+        if let Some(name) = name {
+            req = req.header("mcp-name", &name);
+        }
+        req
+    }
+
+    /// A legacy request, with a session id when given.
+    pub(crate) fn legacy(method: &str, params: Value, session: Option<&str>) -> Self {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let req = Self::post(body.to_string());
+        match session {
+            Some(s) => req.header("mcp-session-id", s).header("mcp-protocol-version", "2025-11-25"),
+            None => req,
+        }
+    }
+
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
+        let name = HeaderName::from_bytes(name.as_bytes()).expect("header name");
+        self.headers.insert(name, HeaderValue::from_str(value).expect("header value"));
+        self
+    }
+
+    pub(crate) fn without(mut self, name: &str) -> Self {
+        self.headers.remove(name);
+        self
+    }
+
+    pub(crate) fn method(mut self, method: Method) -> Self {
+        self.method = method;
+        self
+    }
+
+    pub(crate) fn into_request(self) -> Request<Body> {
+        let mut request = Request::builder().method(self.method).uri(self.path).body(self.body).expect("request");
+        *request.headers_mut() = self.headers;
+        request
+    }
+
+    pub(crate) async fn send(self, app: &Router) -> Resp {
+        let response = tokio::time::timeout(Duration::from_secs(20), app.clone().oneshot(self.into_request()))
+            .await
+            .expect("answered within 20 s")
+            .expect("infallible");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = tokio::time::timeout(Duration::from_secs(20), response.into_body().collect())
+            .await
+            .expect("body within 20 s")
+            .expect("body")
+            .to_bytes();
+        Resp { status, headers, body }
+    }
+}
+
+/// A complete response.
+#[derive(Debug)]
+pub(crate) struct Resp {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+impl Resp {
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub(crate) fn result(&self) -> Value {
+        let json = self.json();
+        assert_eq!(self.status, StatusCode::OK, "{json}");
+        json.get("result").cloned().unwrap_or_else(|| panic!("no result: {json}"))
+    }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `data:` payloads of an SSE body.
+    pub(crate) fn sse(&self) -> Vec<Value> {
+        assert_eq!(self.header("content-type"), Some("text/event-stream"));
+        String::from_utf8_lossy(&self.body)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).expect("one JSON message per data line"))
+            .collect()
+    }
+}
+
+/// Asserts an error response: HTTP status, JSON-RPC code, and the echoed id (if any).
+#[track_caller]
+pub(crate) fn assert_error(resp: &Resp, status: u16, code: i64) -> Value {
+    let json = resp.json();
+    assert_eq!(resp.status.as_u16(), status, "status of {json}");
+    assert_eq!(json["jsonrpc"], "2.0", "{json}");
+    assert_eq!(json["error"]["code"], code, "code of {json}");
+    assert!(json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{json}");
+    assert!(json.get("result").is_none(), "{json}");
+    json
+}
+
+/// Runs `initialize` and returns the session id.
+pub(crate) async fn initialize(app: &Router, version: &str) -> (String, Value) {
+    let params = json!({"protocolVersion": version, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "legacy", "version": "1"}});
+    let resp = Req::legacy("initialize", params, None).send(app).await;
+    let result = resp.result();
+    let session = resp.header("mcp-session-id").expect("a session id").to_owned();
+    (session, result)
+}

@@ -1,0 +1,3 @@
+//! End-to-end tests against real `mcpgate` processes on loopback.
+
+mod process;

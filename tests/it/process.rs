@@ -1,0 +1,159 @@
+//! One or two real replicas: start-up, the bound-address line, graceful shutdown, sealed
+//! legacy sessions across replicas, start-up errors, `--help`, and the README quick start.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use mcpgate_e2e::{Client, Gateway, run_to_end};
+
+const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+const OTHER_KEYS: &str = "k9:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
+
+#[tokio::test]
+async fn prints_its_bound_address_and_serves() -> anyhow::Result<()> {
+    let gw = Gateway::builder().start()?;
+    assert!(gw.addr().starts_with("127.0.0.1:") && !gw.addr().ends_with(":0"), "{}", gw.addr());
+    let client = Client::new()?;
+    let (status, body) = client.get(&format!("http://{}/healthz", gw.addr())).await?;
+    assert_eq!((status, body.trim()), (200, "ok"));
+    let reply = client.modern(&gw.url(), "tools/call", json!({"name": "echo", "arguments": {"text": "e2e"}})).await?;
+    assert_eq!(reply.json()?["result"]["content"][0]["text"], "e2e");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_in_flight_work_finish_then_exits_cleanly() -> anyhow::Result<()> {
+    let mut gw = Gateway::builder().start()?;
+    let client = Client::new()?;
+    let url = gw.url();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let params = json!({"name": "slow_report", "arguments": {"topic": "drain", "seconds": 2}, "_meta": {"progressToken": "t"}});
+            client.modern(&url, "tools/call", params).await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    gw.terminate()?;
+    let reply = tokio::time::timeout(Duration::from_secs(15), call)
+        .await??
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", gw.logs()))?;
+    let events = reply.events()?;
+    let last = events.last().expect("final event");
+    assert_eq!(last["result"]["content"][0]["text"], "Report on drain: 2 sections compiled.", "{events:?}");
+    let status = tokio::task::block_in_place(|| gw.wait(Duration::from_secs(15)))?;
+    assert!(status.success(), "exit status {status}\n{}", gw.logs());
+    assert!(gw.logs().contains("SIGTERM received"), "{}", gw.logs());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_works_on_every_replica_sharing_the_keys() -> anyhow::Result<()> {
+    let a = Gateway::builder().env("MCPGATE_SEAL_KEYS", KEYS).start()?;
+    let b = Gateway::builder().env("MCPGATE_SEAL_KEYS", KEYS).start()?;
+    let stranger = Gateway::builder().env("MCPGATE_SEAL_KEYS", OTHER_KEYS).start()?;
+    let client = Client::new()?;
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}});
+    let reply = client.legacy(&a.url(), "initialize", init, None).await?;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let session = reply.session.clone().expect("a sealed session id");
+    let initialized = client
+        .post(
+            &b.url(),
+            &[("mcp-session-id", &session)],
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        )
+        .await?;
+    assert_eq!(initialized.status, 202);
+    let tools = client.legacy(&b.url(), "tools/list", json!({}), Some(&session)).await?.json()?;
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{tools}");
+    let call = client
+        .legacy(&a.url(), "tools/call", json!({"name": "echo", "arguments": {"text": "x"}}), Some(&session))
+        .await?;
+    assert_eq!(call.json()?["result"]["content"][0]["text"], "x");
+    let refused = client.legacy(&stranger.url(), "tools/list", json!({}), Some(&session)).await?;
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    Ok(())
+}
+
+#[test]
+fn start_up_errors_name_the_setting_and_exit_non_zero() -> anyhow::Result<()> {
+    let ephemeral = ("MCPGATE_LISTEN", "127.0.0.1:0");
+    for (env, needle) in [
+        (vec![ephemeral, ("MCPGATE_AUTH_MODE", "kerberos")], "auth"),
+        (vec![("MCPGATE_LISTEN", "0.0.0.0:0")], "auth.mode"),
+        (vec![ephemeral, ("MCPGATE_REDIS_URL", "redis://127.0.0.1:1")], "seal.keys"),
+        (vec![ephemeral, ("MCPGATE_TOOLSET", "nope")], "toolset"),
+    ] {
+        let (status, _, stderr) = run_to_end(&[], &env)?;
+        assert!(!status.success(), "{env:?} must fail");
+        assert!(stderr.contains(needle), "{env:?}: {stderr}");
+    }
+    Ok(())
+}
+
+#[test]
+fn help_documents_every_setting() -> anyhow::Result<()> {
+    let (status, stdout, _) = run_to_end(&["--help"], &[])?;
+    assert!(status.success());
+    for flag in ["--listen", "--config", "--redis-url", "--toolset", "--auth-mode", "--seal-keys"] {
+        assert!(stdout.contains(flag), "{flag} missing from --help");
+    }
+    for var in [
+        "MCPGATE_LISTEN",
+        "MCPGATE_REDIS_URL",
+        "MCPGATE_TOOLSET",
+        "MCPGATE_AUTH_MODE",
+        "MCPGATE_SEAL_KEYS",
+        "MCPGATE_AUTH_JWT_JWKS_URL",
+        "MCPGATE_HTTP_BODY_LIMIT_BYTES",
+    ] {
+        assert!(stdout.contains(var), "{var} missing from --help");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_generated_seal_key_is_accepted() -> anyhow::Result<()> {
+    let (status, stdout, _) = run_to_end(&["--generate-seal-key"], &[])?;
+    assert!(status.success());
+    let key = stdout.trim();
+    let gw =
+        Gateway::builder().env("MCPGATE_SEAL_KEYS", key).env("MCPGATE_REDIS_URL", "redis://127.0.0.1:6379").start()?;
+    let (status, _) = Client::new()?.get(&format!("http://{}/readyz", gw.addr())).await?;
+    assert_eq!(status, 200);
+    Ok(())
+}
+
+/// The README's quick-start `curl` is what users run first; run exactly its headers and body.
+#[tokio::test]
+async fn the_readme_quick_start_request_works() -> anyhow::Result<()> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))?;
+    let block = readme
+        .split("```")
+        .find(|b| b.contains("curl ") && b.contains("tools/call"))
+        .expect("a curl block in the README");
+    let quoted: Vec<&str> = block.split('\'').collect();
+    let mut headers = Vec::new();
+    let mut body = None;
+    for (i, part) in quoted.iter().enumerate().skip(1).step_by(2) {
+        let flag = quoted[i - 1].trim_end();
+        if flag.ends_with("-H") {
+            let (k, v) = part.split_once(':').expect("header");
+            headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        } else if flag.ends_with("-d") {
+            body = Some((*part).to_owned());
+        }
+    }
+    let body = body.expect("a -d body in the README curl");
+    assert!(block.contains("127.0.0.1:8080/mcp"), "the README targets the default address");
+    let gw = Gateway::builder().start()?;
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let reply = Client::new()?.post(&gw.url(), &headers, body).await?;
+    let json: Value = reply.json()?;
+    assert_eq!(reply.status, 200, "{json}");
+    assert!(json["result"]["content"][0]["text"].is_string(), "{json}");
+    Ok(())
+}

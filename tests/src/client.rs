@@ -1,0 +1,109 @@
+//! A small MCP-over-HTTP client for tests: modern and legacy requests with the headers each
+//! era requires, replies read as JSON or SSE.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+/// An HTTP client with bounded timeouts.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+}
+
+/// A reply: status, headers and body.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// `Mcp-Session-Id`, if any.
+    pub session: Option<String>,
+    /// `Content-Type`.
+    pub content_type: String,
+    /// The body.
+    pub body: String,
+}
+
+impl Reply {
+    /// The body as JSON.
+    pub fn json(&self) -> anyhow::Result<Value> {
+        serde_json::from_str(&self.body).with_context(|| format!("not JSON: {}", self.body))
+    }
+
+    /// The `data:` messages of an SSE body.
+    pub fn events(&self) -> anyhow::Result<Vec<Value>> {
+        self.body.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| Ok(serde_json::from_str(d)?)).collect()
+    }
+}
+
+impl Client {
+    /// A client (installs the TLS crypto provider reqwest is built to expect).
+    pub fn new() -> anyhow::Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Self { http })
+    }
+
+    /// POSTs a raw body with the given headers.
+    pub async fn post(&self, url: &str, headers: &[(&str, &str)], body: String) -> anyhow::Result<Reply> {
+        let mut req = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.with_context(|| format!("POST {url}"))?;
+        let status = resp.status().as_u16();
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let session = header("mcp-session-id");
+        let content_type = header("content-type").unwrap_or_default();
+        let body = resp.text().await.context("reading the body")?;
+        Ok(Reply { status, session, content_type, body })
+    }
+
+    /// A modern (2026-07-28) request with `_meta` and mirrored headers.
+    pub async fn modern(&self, url: &str, method: &str, mut params: Value) -> anyhow::Result<Reply> {
+        let name =
+            ["name", "uri", "taskId"].iter().find_map(|k| params.get(*k).and_then(Value::as_str).map(str::to_owned));
+        let extra = params.get("_meta").cloned();
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        if let Some(Value::Object(extra)) = extra {
+            for (k, v) in extra {
+                params["_meta"][k] = v;
+            }
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        if let Some(name) = &name {
+            headers.push(("mcp-name", name));
+        }
+        self.post(url, &headers, body).await
+    }
+
+    /// A legacy (2025-11-25) request, with a session id when given.
+    pub async fn legacy(&self, url: &str, method: &str, params: Value, session: Option<&str>) -> anyhow::Result<Reply> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        match session {
+            Some(s) => self.post(url, &[("mcp-session-id", s), ("mcp-protocol-version", "2025-11-25")], body).await,
+            None => self.post(url, &[], body).await,
+        }
+    }
+
+    /// GET a path.
+    pub async fn get(&self, url: &str) -> anyhow::Result<(u16, String)> {
+        let resp = self.http.get(url).send().await.with_context(|| format!("GET {url}"))?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.text().await?))
+    }
+}

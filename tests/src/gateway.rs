@@ -1,0 +1,186 @@
+//! One `mcpgate` process: started with flags and environment, its bound address read from
+//! stdout, its stderr kept in a temp file, killed on drop.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use anyhow::{Context, bail};
+
+/// How long a process may take to print its address.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `mcpgate` binary: `MCPGATE_BIN`, else the one cargo built next to this test.
+pub fn binary() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("MCPGATE_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    // Test executables live in target/<profile>/deps; the binary in target/<profile>.
+    let exe = std::env::current_exe().context("locating the test executable")?;
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).context("test executable has no profile dir")?;
+    let candidate = profile_dir.join("mcpgate");
+    if !candidate.exists() {
+        bail!(
+            "mcpgate binary not found at {}: run `cargo build -p mcpgate` (or `cargo test --workspace`, which builds it) \
+             or set MCPGATE_BIN",
+            candidate.display()
+        );
+    }
+    Ok(candidate)
+}
+
+/// Configures a process before it starts.
+#[derive(Debug, Default)]
+pub struct GatewayBuilder {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl GatewayBuilder {
+    /// Adds command-line arguments.
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Sets an environment variable of the child only.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts the process on an ephemeral loopback port (unless `--listen` was given) and
+    /// waits for its address.
+    pub fn start(self) -> anyhow::Result<Gateway> {
+        let logs = tempfile::NamedTempFile::new().context("creating a log file")?;
+        let mut cmd = Command::new(binary()?);
+        if !self.args.iter().any(|a| a == "--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(&self.args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(logs.reopen().context("opening the log file")?);
+        let mut child = cmd.spawn().context("spawning mcpgate")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next();
+            let _ = tx.send(first);
+            // Keep draining so the child never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let mut gateway = Gateway { child, addr: String::new(), logs };
+        match rx.recv_timeout(START_TIMEOUT) {
+            Ok(Some(Ok(line))) => match line.strip_prefix("listening on http://") {
+                Some(addr) => gateway.addr = addr.trim().to_owned(),
+                None => bail!("unexpected first stdout line {line:?}\n{}", gateway.logs()),
+            },
+            _ => bail!("mcpgate printed no address within {START_TIMEOUT:?}\n{}", gateway.logs()),
+        }
+        Ok(gateway)
+    }
+}
+
+/// A running `mcpgate`.
+#[derive(Debug)]
+pub struct Gateway {
+    child: Child,
+    addr: String,
+    logs: tempfile::NamedTempFile,
+}
+
+impl Gateway {
+    /// A process with default settings.
+    pub fn builder() -> GatewayBuilder {
+        GatewayBuilder::default()
+    }
+
+    /// `host:port` it listens on.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// `http://host:port/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Everything the process wrote to stderr so far.
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(self.logs.path()).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) -> anyhow::Result<()> {
+        let status =
+            Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().context("running kill")?;
+        if !status.success() {
+            bail!("kill -TERM failed");
+        }
+        Ok(())
+    }
+
+    /// Waits (bounded) for the process to exit.
+    pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().context("waiting for mcpgate")? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                bail!("mcpgate still running after {timeout:?}\n{}", self.logs());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Gateway {
+    #[allow(clippy::print_stderr, reason = "a failing test shows the child's log on stderr")]
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- mcpgate {} stderr ---\n{}", self.addr, self.logs());
+        }
+    }
+}
+
+/// Runs `mcpgate` with arguments to completion (bounded) and returns (status, stdout, stderr).
+pub fn run_to_end(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<(ExitStatus, String, String)> {
+    let mut child = Command::new(binary()?)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("spawning mcpgate")?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if child.try_wait()?.is_some() {
+            let out = child.wait_with_output()?;
+            return Ok((
+                out.status,
+                String::from_utf8_lossy(&out.stdout).into(),
+                String::from_utf8_lossy(&out.stderr).into(),
+            ));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("mcpgate {args:?} did not finish within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
