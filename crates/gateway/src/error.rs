@@ -61,6 +61,9 @@ pub enum GatewayError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The client did not send its body within `http.body_timeout_secs`.
+    #[error("Request Timeout: the request body did not arrive in time")]
+    BodyTimeout,
     /// The body could not be read from the connection.
     #[error("Bad Request: the request body could not be read")]
     BodyRead {
@@ -91,6 +94,12 @@ pub enum GatewayError {
         #[from]
         source: ProtocolError,
     },
+    /// A modern request whose `_meta` is present but malformed.
+    #[error("Invalid params: invalid _meta: {detail}")]
+    InvalidMeta {
+        /// What is wrong.
+        detail: String,
+    },
     /// A modern request without the required `_meta` keys.
     #[error("Invalid params: missing _meta keys: {missing}")]
     MissingMeta {
@@ -103,7 +112,7 @@ pub enum GatewayError {
         /// Which header and how.
         detail: String,
     },
-    /// A protocol version this server does not speak per request.
+    /// A protocol version this server does not speak per request (already clipped).
     #[error("Unsupported protocol version: {requested}")]
     UnsupportedVersion {
         /// What the client asked for.
@@ -145,7 +154,7 @@ pub enum GatewayError {
         detail: String,
     },
     /// `resources/read` of a URI no resource or template serves.
-    #[error("Resource not found: {uri}")]
+    #[error("Resource not found: {}", clip(uri))]
     ResourceNotFound {
         /// The requested URI.
         uri: String,
@@ -156,6 +165,9 @@ pub enum GatewayError {
         /// What is not supported.
         detail: String,
     },
+    /// The replica stopped before the call finished; retry elsewhere.
+    #[error("Server shutting down: retry the request")]
+    ShuttingDown,
     /// A synchronous call ran past `server.tool_timeout_secs`.
     #[error("Request timed out after {secs} s")]
     Timeout {
@@ -168,6 +180,14 @@ pub enum GatewayError {
         /// What happened, for the log.
         detail: String,
     },
+}
+
+/// Client input quoted in an error or a log is cut to this many characters.
+const MAX_QUOTE: usize = 100;
+
+/// Cuts client input for quoting in errors and logs.
+pub fn clip(s: &str) -> String {
+    s.chars().take(MAX_QUOTE).collect()
 }
 
 /// How an error appears on the wire.
@@ -224,6 +244,7 @@ impl GatewayError {
             E::NotAcceptable => (StatusCode::NOT_ACCEPTABLE, ErrorCode::INVALID_REQUEST, None, None),
             E::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::INVALID_REQUEST, None, None),
             E::BodyRead { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
+            E::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, ErrorCode::INVALID_REQUEST, None, None),
             E::Overloaded => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::INTERNAL_ERROR,
@@ -249,7 +270,15 @@ impl GatewayError {
                 }
                 _ => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             },
-            E::MissingMeta { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_PARAMS, None, None),
+            E::MissingMeta { .. } | E::InvalidMeta { .. } => {
+                (StatusCode::BAD_REQUEST, ErrorCode::INVALID_PARAMS, None, None)
+            }
+            E::ShuttingDown => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::INTERNAL_ERROR,
+                None,
+                Some((header::RETRY_AFTER, "1".to_owned())),
+            ),
             E::HeaderMismatch { .. } => (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH, None, None),
             E::UnsupportedVersion { requested } => {
                 let err = ErrorObject::unsupported_version(&ProtocolVersion::all_strs(), requested);
@@ -268,8 +297,10 @@ impl GatewayError {
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None),
             E::LegacyVersionHeader { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::InvalidParams { .. } => (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None),
+            // 2025-11-25 had its own code for this; 2026-07-28 retired it for -32602.
             E::ResourceNotFound { uri } => {
-                (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, Some(json!({ "uri": uri })), None)
+                let code = if modern { ErrorCode::INVALID_PARAMS } else { ErrorCode::LEGACY_RESOURCE_NOT_FOUND };
+                (StatusCode::OK, code, Some(json!({ "uri": uri })), None)
             }
             E::Timeout { .. } | E::NotSupported { .. } => {
                 (rpc_status(StatusCode::OK), ErrorCode::INTERNAL_ERROR, None, None)

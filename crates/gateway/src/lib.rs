@@ -39,16 +39,20 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let stopping = state.stopping.clone();
+    let drain = Duration::from_secs(state.config.shutdown.drain_secs);
     let graceful = async move {
         shutdown.await;
+        // Report "not ready" first and keep accepting for the drain period, so a load balancer
+        // polling /readyz stops routing here before connections are refused.
         stopping.cancel();
+        tokio::time::sleep(drain).await;
     };
     let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(graceful).into_future();
     tokio::pin!(server);
     let grace = Duration::from_secs(state.config.shutdown.grace_secs);
     let grace_over = async {
         state.stopping.cancelled().await;
-        tokio::time::sleep(grace).await;
+        tokio::time::sleep(drain + grace).await;
     };
     tokio::select! {
         result = &mut server => {

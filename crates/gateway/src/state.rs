@@ -46,6 +46,8 @@ pub struct Inner {
     pub metrics: Arc<Metrics>,
     /// Concurrency limit.
     pub limiter: Arc<Semaphore>,
+    /// Bytes of request bodies that may be buffered at once (one permit per byte).
+    pub body_budget: Arc<Semaphore>,
     /// `serverInfo`.
     pub server_info: Arc<Implementation>,
     /// The pre-rendered `server/discover` result.
@@ -81,12 +83,7 @@ impl AppState {
         });
         let sealer = sealer(&config)?;
         let auth = Authenticator::from_config(&config)?;
-        // Lists are the same for every caller, but behind authentication a shared cache must
-        // not hand them to callers who never authenticated.
-        let cache_scope = match config.auth.mode {
-            AuthMode::None => CacheScope::Public,
-            AuthMode::Jwt => CacheScope::Private,
-        };
+        let cache_scope = cache_scope(config.auth.mode);
         let rendering = ListRendering {
             server_info: server_info.clone(),
             ttl_ms: config.server.list_ttl_ms,
@@ -94,12 +91,20 @@ impl AppState {
             legacy_task_support: false,
         };
         let catalog = toolsets::build(&config.toolset, &rendering, extra)?;
-        let discover =
-            discover_result(&catalog, &server_info, config.server.instructions.clone(), config.server.discover_ttl_ms)?;
+        let discover = discover_result(
+            &catalog,
+            &server_info,
+            config.server.instructions.clone(),
+            config.server.discover_ttl_ms,
+            cache_scope,
+        )?;
         let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
         Ok(Self(Arc::new(Inner {
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
+            body_budget: Arc::new(Semaphore::new(
+                usize::try_from(config.http.max_buffered_body_bytes).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS),
+            )),
             config,
             catalog,
             sealer,
@@ -113,9 +118,28 @@ impl AppState {
         })))
     }
 
+    /// The `cacheScope` of a result whose handler chose `chosen` (unset means private): never
+    /// public behind authentication.
+    pub fn cache_scope_for(&self, chosen: Option<CacheScope>) -> CacheScope {
+        match cache_scope(self.config.auth.mode) {
+            CacheScope::Private => CacheScope::Private,
+            CacheScope::Public => chosen.unwrap_or(CacheScope::Private),
+        }
+    }
+
     /// Interval of SSE keep-alive comments.
     pub fn sse_keepalive(&self) -> Duration {
         Duration::from_secs(self.config.http.sse_keepalive_secs)
+    }
+}
+
+/// The widest cache scope this replica's results may carry. Results are the same for every
+/// caller, but behind authentication a shared cache must not hand them to callers who never
+/// authenticated.
+fn cache_scope(mode: AuthMode) -> CacheScope {
+    match mode {
+        AuthMode::None => CacheScope::Public,
+        AuthMode::Jwt => CacheScope::Private,
     }
 }
 

@@ -1,8 +1,7 @@
 //! JSON-RPC and MCP error codes, and the error object that carries them.
 //!
-//! Invariant: only codes defined by JSON-RPC 2.0 or by MCP 2026-07-28 are named here as
-//! emittable; the retired codes are kept as `ACCEPTED_*` constants so a client can still
-//! read them but the gateway never sends them.
+//! Invariant: only codes defined by JSON-RPC 2.0 or by MCP are named here; codes retired in
+//! 2026-07-28 are marked `LEGACY_*`/`ACCEPTED_*` and are never sent to a modern request.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,8 +31,9 @@ impl ErrorCode {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: Self = Self(-32021);
     /// The requested protocol version is not supported (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
-    /// Resource not found as 2025-11-25 and earlier spelled it; accepted, never emitted.
-    pub const ACCEPTED_LEGACY_RESOURCE_NOT_FOUND: Self = Self(-32002);
+    /// Resource not found as 2025-11-25 and earlier spelled it; sent only to legacy sessions
+    /// (2026-07-28 uses -32602).
+    pub const LEGACY_RESOURCE_NOT_FOUND: Self = Self(-32002);
     /// URL elicitation required (2025-11-25 only); accepted, never emitted.
     pub const ACCEPTED_LEGACY_URL_ELICITATION_REQUIRED: Self = Self(-32042);
 }

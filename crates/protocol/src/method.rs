@@ -98,16 +98,6 @@ impl Method {
             _ => true,
         }
     }
-
-    /// The request parameter that the modern `Mcp-Name` header mirrors, if any.
-    pub fn name_param(self) -> Option<&'static str> {
-        match self {
-            Self::ToolsCall | Self::PromptsGet => Some("name"),
-            Self::ResourcesRead => Some("uri"),
-            Self::TasksGet | Self::TasksUpdate | Self::TasksCancel => Some("taskId"),
-            _ => None,
-        }
-    }
 }
 
 /// Notification method names this crate refers to.

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jsonwebtoken::DecodingKey;
@@ -42,6 +43,7 @@ pub(super) struct Jwks {
     location: Location,
     cache: RwLock<Cached>,
     refreshing: Mutex<()>,
+    refreshing_in_background: AtomicBool,
     min_interval: Duration,
     lifetime: Duration,
 }
@@ -89,20 +91,29 @@ impl Jwks {
             location,
             cache: RwLock::new(Cached { keys: Arc::new(keys), fetched_at, attempted_at: None }),
             refreshing: Mutex::new(()),
+            refreshing_in_background: AtomicBool::new(false),
             min_interval,
             lifetime,
         }
     }
 
-    /// The current keys, refreshed first if the cache lifetime has ended (or nothing was
-    /// ever fetched).
-    pub(super) async fn keys(&self) -> Arc<Vec<NamedKey>> {
-        let stale = {
+    /// The current keys. Before the first successful fetch the fetch happens inline (there is
+    /// nothing to verify with yet); once the cache lifetime has ended the old keys keep being
+    /// served while one background task fetches new ones, so authentication never waits on
+    /// the identity provider.
+    pub(super) async fn keys(self: &Arc<Self>) -> Arc<Vec<NamedKey>> {
+        let (never, stale) = {
             let cache = self.cache.read().await;
-            cache.fetched_at.is_none_or(|at| at.elapsed() >= self.lifetime)
+            (cache.fetched_at.is_none(), cache.fetched_at.is_some_and(|at| at.elapsed() >= self.lifetime))
         };
-        if stale {
+        if never {
             self.refresh().await;
+        } else if stale && !self.refreshing_in_background.swap(true, Ordering::AcqRel) {
+            let this = self.clone();
+            tokio::spawn(async move {
+                this.refresh().await;
+                this.refreshing_in_background.store(false, Ordering::Release);
+            });
         }
         self.cache.read().await.keys.clone()
     }

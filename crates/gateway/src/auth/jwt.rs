@@ -7,6 +7,7 @@
 //! `kid` matches when both name one.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, header};
@@ -24,7 +25,7 @@ use crate::error::GatewayError;
 pub struct JwtAuthenticator {
     validations: HashMap<Algorithm, Validation>,
     static_keys: Vec<NamedKey>,
-    jwks: Option<Jwks>,
+    jwks: Option<Arc<Jwks>>,
     issuer: String,
     required_scopes: Vec<String>,
     challenge: String,
@@ -40,9 +41,27 @@ impl std::fmt::Debug for NamedKey {
 struct Claims {
     sub: String,
     #[serde(default)]
-    scope: Option<String>,
+    scope: Option<Scopes>,
     #[serde(default)]
-    scp: Option<Vec<String>>,
+    scp: Option<Scopes>,
+}
+
+/// Providers disagree on the shape: OAuth's `scope` is a space-separated string, Entra ID's
+/// `scp` is one too, and some send either as an array.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scopes {
+    Text(String),
+    List(Vec<String>),
+}
+
+impl Scopes {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::Text(s) => s.split_whitespace().map(str::to_owned).collect(),
+            Self::List(list) => list,
+        }
+    }
 }
 
 impl JwtAuthenticator {
@@ -82,8 +101,8 @@ impl JwtAuthenticator {
                     problem: "set either jwks_file or jwks_url, not both".to_owned(),
                 });
             }
-            (Some(path), None) => Some(Jwks::file(path, min, lifetime)?),
-            (None, Some(url)) => Some(Jwks::url(url, min, lifetime)?),
+            (Some(path), None) => Some(Arc::new(Jwks::file(path, min, lifetime)?)),
+            (None, Some(url)) => Some(Arc::new(Jwks::url(url, min, lifetime)?)),
             (None, None) => None,
         };
 
@@ -126,14 +145,16 @@ impl JwtAuthenticator {
         let kid = head.kid.as_deref();
 
         let mut outcome = self.try_keys(token, validation, family, kid, &self.static_keys);
+        // A static key's signature mismatch may just mean the token was signed by a JWKS key.
         if let Some(jwks) = &self.jwks
-            && matches!(outcome, Attempt::NoKey)
+            && outcome.may_match_another_key()
         {
             let keys = jwks.keys().await;
-            outcome = self.try_keys(token, validation, family, kid, &keys);
-            if matches!(outcome, Attempt::NoKey) && kid.is_some() {
+            outcome = outcome.or(self.try_keys(token, validation, family, kid, &keys));
+            let kid_unknown = kid.is_some_and(|k| !keys.iter().any(|key| key.kid.as_deref() == Some(k)));
+            if outcome.may_match_another_key() && kid_unknown {
                 let keys = jwks.refresh_for_unknown_kid().await;
-                outcome = self.try_keys(token, validation, family, kid, &keys);
+                outcome = outcome.or(self.try_keys(token, validation, family, kid, &keys));
             }
         }
         let claims = match outcome {
@@ -142,11 +163,7 @@ impl JwtAuthenticator {
             Attempt::Invalid(kind) => return Err(self.invalid(reason(&kind))),
         };
 
-        let scopes: Vec<String> = match (claims.scope, claims.scp) {
-            (Some(scope), _) => scope.split_whitespace().map(str::to_owned).collect(),
-            (None, Some(scp)) => scp,
-            (None, None) => Vec::new(),
-        };
+        let scopes = claims.scope.or(claims.scp).map(Scopes::into_vec).unwrap_or_default();
         if !self.required_scopes.iter().all(|r| scopes.contains(r)) {
             return Err(GatewayError::InsufficientScope {
                 challenge: format!("{}, error=\"insufficient_scope\"", self.challenge),
@@ -202,6 +219,22 @@ enum Attempt {
     Valid(Claims),
     NoKey,
     Invalid(ErrorKind),
+}
+
+impl Attempt {
+    /// Nothing matched, or only keys whose signature did not fit: another key source may.
+    fn may_match_another_key(&self) -> bool {
+        matches!(self, Self::NoKey | Self::Invalid(ErrorKind::InvalidSignature))
+    }
+
+    /// The better of two attempts: a valid token, else the more specific failure.
+    fn or(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Valid(c), _) | (_, Self::Valid(c)) => Self::Valid(c),
+            (first, Self::NoKey) => first,
+            (_, second) => second,
+        }
+    }
 }
 
 fn reason(kind: &ErrorKind) -> &'static str {

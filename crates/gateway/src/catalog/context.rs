@@ -16,16 +16,17 @@ use mcpgate_protocol::meta::{LoggingLevel, ProgressParams, ProgressToken};
 use mcpgate_protocol::method::notification;
 
 use crate::auth::Principal;
+use crate::http::reply::Frame;
 
 /// Where a request's notifications go (its SSE stream), if it has one.
 #[derive(Debug, Clone, Default)]
 pub struct Notifier {
-    sink: Option<mpsc::Sender<Bytes>>,
+    sink: Option<mpsc::Sender<Frame>>,
 }
 
 impl Notifier {
     /// A notifier writing to an SSE stream.
-    pub fn new(sink: mpsc::Sender<Bytes>) -> Self {
+    pub fn new(sink: mpsc::Sender<Frame>) -> Self {
         Self { sink: Some(sink) }
     }
 
@@ -34,12 +35,17 @@ impl Notifier {
         self.sink.is_some()
     }
 
-    async fn send<P: serde::Serialize>(&self, method: &str, params: &P) {
+    /// Queues a notification without waiting: progress and logs are advisory, so when a
+    /// client reads slower than the tool reports, notifications are dropped rather than
+    /// stalling the tool (a closed stream means the client left; cancellation handles that).
+    fn send<P: serde::Serialize>(&self, method: &str, params: &P) {
         let Some(sink) = &self.sink else { return };
         match serde_json::to_vec(&OutgoingNotification::new(method, params)) {
-            // A closed stream means the client left; cancellation takes it from here.
             Ok(bytes) => {
-                let _ = sink.send(Bytes::from(bytes)).await;
+                if let Err(mpsc::error::TrySendError::Full(_)) = sink.try_send(Frame::Notification(Bytes::from(bytes)))
+                {
+                    tracing::debug!(method, "client reads slowly; notification dropped");
+                }
             }
             Err(e) => tracing::warn!(error = %e, method, "notification not serializable"),
         }
@@ -92,14 +98,14 @@ impl ToolContext {
         };
         let params =
             ProgressParams { progress_token: token.clone(), progress, total, message: message.map(str::to_owned) };
-        self.notifier.send(notification::PROGRESS, &params).await;
+        self.notifier.send(notification::PROGRESS, &params);
     }
 
     /// Sends a log message, if the request opted in at this level or a lower one.
     pub async fn log(&self, level: LoggingLevel, data: Value) {
         if self.log_level.is_some_and(|min| level >= min) {
             let params = json!({ "level": level, "logger": "mcpgate", "data": data });
-            self.notifier.send(notification::MESSAGE, &params).await;
+            self.notifier.send(notification::MESSAGE, &params);
         }
     }
 

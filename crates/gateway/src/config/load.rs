@@ -197,6 +197,9 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
     for (key, value, min) in [
         ("server.tool_timeout_secs", c.server.tool_timeout_secs, 1),
         ("http.body_limit_bytes", c.http.body_limit_bytes, 1024),
+        ("http.body_timeout_secs", c.http.body_timeout_secs, 1),
+        ("http.max_buffered_body_bytes", c.http.max_buffered_body_bytes, c.http.body_limit_bytes),
+        ("auth.jwt.jwks_refresh_min_secs", c.auth.jwt.jwks_refresh_min_secs, 1),
         ("http.max_concurrent_requests", c.http.max_concurrent_requests, 1),
         ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 1),
         ("seal.session_ttl_secs", c.seal.session_ttl_secs, 1),
@@ -207,8 +210,16 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
             return Err(invalid_key(key, &format!("must be at least {min}")));
         }
     }
-    if c.http.body_limit_bytes > 256 * 1024 * 1024 {
-        return Err(invalid_key("http.body_limit_bytes", "must be at most 268435456 (256 MiB)"));
+    for (key, value, max) in [
+        ("http.body_limit_bytes", c.http.body_limit_bytes, 256 * 1024 * 1024),
+        ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 3600),
+        ("shutdown.drain_secs", c.shutdown.drain_secs, 3600),
+        ("shutdown.grace_secs", c.shutdown.grace_secs, 3600),
+        ("server.tool_timeout_secs", c.server.tool_timeout_secs, 86_400),
+    ] {
+        if value > max {
+            return Err(invalid_key(key, &format!("must be at most {max}")));
+        }
     }
     for origin in &c.http.allowed_origins {
         if origin != "*" && crate::http::origin::parse_origin(origin).is_none() {
@@ -303,11 +314,13 @@ fn validate_jwt(c: &Config) -> Result<(), GatewayError> {
         ));
     }
     if let Some(url) = &jwt.jwks_url {
-        let loopback_http = url
-            .strip_prefix("http://")
-            .map(|rest| rest.split(['/', '?']).next().unwrap_or(""))
-            .is_some_and(is_loopback_authority);
-        if !url.starts_with("https://") && !loopback_http {
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        if authority.is_empty() || authority.contains('@') {
+            return Err(invalid_key("auth.jwt.jwks_url", "must be an absolute URL without credentials"));
+        }
+        let allowed = scheme == "https" || (scheme == "http" && is_loopback_authority(authority));
+        if !allowed {
             return Err(invalid_key("auth.jwt.jwks_url", "must be https (plain http is allowed only on loopback)"));
         }
     }

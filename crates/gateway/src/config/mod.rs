@@ -83,6 +83,10 @@ impl Default for ServerConfig {
 pub struct HttpConfig {
     /// Largest body accepted.
     pub body_limit_bytes: u64,
+    /// Deadline for receiving a body.
+    pub body_timeout_secs: u64,
+    /// Body bytes buffered at once across requests.
+    pub max_buffered_body_bytes: u64,
     /// Allowed `Origin` values (or `*`).
     pub allowed_origins: Vec<String>,
     /// Allowed `Host` names; empty = loopback names when listening on loopback.
@@ -97,6 +101,8 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             body_limit_bytes: 4 * 1024 * 1024,
+            body_timeout_secs: 30,
+            max_buffered_body_bytes: 256 * 1024 * 1024,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_concurrent_requests: 4096,
@@ -235,13 +241,15 @@ impl Default for LogConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShutdownConfig {
+    /// Time between "not ready" and closing the listener.
+    pub drain_secs: u64,
     /// Grace period for in-flight requests.
     pub grace_secs: u64,
 }
 
 impl Default for ShutdownConfig {
     fn default() -> Self {
-        Self { grace_secs: 20 }
+        Self { drain_secs: 0, grace_secs: 20 }
     }
 }
 

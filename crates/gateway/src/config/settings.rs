@@ -77,6 +77,16 @@ pub const SETTINGS: &[Setting] = &[
         "Host header names accepted (DNS-rebinding protection); empty = loopback names when listening on loopback, any otherwise",
     ),
     s(
+        "http.body_timeout_secs",
+        Kind::Int,
+        "Longest a client may take to send a request body; slower ones get 408 [30]",
+    ),
+    s(
+        "http.max_buffered_body_bytes",
+        Kind::Int,
+        "Request-body bytes buffered at once across all requests; beyond it requests get 503 [268435456]",
+    ),
+    s(
         "http.max_concurrent_requests",
         Kind::Int,
         "Requests processed at once per replica; beyond it requests get 503 [4096]",
@@ -132,6 +142,11 @@ pub const SETTINGS: &[Setting] = &[
     s("seal.max_bytes", Kind::Int, "Longest sealed value minted or accepted [16384]"),
     s("log.format", Kind::Str, "text or json [text]"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info [info]"),
+    s(
+        "shutdown.drain_secs",
+        Kind::Int,
+        "On SIGTERM/SIGINT, how long /readyz reports 503 before the listener closes, so load balancers stop routing first [0]",
+    ),
     s("shutdown.grace_secs", Kind::Int, "On SIGTERM/SIGINT, how long in-flight requests may finish [20]"),
 ];
 

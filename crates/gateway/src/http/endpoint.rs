@@ -2,23 +2,29 @@
 //! concurrency slot → Host/Origin → authentication → content type → Accept → body (bounded)
 //! → JSON-RPC decoding → admission and dispatch (era rules, handler) → JSON or SSE response.
 
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use tokio::time::Instant;
+use tracing::Span;
+use tracing::field::Empty;
 
-use mcpgate_protocol::{Era, Incoming, Method, ProtocolError, decode};
+use mcpgate_protocol::{Era, Incoming, Method, ProtocolError, ProtocolVersion, decode};
 
-use super::headers::MCP_SESSION_ID;
-use super::negotiate::{Accept, check_content_type, read_body};
+use super::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use super::negotiate::{Accept, BodyLimits, check_content_type, read_body};
 use super::reply;
 use crate::error::{ErrorReply, GatewayError};
 use crate::mcp::{Reply, Ticket, dispatch};
 use crate::metrics::{MethodLabel, Outcome};
 use crate::state::AppState;
 
-/// The MCP endpoint.
+/// The MCP endpoint. Its span carries the request's method, era and a pseudonymous principal
+/// id (filled in as they become known), so every log line of the request has them.
+#[tracing::instrument(name = "mcp", skip_all, fields(method = Empty, era = Empty, principal = Empty))]
 pub(super) async fn post_mcp(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
     let Ok(permit) = state.limiter.clone().try_acquire_owned() else {
@@ -62,10 +68,18 @@ async fn handle(
 ) -> Result<(Response, Record), ErrorReply> {
     state.origin.check(headers)?;
     let principal = state.auth.authenticate(headers).await?;
+    let span = Span::current();
+    if !span.is_disabled() {
+        span.record("principal", principal.log_id());
+    }
     check_content_type(headers)?;
     let accept = Accept::from_headers(headers)?;
-    let body = read_body(headers, body, state.config.http.body_limit_bytes).await?;
-    let message = decode(&body).map_err(|e| {
+    let limits = BodyLimits {
+        max_bytes: state.config.http.body_limit_bytes,
+        timeout: Duration::from_secs(state.config.http.body_timeout_secs),
+    };
+    let body = read_body(headers, body, limits, &state.body_budget).await?;
+    let message = decode(&body.bytes).map_err(|e| {
         let id = match &e {
             ProtocolError::InvalidRequest { id, .. } => id.clone(),
             _ => None,
@@ -77,14 +91,24 @@ async fn handle(
             *label = MethodLabel::NOTIFICATION;
             return Ok((reply::accepted(), Record::Now(None)));
         }
-        Incoming::Response(_) => {
+        Incoming::Response(response) => {
             *label = MethodLabel::RESPONSE;
+            // A 2026-07-28 server sends no requests, so a modern client has nothing to answer.
+            let version =
+                headers.get(MCP_PROTOCOL_VERSION).and_then(|v| v.to_str().ok()).and_then(ProtocolVersion::parse);
+            if version.is_some_and(|v| v.era() == Era::Modern) {
+                let reason = "clients must not send responses in 2026-07-28; the server sends no requests".to_owned();
+                let error = ProtocolError::InvalidRequest { reason, id: Some(response.id.clone()) };
+                return Err(ErrorReply { error: error.into(), id: Some(response.id), era: Some(Era::Modern) });
+            }
             return Ok((reply::accepted(), Record::Now(None)));
         }
         Incoming::Request(request) => request,
     };
     *label = Method::parse(&request.method).map_or(MethodLabel::UNKNOWN, MethodLabel::method);
+    span.record("method", request.method.as_ref());
     let (reply, era) = dispatch(state, headers, principal, &request, accept, ticket).await?;
+    span.record("era", era.as_str());
     let response = match reply {
         Reply::Stream(response) => return Ok((response, Record::ByStream)),
         Reply::Result(result) => respond(reply::result_envelope(&request.id, &result), accept),
@@ -104,14 +128,7 @@ async fn handle(
 
 /// JSON, or a one-event SSE stream for a client that accepts only SSE.
 fn respond(envelope: bytes::Bytes, accept: Accept) -> Response {
-    if accept.json {
-        return reply::json(envelope);
-    }
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    let _ = tx.try_send(envelope);
-    drop(tx);
-    let guard = tokio_util::sync::CancellationToken::new().drop_guard();
-    reply::sse(rx, guard, std::time::Duration::from_secs(3600))
+    if accept.json { reply::json(envelope) } else { reply::sse_once(envelope) }
 }
 
 /// Any method but POST on the MCP endpoint.

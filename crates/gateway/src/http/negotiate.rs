@@ -1,12 +1,18 @@
 //! Content negotiation and body intake: `Content-Type` must be JSON, `Accept` must allow JSON
 //! or SSE, and the body is read up to the configured limit.
 //!
-//! Invariant: no more than `limit` bytes of a body are ever buffered.
+//! Invariants: no more than `http.body_limit_bytes` of one body and no more than
+//! `http.max_buffered_body_bytes` across all bodies are buffered at once, and no body read
+//! waits longer than `http.body_timeout_secs`.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::GatewayError;
 
@@ -58,18 +64,46 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), GatewayError> {
     }
 }
 
-/// Reads the body, refusing more than `limit` bytes (early, from `Content-Length`, when the
-/// client declares it).
-pub async fn read_body(headers: &HeaderMap, body: Body, limit: u64) -> Result<Bytes, GatewayError> {
+/// Limits on reading one body.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    /// Largest body.
+    pub max_bytes: u64,
+    /// Deadline for the whole body.
+    pub timeout: Duration,
+}
+
+/// A body read within its limits, holding its share of the replica's body budget until dropped.
+#[derive(Debug)]
+pub struct ReadBody {
+    /// The bytes.
+    pub bytes: Bytes,
+    _budget: OwnedSemaphorePermit,
+}
+
+/// Reads the body, refusing more than `limits.max_bytes` (early, from `Content-Length`, when
+/// the client declares it), a client too slow to send it, and any body that would take the
+/// replica's buffered bytes past `budget`.
+pub async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limits: BodyLimits,
+    budget: &Arc<Semaphore>,
+) -> Result<ReadBody, GatewayError> {
+    let limit = limits.max_bytes;
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit) {
         return Err(GatewayError::PayloadTooLarge { limit });
     }
+    // Reserve what this body may occupy: its declared size, or the limit when undeclared.
+    let reserve = u32::try_from(declared.unwrap_or(limit).max(1)).unwrap_or(u32::MAX);
+    let permit = budget.clone().try_acquire_many_owned(reserve).map_err(|_| GatewayError::Overloaded)?;
     let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
-    match limited.collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(GatewayError::PayloadTooLarge { limit }),
-        Err(e) => Err(GatewayError::BodyRead { detail: e.to_string() }),
+    match tokio::time::timeout(limits.timeout, limited.collect()).await {
+        Err(_) => Err(GatewayError::BodyTimeout),
+        Ok(Ok(collected)) => Ok(ReadBody { bytes: collected.to_bytes(), _budget: permit }),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(GatewayError::PayloadTooLarge { limit }),
+        Ok(Err(e)) => Err(GatewayError::BodyRead { detail: e.to_string() }),
     }
 }

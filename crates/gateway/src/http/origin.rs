@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use axum::http::{HeaderMap, header};
 
 use crate::config::Config;
-use crate::error::GatewayError;
+use crate::error::{GatewayError, clip};
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -53,7 +53,7 @@ impl OriginPolicy {
             let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
             let name = host_name(host).to_ascii_lowercase();
             if !allowed.contains(&name) {
-                return Err(GatewayError::ForbiddenHost { host: host.chars().take(100).collect() });
+                return Err(GatewayError::ForbiddenHost { host: clip(host) });
             }
         }
         let Some(origin) = headers.get(header::ORIGIN) else {
@@ -66,7 +66,7 @@ impl OriginPolicy {
         let allowed = parse_origin(raw).is_some_and(|o| {
             self.origins.contains(&o) || (self.loopback_origins && is_loopback_host(host_name(origin_authority(&o))))
         });
-        if allowed { Ok(()) } else { Err(GatewayError::ForbiddenOrigin { origin: raw.chars().take(100).collect() }) }
+        if allowed { Ok(()) } else { Err(GatewayError::ForbiddenOrigin { origin: clip(raw) }) }
     }
 }
 

@@ -2,8 +2,8 @@
 //! response, and an SSE response that carries a request's notifications and then its result.
 //!
 //! Invariants: every JSON message is one line (compact serialization), so an SSE `data:` line
-//! is one whole message; an SSE stream ends after the final response; dropping the stream
-//! (the client closed it) cancels the work behind it.
+//! is one whole message; an SSE stream ends right after its final frame, whoever still holds a
+//! sender; dropping the stream (the client closed it) cancels the work behind it.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -17,10 +17,19 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 use tokio_util::sync::DropGuard;
 
-use mcpgate_protocol::RequestId;
 use mcpgate_protocol::jsonrpc::ErrorResponse;
+use mcpgate_protocol::{Era, RequestId};
 
 use crate::error::GatewayError;
+
+/// One message on an SSE response.
+#[derive(Debug)]
+pub enum Frame {
+    /// A notification (progress, log); more frames follow.
+    Notification(Bytes),
+    /// The response; the stream ends after it.
+    Final(Bytes),
+}
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a serialized result.
 pub fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {
@@ -35,7 +44,7 @@ pub fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {
 }
 
 /// A JSON-RPC error response body for a request whose id is known.
-pub fn error_envelope(id: &RequestId, error: &GatewayError, era: Option<mcpgate_protocol::Era>) -> Bytes {
+pub fn error_envelope(id: &RequestId, error: &GatewayError, era: Option<Era>) -> Bytes {
     let wire = error.wire(era);
     serde_json::to_vec(&ErrorResponse::new(Some(id), &wire.error)).map(Bytes::from).unwrap_or_default()
 }
@@ -52,36 +61,53 @@ pub fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
 }
 
+/// A one-event SSE response, for clients that accept only SSE.
+pub fn sse_once(message: Bytes) -> Response {
+    sse_response(Body::from(event(&message)))
+}
+
 struct SseState {
-    rx: mpsc::Receiver<Bytes>,
+    rx: mpsc::Receiver<Frame>,
     keepalive: Interval,
     // Dropped with the stream: cancels the work when the client goes away.
     _cancel_on_drop: DropGuard,
+    done: bool,
 }
 
-/// An SSE response: each message from `rx` becomes one `data:` event; keep-alive comments
-/// flow while nothing else does; the stream ends when the sender side is dropped.
-pub fn sse(rx: mpsc::Receiver<Bytes>, cancel_on_drop: DropGuard, keepalive: Duration) -> Response {
+/// An SSE response fed by `rx`; keep-alive comments flow while nothing else does.
+pub fn sse(rx: mpsc::Receiver<Frame>, cancel_on_drop: DropGuard, keepalive: Duration) -> Response {
     let mut tick = interval_at(Instant::now() + keepalive, keepalive);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let state = SseState { rx, keepalive: tick, _cancel_on_drop: cancel_on_drop };
+    let state = SseState { rx, keepalive: tick, _cancel_on_drop: cancel_on_drop, done: false };
     let events = stream::unfold(state, |mut s| async move {
+        if s.done {
+            return None;
+        }
         let chunk = tokio::select! {
-            message = s.rx.recv() => match message {
-                Some(json) => {
-                    let mut event = BytesMut::with_capacity(json.len() + 8);
-                    event.put_slice(b"data: ");
-                    event.put_slice(&json);
-                    event.put_slice(b"\n\n");
-                    event.freeze()
+            frame = s.rx.recv() => match frame? {
+                Frame::Notification(json) => event(&json),
+                Frame::Final(json) => {
+                    s.done = true;
+                    event(&json)
                 }
-                None => return None,
             },
             _ = s.keepalive.tick() => Bytes::from_static(b": keep-alive\n\n"),
         };
         Some((Ok::<_, Infallible>(chunk), s))
     });
-    let mut response = Response::new(Body::from_stream(events));
+    sse_response(Body::from_stream(events))
+}
+
+fn event(json: &[u8]) -> Bytes {
+    let mut event = BytesMut::with_capacity(json.len() + 8);
+    event.put_slice(b"data: ");
+    event.put_slice(json);
+    event.put_slice(b"\n\n");
+    event.freeze()
+}
+
+fn sse_response(body: Body) -> Response {
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));

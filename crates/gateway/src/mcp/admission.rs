@@ -17,7 +17,7 @@ use serde::Deserialize;
 use mcpgate_protocol::completion::CompleteParams;
 use mcpgate_protocol::initialize::InitializeParams;
 use mcpgate_protocol::jsonrpc::Request;
-use mcpgate_protocol::meta::RequestMeta;
+use mcpgate_protocol::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, RequestMeta};
 use mcpgate_protocol::pagination::{MetaParams, PaginatedParams};
 use mcpgate_protocol::prompt::GetPromptParams;
 use mcpgate_protocol::resource::ReadResourceParams;
@@ -28,8 +28,8 @@ use mcpgate_protocol::{Era, Method, ProtocolError, ProtocolVersion, decode_param
 use super::context::CallContext;
 use super::session;
 use crate::auth::Principal;
-use crate::error::{ErrorReply, GatewayError};
-use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, check_routing, mirrored};
+use crate::error::{ErrorReply, GatewayError, clip};
+use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, check_routing};
 use crate::state::AppState;
 
 /// Params of a method: they carry `_meta`, and maybe the value `Mcp-Name` mirrors.
@@ -78,23 +78,33 @@ pub(super) fn admit<P: Params>(
 ) -> Result<(CallContext, P), ErrorReply> {
     let mut typed: Result<P, ProtocolError> = decode_params(request.params);
     let meta = match &mut typed {
-        Ok(params) => params.meta_mut().take(),
-        Err(_) => decode_params::<MetaParams>(request.params).ok().and_then(|p| p.meta),
+        Ok(params) => Ok(params.meta_mut().take()),
+        Err(_) => peek_meta(request),
     };
-    let header_version = headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str().unwrap_or("\u{fffd}").trim().to_owned());
-    let era = decide_era(meta.as_ref(), header_version.as_deref());
+    let header_version = headers.get(MCP_PROTOCOL_VERSION).map(|v| clip(v.to_str().unwrap_or("\u{fffd}").trim()));
+    let claimed_version = match &meta {
+        Ok(meta) => meta.as_ref().and_then(|m| m.protocol_version.clone()),
+        Err(peeked) => peeked.version.clone(),
+    };
+    let era = decide_era(claimed_version.is_some(), header_version.as_deref());
     let fail = |error: GatewayError| ErrorReply { error, id: Some(request.id.clone()), era };
     let Some(era) = era else {
         return Err(fail(GatewayError::UnsupportedVersion { requested: header_version.unwrap_or_default() }));
     };
+    let meta = match meta {
+        Ok(meta) => meta.unwrap_or_default(),
+        // `_meta` names a version but some member is malformed: say so, rather than "missing".
+        Err(peeked) if era == Era::Modern => {
+            return Err(fail(GatewayError::InvalidMeta { detail: peeked.problem }));
+        }
+        Err(_) => RequestMeta::default(),
+    };
 
-    let meta = meta.unwrap_or_default();
     let (version, capabilities) = match era {
         Era::Modern => {
             let version = admit_modern(&meta, header_version.as_deref()).map_err(&fail)?;
             let name = typed.as_ref().ok().and_then(Params::mirrored_name);
-            let needs_name = method.and_then(Method::name_param).is_some();
-            check_routing(headers, &request.method, if needs_name { name } else { None }).map_err(&fail)?;
+            check_routing(headers, &request.method, name).map_err(&fail)?;
             (version, meta.client_capabilities.clone().unwrap_or_default())
         }
         Era::Legacy if method == Some(Method::Initialize) => (ProtocolVersion::LATEST_LEGACY, Default::default()),
@@ -105,8 +115,7 @@ pub(super) fn admit<P: Params>(
         }
     };
     let Some(method) = method.filter(|m| m.exists_in(era)) else {
-        let name: String = request.method.chars().take(100).collect();
-        return Err(fail(GatewayError::MethodNotFound { method: name }));
+        return Err(fail(GatewayError::MethodNotFound { method: clip(&request.method) }));
     };
     let params = typed.map_err(|e| fail(e.into()))?;
     let cx = CallContext {
@@ -122,10 +131,34 @@ pub(super) fn admit<P: Params>(
     Ok((cx, params))
 }
 
+/// What could be read of a `_meta` that did not decode.
+struct PeekedMeta {
+    version: Option<String>,
+    problem: String,
+}
+
+/// When typed params fail to decode, reads `_meta` on its own: as typed meta if it is valid
+/// (`Ok`), else just its version and what is wrong with it (`Err`).
+fn peek_meta(request: &Request<'_>) -> Result<Option<RequestMeta>, PeekedMeta> {
+    #[derive(Deserialize)]
+    struct Loose {
+        #[serde(rename = "_meta", default)]
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let Ok(Loose { meta: Some(raw) }) = decode_params::<Loose>(request.params) else {
+        return Ok(None);
+    };
+    let version = raw.get(PROTOCOL_VERSION_KEY).and_then(serde_json::Value::as_str).map(str::to_owned);
+    match serde_json::from_value::<RequestMeta>(serde_json::Value::Object(raw)) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) => Err(PeekedMeta { version, problem: clip(&e.to_string()) }),
+    }
+}
+
 /// Modern if `_meta` names a version or the header is a modern version; legacy if the header
 /// is absent or a legacy version; `None` (unsupported) for an unknown header version.
-fn decide_era(meta: Option<&RequestMeta>, header: Option<&str>) -> Option<Era> {
-    if meta.is_some_and(|m| m.protocol_version.is_some()) {
+fn decide_era(meta_names_version: bool, header: Option<&str>) -> Option<Era> {
+    if meta_names_version {
         return Some(Era::Modern);
     }
     match header {
@@ -140,10 +173,10 @@ fn admit_modern(meta: &RequestMeta, header: Option<&str>) -> Result<ProtocolVers
     };
     let mut missing = Vec::new();
     if meta.protocol_version.is_none() {
-        missing.push(mcpgate_protocol::meta::PROTOCOL_VERSION_KEY);
+        missing.push(PROTOCOL_VERSION_KEY);
     }
     if meta.client_capabilities.is_none() {
-        missing.push(mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY);
+        missing.push(CLIENT_CAPABILITIES_KEY);
     }
     if !missing.is_empty() {
         return Err(GatewayError::MissingMeta { missing: missing.join(", ") });
@@ -154,7 +187,7 @@ fn admit_modern(meta: &RequestMeta, header: Option<&str>) -> Result<ProtocolVers
     }
     match ProtocolVersion::parse(requested) {
         Some(v) if v.era() == Era::Modern => Ok(v),
-        _ => Err(GatewayError::UnsupportedVersion { requested: requested.to_owned() }),
+        _ => Err(GatewayError::UnsupportedVersion { requested: clip(requested) }),
     }
 }
 
@@ -164,8 +197,9 @@ fn admit_legacy(
     principal: &Principal,
     header_version: Option<&str>,
 ) -> Result<session::Session, GatewayError> {
-    let token = mirrored(headers, MCP_SESSION_ID).ok().flatten().ok_or(GatewayError::SessionRequired)?;
-    let session = session::open(&state.sealer, &state.metrics, principal, &token)?;
+    let token = headers.get(MCP_SESSION_ID).ok_or(GatewayError::SessionRequired)?;
+    let token = token.to_str().map_err(|_| GatewayError::SessionNotFound { reason: "not visible ASCII" })?.trim();
+    let session = session::open(&state.sealer, &state.metrics, principal, token)?;
     if let Some(v) = header_version
         && v != session.version
     {

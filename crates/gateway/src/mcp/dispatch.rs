@@ -1,12 +1,15 @@
 //! Dispatch: method name → admission with the method's params type → handler, and the choice
 //! between a JSON response and an SSE stream.
 //!
-//! Invariant: a streamed call runs in its own task that owns everything it needs (including
+//! Invariants: a streamed call runs in its own task that owns everything it needs (including
 //! the request's concurrency permit), stops when the client closes the stream or the replica
-//! shuts down, and records its own metrics when it ends.
+//! shuts down, and records its own metrics when it ends; its concurrency slot is released
+//! before the final send, so a client that stops reading holds no slot, and that send is
+//! bounded in time.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -24,11 +27,14 @@ use super::context::CallContext;
 use super::handlers;
 use crate::auth::Principal;
 use crate::catalog::Notifier;
-use crate::error::{ErrorReply, GatewayError};
+use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
-use crate::http::reply;
+use crate::http::reply::{self, Frame};
 use crate::metrics::{InFlight, MethodLabel, Outcome};
 use crate::state::AppState;
+
+/// How long a finished streamed call waits for a slow client to take its final message.
+const FINAL_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a handled request answers with.
 #[derive(Debug)]
@@ -49,7 +55,7 @@ pub enum Reply {
 /// What a request holds while it runs: its concurrency slot and its in-flight mark.
 #[derive(Debug)]
 pub struct Ticket {
-    /// Released when the request (or its stream) ends.
+    /// Released when the request (or its stream's work) ends.
     pub permit: OwnedSemaphorePermit,
     /// Decrements the in-flight gauge when dropped.
     pub in_flight: InFlight,
@@ -57,10 +63,12 @@ pub struct Ticket {
     pub started: Instant,
 }
 
-/// A handler's work, built for a given notifier and cancellation token.
+/// A handler's work, once started with a notifier and a cancellation token.
 pub(super) type Work = Pin<Box<dyn Future<Output = Result<Bytes, GatewayError>> + Send + 'static>>;
+/// A validated call, ready to run inline or in a streaming task.
+pub(super) type Prepared = Box<dyn FnOnce(Notifier, CancellationToken) -> Work + Send + 'static>;
 
-/// Routes one request.
+/// Routes one request; returns the reply and the era it was served in.
 pub async fn dispatch(
     state: &AppState,
     headers: &HeaderMap,
@@ -75,114 +83,112 @@ pub async fn dispatch(
             admit::<$params>(state, headers, principal, request, method)?
         };
     }
-    let with_id = |cx: &CallContext| {
-        let id = cx.id.clone();
-        let era = cx.era;
-        move |error: GatewayError| ErrorReply { error, id: Some(id.clone()), era: Some(era) }
+    let fail = |cx: &CallContext| {
+        let (id, era) = (cx.id.clone(), cx.era);
+        move |error: GatewayError| ErrorReply { error, id: Some(id), era: Some(era) }
     };
-    match method {
+    let simple = |cx: CallContext, result: Result<Bytes, GatewayError>| match result {
+        Ok(bytes) => Ok((Reply::Result(bytes), cx.era)),
+        Err(e) => Err(fail(&cx)(e)),
+    };
+    let (cx, prepared, streaming) = match method {
         Some(Method::Initialize) => {
             let (cx, params) = admitted!(mcpgate_protocol::initialize::InitializeParams);
-            handlers::initialize(state, &cx, params).map(|r| (r, cx.era)).map_err(with_id(&cx))
+            return handlers::initialize(state, &cx, params).map(|r| (r, cx.era)).map_err(fail(&cx));
         }
         Some(Method::Ping) => {
             let (cx, _) = admitted!(MetaParams);
-            handlers::ping(state, &cx).map(|r| (Reply::Result(r), cx.era)).map_err(with_id(&cx))
+            let result = handlers::ping(state, &cx);
+            return simple(cx, result);
         }
         Some(Method::ServerDiscover) => {
             let (cx, _) = admitted!(MetaParams);
-            Ok((Reply::Result(state.discover.clone()), cx.era))
+            return Ok((Reply::Result(state.discover.clone()), cx.era));
         }
         Some(
             m @ (Method::ToolsList | Method::PromptsList | Method::ResourcesList | Method::ResourcesTemplatesList),
         ) => {
             let (cx, params) = admitted!(mcpgate_protocol::pagination::PaginatedParams);
-            handlers::list(state, &cx, m, &params).map(|r| (Reply::Result(r), cx.era)).map_err(with_id(&cx))
-        }
-        Some(Method::ToolsCall) => {
-            let (cx, params) = admitted!(mcpgate_protocol::tool::CallToolParams);
-            let fail = with_id(&cx);
-            let streaming = wants_stream(&cx, accept);
-            let work = handlers::call_tool(state, headers, &cx, params).map_err(&fail)?;
-            let era = cx.era;
-            Ok((respond(state, cx, streaming, accept, ticket, work).await.map_err(fail)?, era))
-        }
-        Some(Method::PromptsGet) => {
-            let (cx, params) = admitted!(mcpgate_protocol::prompt::GetPromptParams);
-            let fail = with_id(&cx);
-            let work = handlers::get_prompt(state, &cx, params).map_err(&fail)?;
-            let era = cx.era;
-            Ok((respond(state, cx, false, accept, ticket, work).await.map_err(fail)?, era))
-        }
-        Some(Method::ResourcesRead) => {
-            let (cx, params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
-            let fail = with_id(&cx);
-            let work = handlers::read_resource(state, &cx, params).map_err(&fail)?;
-            let era = cx.era;
-            Ok((respond(state, cx, false, accept, ticket, work).await.map_err(fail)?, era))
+            let result = handlers::list(state, &cx, m, &params);
+            return simple(cx, result);
         }
         Some(Method::CompletionComplete) => {
             let (cx, params) = admitted!(mcpgate_protocol::completion::CompleteParams);
-            handlers::complete(state, &cx, &params).map(|r| (Reply::Result(r), cx.era)).map_err(with_id(&cx))
+            let result = handlers::complete(state, &cx, &params);
+            return simple(cx, result);
+        }
+        Some(Method::ToolsCall) => {
+            let (cx, params) = admitted!(mcpgate_protocol::tool::CallToolParams);
+            let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
+            let prepared = handlers::call_tool(state, headers, &cx, params).map_err(fail(&cx))?;
+            (cx, prepared, streaming)
+        }
+        Some(Method::PromptsGet) => {
+            let (cx, params) = admitted!(mcpgate_protocol::prompt::GetPromptParams);
+            let prepared = handlers::get_prompt(state, &cx, params).map_err(fail(&cx))?;
+            (cx, prepared, false)
+        }
+        Some(Method::ResourcesRead) => {
+            let (cx, params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
+            let prepared = handlers::read_resource(state, &cx, params).map_err(fail(&cx))?;
+            (cx, prepared, false)
         }
         // Tasks are not served yet, and unknown methods: era rules first, then "not found".
         _ => {
             let (cx, _) = admitted!(MetaParams);
-            let name: String = request.method.chars().take(100).collect();
-            Err(with_id(&cx)(GatewayError::MethodNotFound { method: name }))
+            return Err(fail(&cx)(GatewayError::MethodNotFound { method: clip(&request.method) }));
         }
-    }
-}
-
-/// Whether a call's notifications should stream: the request opted into progress or logs and
-/// the client accepts SSE.
-fn wants_stream(cx: &CallContext, accept: Accept) -> bool {
-    accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some())
-}
-
-/// Runs `work` inline (JSON response) or in a task feeding an SSE stream.
-async fn respond(
-    state: &AppState,
-    cx: CallContext,
-    streaming: bool,
-    accept: Accept,
-    ticket: Ticket,
-    work: impl FnOnce(Notifier, CancellationToken) -> Work,
-) -> Result<Reply, GatewayError> {
+    };
+    let era = cx.era;
     if !streaming && accept.json {
-        let result = work(Notifier::default(), state.shutdown.child_token()).await?;
-        return Ok(Reply::Result(result));
+        let result = prepared(Notifier::default(), state.shutdown.child_token()).await.map_err(fail(&cx))?;
+        return Ok((Reply::Result(result), era));
     }
-    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    Ok((Reply::Stream(stream(state, cx, ticket, prepared)), era))
+}
+
+/// Runs a call in a task feeding an SSE stream.
+fn stream(state: &AppState, cx: CallContext, ticket: Ticket, prepared: Prepared) -> Response {
+    let (tx, rx) = mpsc::channel::<Frame>(32);
     let cancel = state.shutdown.child_token();
     let guard = cancel.clone().drop_guard();
-    let future = work(Notifier::new(tx.clone()), cancel.clone());
+    let work = prepared(Notifier::new(tx.clone()), cancel.clone());
+    let shutdown = state.shutdown.clone();
     let metrics = state.metrics.clone();
-    state.tasks.spawn(async move {
+    let task = async move {
         let Ticket { permit, in_flight, started } = ticket;
+        // Cancellation first: a tool that returns because it saw the token has not finished.
         let outcome = tokio::select! {
-            r = future => Some(r),
+            biased;
             () = cancel.cancelled() => None,
+            result = work => Some(result),
         };
-        let (message, result) = match outcome {
-            Some(Ok(result)) => (reply::result_envelope(&cx.id, &result), Outcome::Ok),
+        let (message, recorded) = match outcome {
+            Some(Ok(result)) => (Some(reply::result_envelope(&cx.id, &result)), Outcome::Ok),
             Some(Err(e)) => {
                 let kind = if e.is_server_fault() { Outcome::ServerError } else { Outcome::ClientError };
                 if e.is_server_fault() {
                     tracing::error!(error = ?e, "streamed request failed");
                 }
-                (reply::error_envelope(&cx.id, &e, Some(cx.era)), kind)
+                (Some(reply::error_envelope(&cx.id, &e, Some(cx.era))), kind)
+            }
+            None if shutdown.is_cancelled() => {
+                tracing::warn!(id = %cx.id, "streamed request cut off by shutdown");
+                (Some(reply::error_envelope(&cx.id, &GatewayError::ShuttingDown, Some(cx.era))), Outcome::ServerError)
             }
             None => {
                 tracing::debug!(id = %cx.id, "stream closed by the client; work cancelled");
-                (Bytes::new(), Outcome::ClientError)
+                (None, Outcome::ClientError)
             }
         };
-        if !message.is_empty() {
-            let _ = tx.send(message).await;
-        }
-        metrics.record(MethodLabel::method(cx.method), Some(cx.era), result, started.elapsed());
+        metrics.record(MethodLabel::method(cx.method), Some(cx.era), recorded, started.elapsed());
         drop((permit, in_flight));
-    });
-    Ok(Reply::Stream(reply::sse(rx, guard, state.sse_keepalive())))
+        if let Some(message) = message
+            && tokio::time::timeout(FINAL_SEND_TIMEOUT, tx.send(Frame::Final(message))).await.is_err()
+        {
+            tracing::debug!(id = %cx.id, "client did not read the final message in time");
+        }
+    };
+    state.tasks.spawn(tracing::Instrument::in_current_span(task));
+    reply::sse(rx, guard, state.sse_keepalive())
 }

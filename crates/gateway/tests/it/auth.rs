@@ -39,9 +39,13 @@ fn jwt_config() -> Config {
     c.auth.authorization_servers = vec![ISS.to_owned()];
     c.auth.scopes_supported = vec!["mcp:tools".to_owned()];
     c.auth.jwt.issuer = Some(ISS.to_owned());
-    c.auth.jwt.algorithms = vec!["HS256".to_owned(), "ES256".to_owned(), "RS256".to_owned()];
+    c.auth.jwt.algorithms = ["HS256", "ES256", "RS256", "EdDSA"].map(str::to_owned).to_vec();
     c.auth.jwt.hs256_secrets = vec![Secret::new(SECRET)];
-    c.auth.jwt.public_key_files = vec![format!("es-1={}", fixture("es256-public.pem")), fixture("rs256-public.pem")];
+    c.auth.jwt.public_key_files = vec![
+        format!("es-1={}", fixture("es256-public.pem")),
+        fixture("rs256-public.pem"),
+        fixture("ed25519-public.pem"),
+    ];
     c
 }
 
@@ -95,6 +99,13 @@ async fn valid_tokens_of_every_key_type_are_accepted() {
         &claims("alice"),
     );
     assert!(call(&app, Some(&rs)).await.result()["tools"].is_array());
+    let ed = sign(
+        Algorithm::EdDSA,
+        None,
+        &EncodingKey::from_ed_pem(&pem("ed25519-private.pem")).expect("ed25519"),
+        &claims("alice"),
+    );
+    assert!(call(&app, Some(&ed)).await.result()["tools"].is_array());
     let lower = Req::modern("tools/list", json!({}))
         .header("authorization", &format!("bearer {}", hs(&claims("a"))))
         .send(&app)
@@ -236,14 +247,16 @@ async fn jwks_url_is_fetched_and_refreshed_on_an_unknown_kid() {
     c.auth.jwt.hs256_secrets.clear();
     c.auth.jwt.algorithms = vec!["ES256".to_owned()];
     c.auth.jwt.jwks_url = Some(format!("http://{addr}/jwks.json"));
-    c.auth.jwt.jwks_refresh_min_secs = 0;
+    c.auth.jwt.jwks_refresh_min_secs = 1;
     let app = app(c);
     assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
     assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
     assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1, "cached between requests");
 
-    // The issuer rotates to a new key; a token naming it triggers one refresh.
+    // The issuer rotates to a new key; once the minimum refresh interval has passed, a token
+    // naming the new key triggers one refresh.
     *served.lock().expect("lock") = std::fs::read_to_string(fixture("jwks-es256-other.json")).expect("jwks");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert!(
         call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await.result()["tools"].is_array()
     );
@@ -271,4 +284,54 @@ async fn lists_are_private_behind_auth() {
     let app = app(jwt_config());
     let result = call(&app, Some(&hs(&claims("alice")))).await.result();
     assert_eq!(result["cacheScope"], "private");
+}
+
+#[tokio::test]
+async fn static_keys_do_not_shadow_the_jwks() {
+    // An unnamed static key of the same family must not stop a JWKS key from verifying.
+    let mut c = jwt_config();
+    c.auth.jwt.hs256_secrets.clear();
+    c.auth.jwt.algorithms = vec!["ES256".to_owned()];
+    c.auth.jwt.public_key_files = vec![fixture("es256-public.pem")];
+    c.auth.jwt.jwks_file = Some(fixture("jwks-es256-other.json"));
+    let app = app(c);
+    // Signed by the JWKS key: the unnamed static key fails first, then the JWKS key verifies.
+    assert!(
+        call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await.result()["tools"].is_array()
+    );
+    assert!(call(&app, Some(&es(None, "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
+    // Signed by the JWKS key but naming a kid nobody publishes: no key verifies it.
+    assert_unauthorized(&call(&app, Some(&es(Some("es-1"), "es256-other-private.pem", &claims("a")))).await, true);
+}
+
+#[tokio::test]
+async fn scopes_as_strings_or_arrays() {
+    let mut c = jwt_config();
+    c.auth.required_scopes = vec!["mcp:tools".to_owned()];
+    let app = app(c);
+    for (claim, value) in [
+        ("scope", json!("a mcp:tools")),
+        ("scope", json!(["a", "mcp:tools"])),
+        ("scp", json!("mcp:tools")),
+        ("scp", json!(["mcp:tools"])),
+    ] {
+        let mut claims = claims("alice");
+        claims[claim] = value.clone();
+        let resp = call(&app, Some(&hs(&claims))).await;
+        assert_eq!(resp.status.as_u16(), 200, "{claim}={value}: {}", String::from_utf8_lossy(&resp.body));
+    }
+}
+
+#[tokio::test]
+async fn nothing_is_publicly_cacheable_behind_auth() {
+    let app = app(jwt_config());
+    let token = format!("Bearer {}", hs(&claims("alice")));
+    for (method, params) in [
+        ("server/discover", json!({})),
+        ("resources/read", json!({"uri": "test://static-text"})),
+        ("prompts/list", json!({})),
+    ] {
+        let resp = Req::modern(method, params).header("authorization", &token).send(&app).await;
+        assert_eq!(resp.result()["cacheScope"], "private", "{method}");
+    }
 }

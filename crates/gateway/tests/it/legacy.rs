@@ -148,3 +148,12 @@ async fn oversized_client_info_is_refused_at_initialize() {
     let params = json!({"protocolVersion": "2025-11-25", "capabilities": {"experimental": {"big": {"x": "y".repeat(2000)}}}, "clientInfo": {"name": "x", "version": "1"}});
     assert_error(&Req::legacy("initialize", params, None).send(&app).await, 200, -32602);
 }
+
+#[tokio::test]
+async fn legacy_resource_not_found_uses_the_legacy_code() {
+    let app = app(config());
+    let (session, _) = initialize(&app, "2025-11-25").await;
+    let resp = Req::legacy("resources/read", json!({"uri": "test://missing"}), Some(&session)).send(&app).await;
+    let json = assert_error(&resp, 200, -32002);
+    assert_eq!(json["error"]["data"]["uri"], "test://missing");
+}

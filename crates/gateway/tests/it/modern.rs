@@ -341,3 +341,34 @@ async fn meta_capabilities_are_per_request() {
         .await;
     assert_error(&resp, 400, -32021);
 }
+
+#[tokio::test]
+async fn malformed_optional_meta_is_reported_as_such() {
+    let app = app(config());
+    let resp = Req::modern("tools/list", json!({"_meta": {"progressToken": 1.5}})).send(&app).await;
+    let json = assert_error(&resp, 400, -32602);
+    let message = json["error"]["message"].as_str().expect("message");
+    assert!(message.contains("invalid _meta") && !message.contains("missing"), "{message}");
+    let resp =
+        Req::modern("tools/list", json!({"_meta": {"io.modelcontextprotocol/logLevel": "verbose"}})).send(&app).await;
+    assert_error(&resp, 400, -32602);
+}
+
+#[tokio::test]
+async fn modern_clients_cannot_post_responses() {
+    let app = app(config());
+    let resp =
+        Req::post(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#).header("mcp-protocol-version", MODERN).send(&app).await;
+    let json = assert_error(&resp, 400, -32600);
+    assert_eq!(json["id"], "x");
+}
+
+#[tokio::test]
+async fn client_input_is_clipped_in_messages() {
+    let app = app(config());
+    let uri = format!("test://{}", "x".repeat(5000));
+    let resp = Req::modern("resources/read", json!({"uri": uri})).send(&app).await;
+    let json = assert_error(&resp, 200, -32602);
+    assert!(json["error"]["message"].as_str().expect("message").len() < 200);
+    assert_eq!(json["error"]["data"]["uri"], uri, "data carries the URI the client asked for");
+}

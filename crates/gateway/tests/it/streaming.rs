@@ -139,4 +139,46 @@ async fn closing_the_stream_cancels_the_work() {
         assert!(tokio::time::Instant::now() < deadline, "work still running 1 s after the client left");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    // Leaving is the client's choice, not a server failure.
+    let wanted = "mcpgate_requests_total{method=\"tools/call\",era=\"modern\",outcome=\"client_error\"} 1";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let text = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
+        if text.contains(wanted) {
+            assert!(!text.contains("outcome=\"server_error\""), "{text}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no client_error recorded:\n{text}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn shutdown_ends_streams_with_a_retryable_error() {
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let flag = cancelled.clone();
+    let (app, state) = app_with(config(), move |b| {
+        b.tool(WaitsForCancel {
+            descriptor: ToolDescriptor::new("waits", "Waits to be cancelled.", json!({"type": "object"})),
+            cancelled: flag,
+        });
+    });
+    let req = Req::modern("tools/call", json!({"name": "waits", "_meta": {"progressToken": "s"}})).into_request();
+    let response = app.clone().oneshot(req).await.expect("infallible");
+    let body = tokio::spawn(async move { response.into_body().collect().await.map(|b| b.to_bytes()) });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    state.shutdown.cancel();
+    let bytes =
+        tokio::time::timeout(Duration::from_secs(5), body).await.expect("stream ends").expect("task").expect("body");
+    let text = String::from_utf8_lossy(&bytes);
+    let last: Value = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("json"))
+        .expect("a final event");
+    assert_eq!(last["id"], 1);
+    assert_eq!(last["error"]["code"], -32603);
+    assert!(last["error"]["message"].as_str().expect("message").contains("shutting down"), "{last}");
+    assert!(cancelled.load(Ordering::SeqCst));
 }

@@ -3,7 +3,7 @@
 use axum::body::Body;
 use axum::http::Method;
 use bytes::Bytes;
-use futures_util::stream;
+use futures_util::{StreamExt, stream};
 use serde_json::json;
 
 use crate::support::{Req, app, assert_error, config};
@@ -177,4 +177,41 @@ async fn saturation_is_503_with_retry_after() {
     assert_error(&resp, 503, -32603);
     assert_eq!(resp.header("retry-after"), Some("1"));
     drop(held);
+}
+
+/// A body that sends `first` and then never finishes.
+fn stalled(first: &str) -> Body {
+    let head = stream::once(std::future::ready(Ok::<_, std::io::Error>(Bytes::from(first.to_owned()))));
+    Body::from_stream(head.chain(stream::pending()))
+}
+
+#[tokio::test]
+async fn slow_bodies_time_out_with_408() {
+    let mut c = config();
+    c.http.body_timeout_secs = 1;
+    let app = app(c);
+    let resp = Req::post(stalled(r#"{"jsonrpc":"2.0","#)).header("content-length", "500").send(&app).await;
+    assert_error(&resp, 408, -32600);
+}
+
+#[tokio::test]
+async fn buffered_body_bytes_are_bounded() {
+    let mut c = config();
+    c.http.body_limit_bytes = 1024;
+    c.http.max_buffered_body_bytes = 1024;
+    c.http.body_timeout_secs = 10;
+    let app = app(c);
+    // One slow upload reserves most of the budget...
+    let slow = Req::post(stalled("{")).header("content-length", "1000").into_request();
+    let held = tokio::spawn(tower::ServiceExt::oneshot(app.clone(), slow));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // ...so another body that does not fit in what is left is refused.
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "x".repeat(100)}}).to_string();
+    assert_error(&Req::post(body).send(&app).await, 503, -32603);
+    held.abort();
+    let _ = held.await;
+    // Once the slow upload is gone, bodies fit again.
+    let resp = Req::modern("tools/list", json!({})).send(&app).await;
+    assert!(resp.result()["tools"].is_array());
 }

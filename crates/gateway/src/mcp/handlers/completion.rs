@@ -6,8 +6,7 @@ use mcpgate_protocol::completion::{
     CompleteParams, CompleteResult, Completion, CompletionReference, MAX_COMPLETION_VALUES,
 };
 
-use super::tools::truncate;
-use crate::error::GatewayError;
+use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::render;
 use crate::state::AppState;
@@ -24,7 +23,7 @@ pub(in crate::mcp) fn complete(
             let prompt = state
                 .catalog
                 .prompt(name)
-                .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", truncate(name))))?;
+                .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(name))))?;
             let context = params.context.as_ref().and_then(|c| c.arguments.clone()).unwrap_or_default();
             prompt.complete(&arg.name, &arg.value, &context)
         }
@@ -34,7 +33,7 @@ pub(in crate::mcp) fn complete(
                 .resources()
                 .iter()
                 .find(|h| h.template().is_some_and(|t| t.uri_template == *uri))
-                .ok_or_else(|| GatewayError::invalid_params(format!("Unknown resource template: {}", truncate(uri))))?;
+                .ok_or_else(|| GatewayError::invalid_params(format!("Unknown resource template: {}", clip(uri))))?;
             handler.complete(&arg.name, &arg.value)
         }
     };

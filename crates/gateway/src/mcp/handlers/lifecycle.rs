@@ -38,13 +38,14 @@ pub fn discover_result(
     server_info: &Arc<Implementation>,
     instructions: Option<String>,
     ttl_ms: u64,
+    cache_scope: CacheScope,
 ) -> Result<Bytes, GatewayError> {
     let result = DiscoverResult {
         supported_versions: ProtocolVersion::all_strs().iter().map(|v| (*v).to_owned()).collect(),
         capabilities: capabilities(catalog),
         instructions,
         ttl_ms,
-        cache_scope: CacheScope::Public,
+        cache_scope,
         result_type: Some(ResultType::Complete),
         meta: Some(ResultMeta::server(server_info.clone())),
     };

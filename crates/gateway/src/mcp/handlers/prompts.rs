@@ -1,28 +1,26 @@
 //! `prompts/get`.
 
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use mcpgate_protocol::prompt::GetPromptParams;
 
-use super::invoke::{finish, tool_context};
-use super::tools::truncate;
-use crate::catalog::{Notifier, ToolCall};
-use crate::error::GatewayError;
+use super::invoke::{prepare, reject_foreign_state};
+use crate::catalog::ToolCall;
+use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Work;
+use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
 
-/// Validates a prompt request (known prompt, required arguments present) and returns the work.
+/// Validates a prompt request (known prompt, required arguments present) and prepares it.
 pub(in crate::mcp) fn get_prompt(
     state: &AppState,
     cx: &CallContext,
     params: GetPromptParams,
-) -> Result<impl FnOnce(Notifier, CancellationToken) -> Work + use<>, GatewayError> {
+) -> Result<Prepared, GatewayError> {
     let prompt = state
         .catalog
         .prompt(&params.name)
-        .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", truncate(&params.name))))?
+        .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(&params.name))))?
         .clone();
     let arguments = params.arguments.unwrap_or_default();
     for arg in prompt.descriptor().arguments.iter().flatten() {
@@ -30,20 +28,11 @@ pub(in crate::mcp) fn get_prompt(
             return Err(GatewayError::invalid_params(format!("missing required argument: {}", arg.name)));
         }
     }
-    if params.request_state.is_some() {
-        return Err(GatewayError::invalid_params("invalid requestState"));
-    }
+    reject_foreign_state(params.request_state.as_ref())?;
     let call = ToolCall {
         arguments: Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>()),
         input_responses: params.input_responses.unwrap_or_default(),
         state: None,
     };
-    let state = state.clone();
-    let cx = cx.clone();
-    Ok(move |notifier, cancel| -> Work {
-        Box::pin(async move {
-            let tcx = tool_context(&cx, notifier, cancel);
-            finish(&state, &cx, prompt.get(call, &tcx)).await
-        })
-    })
+    Ok(prepare(state, cx, move |tcx| Box::pin(async move { prompt.get(call, &tcx).await })))
 }

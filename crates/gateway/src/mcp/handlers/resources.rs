@@ -1,51 +1,45 @@
 //! `resources/read`.
 
-use tokio_util::sync::CancellationToken;
-
+use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
-use mcpgate_protocol::result::CacheScope;
 
-use super::invoke::{finish, tool_context};
-use crate::catalog::{Notifier, Outcome};
+use super::invoke::{prepare, reject_foreign_state};
+use crate::catalog::{Failure, Outcome};
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Work;
+use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
 
-/// Finds the handler serving the URI (first match in registration order) and returns the work.
+/// Prepares a read; the first handler (in registration order) that serves the URI reads it.
 pub(in crate::mcp) fn read_resource(
     state: &AppState,
     cx: &CallContext,
     params: ReadResourceParams,
-) -> Result<impl FnOnce(Notifier, CancellationToken) -> Work + use<>, GatewayError> {
-    if params.request_state.is_some() {
-        return Err(GatewayError::invalid_params("invalid requestState"));
-    }
-    let state = state.clone();
-    let cx = cx.clone();
+) -> Result<Prepared, GatewayError> {
+    reject_foreign_state(params.request_state.as_ref())?;
     let uri = params.uri;
-    Ok(move |notifier, cancel| -> Work {
+    let catalog_state = state.clone();
+    let modern = cx.era == Era::Modern;
+    Ok(prepare(state, cx, move |tcx| {
         Box::pin(async move {
-            let tcx = tool_context(&cx, notifier, cancel);
-            let Some(read) = state.catalog.resources().iter().find_map(|h| h.read(&uri, &tcx)) else {
-                return Err(GatewayError::ResourceNotFound { uri });
+            let Some(read) = catalog_state.catalog.resources().iter().find_map(|h| h.read(&uri, &tcx)) else {
+                return Outcome::Failed(Failure::ResourceNotFound(uri.clone()));
             };
-            let read = async move {
-                match read.await {
-                    // Cache hints are required on modern results; default to "do not share".
-                    Outcome::Complete(mut result) => {
-                        result.ttl_ms.get_or_insert(0);
-                        result.cache_scope.get_or_insert(CacheScope::Private);
-                        if cx.era == mcpgate_protocol::Era::Legacy {
-                            result.ttl_ms = None;
-                            result.cache_scope = None;
-                        }
-                        Outcome::Complete(result)
-                    }
-                    other => other,
+            match read.await {
+                Outcome::Complete(mut result) if modern => {
+                    // Cache hints are required on modern results: default to "do not cache", and
+                    // never let a shared cache serve what sits behind authentication.
+                    result.ttl_ms.get_or_insert(0);
+                    result.cache_scope = Some(catalog_state.cache_scope_for(result.cache_scope));
+                    Outcome::Complete(result)
                 }
-            };
-            finish(&state, &cx, read).await
+                Outcome::Complete(mut result) => {
+                    result.ttl_ms = None;
+                    result.cache_scope = None;
+                    Outcome::Complete(result)
+                }
+                other => other,
+            }
         })
-    })
+    }))
 }
