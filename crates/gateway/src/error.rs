@@ -13,6 +13,8 @@ use serde_json::json;
 use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::jsonrpc::ErrorResponse;
 use mcpgate_protocol::{Era, ErrorCode, ErrorObject, ProtocolError, ProtocolVersion, RequestId};
+use mcpgate_runtime::RuntimeError;
+use mcpgate_runtime::catalog::Failure;
 
 /// Everything that can go wrong in the gateway, from start-up to a single request.
 #[derive(Debug, thiserror::Error)]
@@ -188,6 +190,26 @@ const MAX_QUOTE: usize = 100;
 /// Cuts client input for quoting in errors and logs.
 pub fn clip(s: &str) -> String {
     s.chars().take(MAX_QUOTE).collect()
+}
+
+impl From<RuntimeError> for GatewayError {
+    fn from(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::Registration { what, problem } => GatewayError::Startup { what, problem },
+            other => GatewayError::Startup { what: "runtime".to_owned(), problem: other.to_string() },
+        }
+    }
+}
+
+impl From<Failure> for GatewayError {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::InvalidParams(detail) => GatewayError::InvalidParams { detail },
+            Failure::MissingCapability { required, message } => GatewayError::MissingCapability { message, required },
+            Failure::ResourceNotFound(uri) => GatewayError::ResourceNotFound { uri },
+            Failure::Internal(detail) => GatewayError::Internal { detail },
+        }
+    }
 }
 
 /// How an error appears on the wire.

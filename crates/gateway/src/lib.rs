@@ -5,7 +5,6 @@
 //! listener plus a shutdown future); `main.rs` only loads the config and calls them.
 
 pub mod auth;
-pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod http;
@@ -14,7 +13,6 @@ pub mod metrics;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
-pub mod toolsets;
 
 use std::future::{Future, IntoFuture};
 use std::time::Duration;
@@ -24,6 +22,8 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 pub use error::GatewayError;
+/// Tools, prompts and resources (re-exported for registering custom ones).
+pub use mcpgate_runtime::catalog;
 pub use state::AppState;
 
 /// The router of a replica.

@@ -17,13 +17,13 @@ use mcpgate_protocol::result::CacheScope;
 use mcpgate_seal::{KeyRing, Sealer};
 
 use crate::auth::Authenticator;
-use crate::catalog::{Catalog, CatalogBuilder, ListRendering};
 use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;
 use crate::http::origin::OriginPolicy;
 use crate::mcp::discover_result;
 use crate::metrics::Metrics;
-use crate::toolsets;
+use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
+use mcpgate_runtime::toolsets;
 
 /// Shared state of one replica (cheap to clone).
 #[derive(Debug, Clone)]

@@ -9,13 +9,12 @@
 
 mod jwks;
 mod jwt;
-mod principal;
 
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
-pub use principal::Principal;
+pub use mcpgate_runtime::Principal;
 
 use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;

@@ -11,7 +11,7 @@ use toml::{Table, Value};
 use super::settings::{self, Kind, SETTINGS, Setting};
 use super::{AuthMode, Cli, Config};
 use crate::error::GatewayError;
-use crate::toolsets;
+use mcpgate_runtime::toolsets;
 
 /// Loads the configuration from the CLI flags, the file they name, and `env` (a lookup of
 /// environment variables; pass `|k| std::env::var(k).ok()` in the binary, a map in tests).

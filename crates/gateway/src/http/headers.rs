@@ -4,11 +4,15 @@
 //!
 //! Invariant: a header value is compared only after trimming optional whitespace and decoding
 //! the `=?base64?…?=` form (strict RFC 4648 base64 of UTF-8); undecodable values are a
-//! mismatch, never silently accepted.
+//! mismatch, never silently accepted; a call passes only when every `x-mcp-header` argument
+//! and its header agree.
 
 use axum::http::HeaderMap;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+
+use mcpgate_protocol::JsonObject;
+use mcpgate_runtime::catalog::{HeaderParam, ParamKind};
 
 use crate::error::GatewayError;
 
@@ -63,6 +67,48 @@ pub fn check_routing(headers: &HeaderMap, method: &str, name: Option<&str>) -> R
                 return Err(GatewayError::header_mismatch("Mcp-Name header does not match the request"));
             }
             Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks a call's `Mcp-Param-*` headers against its `x-mcp-header` arguments: both absent,
+/// or equal after decoding (integers compared numerically).
+pub fn check_params(
+    headers: &HeaderMap,
+    params: &[HeaderParam],
+    arguments: Option<&JsonObject>,
+) -> Result<(), GatewayError> {
+    for p in params {
+        let header = mirrored(headers, &p.header)?;
+        let value = arguments.and_then(|a| a.get(&p.property)).filter(|v| !v.is_null());
+        match (header, value) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                return Err(GatewayError::header_mismatch(format!(
+                    "{} is required when argument {} is present",
+                    p.header, p.property
+                )));
+            }
+            (Some(_), None) => {
+                return Err(GatewayError::header_mismatch(format!(
+                    "{} is present but argument {} is not",
+                    p.header, p.property
+                )));
+            }
+            (Some(h), Some(v)) => {
+                let equal = match p.kind {
+                    ParamKind::String => v.as_str() == Some(h.as_str()),
+                    ParamKind::Integer => v.as_i64().is_some_and(|n| h.parse::<i64>() == Ok(n)),
+                    ParamKind::Boolean => v.as_bool().is_some_and(|b| h == if b { "true" } else { "false" }),
+                };
+                if !equal {
+                    return Err(GatewayError::header_mismatch(format!(
+                        "{} does not match argument {}",
+                        p.header, p.property
+                    )));
+                }
+            }
         }
     }
     Ok(())

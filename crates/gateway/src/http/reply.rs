@@ -20,16 +20,9 @@ use tokio_util::sync::DropGuard;
 use mcpgate_protocol::jsonrpc::ErrorResponse;
 use mcpgate_protocol::{Era, RequestId};
 
-use crate::error::GatewayError;
+pub use mcpgate_runtime::catalog::Frame;
 
-/// One message on an SSE response.
-#[derive(Debug)]
-pub enum Frame {
-    /// A notification (progress, log); more frames follow.
-    Notification(Bytes),
-    /// The response; the stream ends after it.
-    Final(Bytes),
-}
+use crate::error::GatewayError;
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a serialized result.
 pub fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {

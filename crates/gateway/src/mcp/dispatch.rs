@@ -26,12 +26,12 @@ use super::admission::admit;
 use super::context::CallContext;
 use super::handlers;
 use crate::auth::Principal;
-use crate::catalog::Notifier;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
 use crate::http::reply::{self, Frame};
 use crate::metrics::{InFlight, MethodLabel, Outcome};
 use crate::state::AppState;
+use mcpgate_runtime::catalog::Notifier;
 
 /// How long a finished streamed call waits for a slow client to take its final message.
 const FINAL_SEND_TIMEOUT: Duration = Duration::from_secs(30);

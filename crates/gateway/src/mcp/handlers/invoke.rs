@@ -8,12 +8,12 @@ use bytes::Bytes;
 
 use mcpgate_protocol::result::McpResult;
 
-use crate::catalog::{BoxFuture, Outcome, ToolContext};
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::render;
 use crate::state::AppState;
+use mcpgate_runtime::catalog::{BoxFuture, Outcome, ToolContext};
 
 /// Wraps an invocation as work that runs inline or in a streaming task: builds the context,
 /// applies the timeout, renders the outcome.

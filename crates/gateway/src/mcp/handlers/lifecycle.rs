@@ -11,13 +11,13 @@ use mcpgate_protocol::initialize::{InitializeParams, InitializeResult};
 use mcpgate_protocol::result::{CacheScope, EmptyResult, ResultMeta, ResultType};
 use mcpgate_protocol::{Era, JsonObject, ProtocolVersion};
 
-use crate::catalog::Catalog;
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Reply;
 use crate::mcp::render;
 use crate::mcp::session::{self, Session};
 use crate::state::AppState;
+use mcpgate_runtime::catalog::Catalog;
 
 /// What this server offers, for one era. No list-changed or subscribe support is advertised:
 /// lists never change at runtime and resource subscriptions need a listen stream.

@@ -5,11 +5,11 @@ use serde_json::{Map, Value};
 use mcpgate_protocol::prompt::GetPromptParams;
 
 use super::invoke::{prepare, reject_foreign_state};
-use crate::catalog::ToolCall;
 use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
+use mcpgate_runtime::catalog::ToolCall;
 
 /// Validates a prompt request (known prompt, required arguments present) and prepares it.
 pub(in crate::mcp) fn get_prompt(

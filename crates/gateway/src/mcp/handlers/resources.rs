@@ -4,11 +4,11 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
 
 use super::invoke::{prepare, reject_foreign_state};
-use crate::catalog::{Failure, Outcome};
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
+use mcpgate_runtime::catalog::{Failure, Outcome};
 
 /// Prepares a read; the first handler (in registration order) that serves the URI reads it.
 pub(in crate::mcp) fn read_resource(

@@ -7,11 +7,12 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::tool::CallToolParams;
 
 use super::invoke::{prepare, reject_foreign_state};
-use crate::catalog::{ToolCall, check_header_params};
 use crate::error::{GatewayError, clip};
+use crate::http::headers::check_params;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
+use mcpgate_runtime::catalog::ToolCall;
 
 /// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers) and prepares it.
 pub(in crate::mcp) fn call_tool(
@@ -25,7 +26,7 @@ pub(in crate::mcp) fn call_tool(
         .tool(&params.name)
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name))))?;
     if cx.era == Era::Modern {
-        check_header_params(headers, header_params, params.arguments.as_ref())?;
+        check_params(headers, header_params, params.arguments.as_ref())?;
     }
     reject_foreign_state(params.request_state.as_ref())?;
     let call = ToolCall {

@@ -4,7 +4,7 @@ mod conformance;
 mod demo;
 
 use crate::catalog::{Catalog, CatalogBuilder, ListRendering};
-use crate::error::GatewayError;
+use crate::error::RuntimeError;
 
 /// Toolset names `toolset` accepts.
 pub const KNOWN: &[&str] = &["demo", "conformance"];
@@ -14,15 +14,15 @@ pub fn build(
     names: &[String],
     rendering: &ListRendering,
     extra: impl FnOnce(&mut CatalogBuilder),
-) -> Result<Catalog, GatewayError> {
+) -> Result<Catalog, RuntimeError> {
     let mut builder = CatalogBuilder::default();
     for name in names {
         match name.as_str() {
             "demo" => demo::install(&mut builder),
             "conformance" => conformance::install(&mut builder),
             other => {
-                return Err(GatewayError::Config {
-                    setting: "toolset (MCPGATE_TOOLSET)".to_owned(),
+                return Err(RuntimeError::Registration {
+                    what: "toolset".to_owned(),
                     problem: format!("unknown toolset {other:?}; known: {}", KNOWN.join(", ")),
                 });
             }

@@ -3,11 +3,11 @@
 //!
 //! Invariant: notifications go out only when the request opted in (a `progressToken` for
 //! progress, a `logLevel` at or below the message's level for logs) and only on that
-//! request's own response stream.
+//! request's own stream; inside a task, progress becomes the task's status message instead.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use mcpgate_protocol::capabilities::ClientCapabilities;
@@ -15,24 +15,27 @@ use mcpgate_protocol::jsonrpc::OutgoingNotification;
 use mcpgate_protocol::meta::{LoggingLevel, ProgressParams, ProgressToken};
 use mcpgate_protocol::method::notification;
 
-use crate::auth::Principal;
-use crate::http::reply::Frame;
+use crate::Principal;
 
-/// Where a request's notifications go (its SSE stream), if it has one.
+/// One message on a request's response stream.
+#[derive(Debug)]
+pub enum Frame {
+    /// A notification (progress, log); more frames follow.
+    Notification(Bytes),
+    /// The response; the stream ends after it.
+    Final(Bytes),
+}
+
+/// Where a request's notifications go (its response stream), if it has one.
 #[derive(Debug, Clone, Default)]
 pub struct Notifier {
     sink: Option<mpsc::Sender<Frame>>,
 }
 
 impl Notifier {
-    /// A notifier writing to an SSE stream.
+    /// A notifier writing to a response stream.
     pub fn new(sink: mpsc::Sender<Frame>) -> Self {
         Self { sink: Some(sink) }
-    }
-
-    /// Whether notifications have anywhere to go.
-    pub fn is_streaming(&self) -> bool {
-        self.sink.is_some()
     }
 
     /// Queues a notification without waiting: progress and logs are advisory, so when a
@@ -52,19 +55,27 @@ impl Notifier {
     }
 }
 
+/// Where progress goes.
+#[derive(Debug, Clone)]
+enum Reporter {
+    /// A request: notifications on its stream, when it opted in.
+    Request { notifier: Notifier, progress_token: Option<ProgressToken>, log_level: Option<LoggingLevel> },
+    /// A task: the latest progress message becomes its status message (the worker writes it
+    /// to the store at its own pace, so a chatty tool costs no extra round trips).
+    Task { status: watch::Sender<Option<String>> },
+}
+
 /// The context of one invocation.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     principal: Principal,
     capabilities: ClientCapabilities,
-    progress_token: Option<ProgressToken>,
-    log_level: Option<LoggingLevel>,
-    notifier: Notifier,
+    reporter: Reporter,
     cancel: CancellationToken,
 }
 
 impl ToolContext {
-    /// Builds a context.
+    /// The context of a request.
     pub fn new(
         principal: Principal,
         capabilities: ClientCapabilities,
@@ -73,7 +84,17 @@ impl ToolContext {
         notifier: Notifier,
         cancel: CancellationToken,
     ) -> Self {
-        Self { principal, capabilities, progress_token, log_level, notifier, cancel }
+        Self { principal, capabilities, reporter: Reporter::Request { notifier, progress_token, log_level }, cancel }
+    }
+
+    /// The context of a task run by a worker.
+    pub fn for_task(
+        principal: Principal,
+        capabilities: ClientCapabilities,
+        status: watch::Sender<Option<String>>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self { principal, capabilities, reporter: Reporter::Task { status }, cancel }
     }
 
     /// A context with no client behind it (tests, benchmarks).
@@ -91,21 +112,37 @@ impl ToolContext {
         &self.capabilities
     }
 
-    /// Reports progress, if the request asked for it.
+    /// Reports progress: a notification if the request asked for it, or the task's status.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else {
-            return;
-        };
-        let params =
-            ProgressParams { progress_token: token.clone(), progress, total, message: message.map(str::to_owned) };
-        self.notifier.send(notification::PROGRESS, &params);
+        match &self.reporter {
+            Reporter::Request { notifier, progress_token: Some(token), .. } => {
+                let params = ProgressParams {
+                    progress_token: token.clone(),
+                    progress,
+                    total,
+                    message: message.map(str::to_owned),
+                };
+                notifier.send(notification::PROGRESS, &params);
+            }
+            Reporter::Request { .. } => {}
+            Reporter::Task { status } => {
+                let text = match (message, total) {
+                    (Some(m), _) => m.to_owned(),
+                    (None, Some(t)) => format!("{progress} of {t}"),
+                    (None, None) => format!("{progress}"),
+                };
+                status.send_replace(Some(text));
+            }
+        }
     }
 
     /// Sends a log message, if the request opted in at this level or a lower one.
     pub async fn log(&self, level: LoggingLevel, data: Value) {
-        if self.log_level.is_some_and(|min| level >= min) {
+        if let Reporter::Request { notifier, log_level: Some(min), .. } = &self.reporter
+            && level >= *min
+        {
             let params = json!({ "level": level, "logger": "mcpgate", "data": data });
-            self.notifier.send(notification::MESSAGE, &params);
+            notifier.send(notification::MESSAGE, &params);
         }
     }
 

@@ -1,14 +1,12 @@
 //! What a tool, prompt or resource returns: a result, a request for more input, or a failure.
 //!
-//! Invariant: failures are plain data here; they become a `GatewayError` (and so a status
-//! and a JSON-RPC code) only in `From<Failure> for GatewayError`.
+//! Invariant: failures are plain data here; the gateway alone turns them into a status and a
+//! JSON-RPC code (for tasks, the code is stored and the status never exists).
 
 use serde_json::Value;
 
 use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::input::InputRequests;
-
-use crate::error::GatewayError;
 
 /// The result of one invocation.
 #[derive(Debug)]
@@ -43,17 +41,6 @@ pub enum Failure {
     ResourceNotFound(String),
     /// An internal fault (the text is logged, not sent).
     Internal(String),
-}
-
-impl From<Failure> for GatewayError {
-    fn from(f: Failure) -> Self {
-        match f {
-            Failure::InvalidParams(detail) => GatewayError::InvalidParams { detail },
-            Failure::MissingCapability { required, message } => GatewayError::MissingCapability { message, required },
-            Failure::ResourceNotFound(uri) => GatewayError::ResourceNotFound { uri },
-            Failure::Internal(detail) => GatewayError::Internal { detail },
-        }
-    }
 }
 
 /// Decodes tool arguments (a JSON object) into a typed struct, reporting a client-safe error.

@@ -1,37 +1,41 @@
 //! `x-mcp-header` annotations (SEP-2243): which tool arguments a modern client mirrors into
-//! `Mcp-Param-*` headers, validated when a tool is registered, and checked against every call.
+//! `Mcp-Param-*` headers, validated when a tool is registered (the HTTP layer checks them
+//! against every call).
 //!
-//! Invariant: a registered tool's annotations are valid (top-level string/integer/boolean
-//! properties, HTTP-token names, unique case-insensitively); a call passes only when every
-//! annotated argument and its header agree (both absent, or equal after decoding).
+//! Invariant: a registered tool's annotations are valid: top-level string/integer/boolean
+//! properties, HTTP-token names, unique case-insensitively.
 
-use axum::http::HeaderMap;
 use serde_json::Value;
 
 use mcpgate_protocol::JsonObject;
 
-use crate::error::GatewayError;
-use crate::http::headers::mirrored;
+use crate::error::RuntimeError;
 
 /// How an annotated argument is compared with its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ParamKind {
+pub enum ParamKind {
+    /// Compared as text.
     String,
+    /// Compared numerically.
     Integer,
+    /// `true` / `false`.
     Boolean,
 }
 
 /// One mirrored argument.
 #[derive(Debug, Clone)]
 pub struct HeaderParam {
-    header: String,
-    property: String,
-    kind: ParamKind,
+    /// The header, e.g. `Mcp-Param-Region`.
+    pub header: String,
+    /// The argument it mirrors.
+    pub property: String,
+    /// How values compare.
+    pub kind: ParamKind,
 }
 
 /// Extracts and validates the annotations of a tool's input schema.
-pub(super) fn extract(tool: &str, schema: &JsonObject) -> Result<Vec<HeaderParam>, GatewayError> {
-    let bad = |problem: String| GatewayError::Startup { what: format!("registering tool {tool}"), problem };
+pub(super) fn extract(tool: &str, schema: &JsonObject) -> Result<Vec<HeaderParam>, RuntimeError> {
+    let bad = |problem: String| RuntimeError::Registration { what: format!("registering tool {tool}"), problem };
     let mut params: Vec<HeaderParam> = Vec::new();
     let Some(Value::Object(properties)) = schema.get("properties") else {
         return Ok(params);
@@ -61,43 +65,6 @@ pub(super) fn extract(tool: &str, schema: &JsonObject) -> Result<Vec<HeaderParam
         params.push(HeaderParam { header, property: property.clone(), kind });
     }
     Ok(params)
-}
-
-/// Checks a call's `Mcp-Param-*` headers against its arguments.
-pub fn check(headers: &HeaderMap, params: &[HeaderParam], arguments: Option<&JsonObject>) -> Result<(), GatewayError> {
-    for p in params {
-        let header = mirrored(headers, &p.header)?;
-        let value = arguments.and_then(|a| a.get(&p.property)).filter(|v| !v.is_null());
-        match (header, value) {
-            (None, None) => {}
-            (None, Some(_)) => {
-                return Err(GatewayError::header_mismatch(format!(
-                    "{} is required when argument {} is present",
-                    p.header, p.property
-                )));
-            }
-            (Some(_), None) => {
-                return Err(GatewayError::header_mismatch(format!(
-                    "{} is present but argument {} is not",
-                    p.header, p.property
-                )));
-            }
-            (Some(h), Some(v)) => {
-                let equal = match p.kind {
-                    ParamKind::String => v.as_str() == Some(h.as_str()),
-                    ParamKind::Integer => v.as_i64().is_some_and(|n| h.parse::<i64>() == Ok(n)),
-                    ParamKind::Boolean => v.as_bool().is_some_and(|b| h == if b { "true" } else { "false" }),
-                };
-                if !equal {
-                    return Err(GatewayError::header_mismatch(format!(
-                        "{} does not match argument {}",
-                        p.header, p.property
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 fn is_token_byte(b: u8) -> bool {

@@ -25,15 +25,15 @@ use mcpgate_protocol::resource::{ListResourceTemplatesResult, ListResourcesResul
 use mcpgate_protocol::result::{CacheScope, McpResult, ResultMeta, ResultType};
 use mcpgate_protocol::tool::{ListToolsResult, ToolExecution};
 
-pub use context::{Notifier, ToolContext};
-pub use header_params::{HeaderParam, check as check_header_params};
+pub use context::{Frame, Notifier, ToolContext};
+pub use header_params::{HeaderParam, ParamKind};
 pub use outcome::{Failure, Outcome, decode_args};
 pub use prompt::PromptHandler;
 pub use resource::{ResourceHandler, UriTemplate};
 pub use simple::{FnPrompt, FnTool, StaticResource, TemplateResource};
 pub use tool::{BoxFuture, TaskPolicy, Tool, ToolCall, ToolDescriptor};
 
-use crate::error::GatewayError;
+use crate::error::RuntimeError;
 
 struct RegisteredTool {
     tool: Arc<dyn Tool>,
@@ -94,8 +94,8 @@ impl CatalogBuilder {
     }
 
     /// Validates names and annotations and renders the lists.
-    pub fn build(self, rendering: &ListRendering) -> Result<Catalog, GatewayError> {
-        let dup = |kind: &str, name: &str| GatewayError::Startup {
+    pub fn build(self, rendering: &ListRendering) -> Result<Catalog, RuntimeError> {
+        let dup = |kind: &str, name: &str| RuntimeError::Registration {
             what: "building the catalog".to_owned(),
             problem: format!("{kind} {name:?} is registered twice (check the toolset list)"),
         };
@@ -191,7 +191,7 @@ impl Catalog {
         lists.as_ref().unwrap_or_else(|| unreachable!("lists are rendered by CatalogBuilder::build"))
     }
 
-    fn render(&self, era: Era, r: &ListRendering) -> Result<RenderedLists, GatewayError> {
+    fn render(&self, era: Era, r: &ListRendering) -> Result<RenderedLists, RuntimeError> {
         let tools = self
             .tools
             .iter()
@@ -233,11 +233,13 @@ macro_rules! cacheable {
 }
 cacheable!(ListToolsResult, ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult);
 
-fn finish<T: Cacheable>(mut result: T, era: Era, r: &ListRendering) -> Result<Bytes, GatewayError> {
+fn finish<T: Cacheable>(mut result: T, era: Era, r: &ListRendering) -> Result<Bytes, RuntimeError> {
     if era == Era::Modern {
         result.set_cache(r.ttl_ms, r.cache_scope);
         result.set_result_type(Some(ResultType::Complete));
         result.set_meta(Some(ResultMeta::server(r.server_info.clone())));
     }
-    serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("rendering a list: {e}")))
+    serde_json::to_vec(&result)
+        .map(Bytes::from)
+        .map_err(|e| RuntimeError::Registration { what: "rendering a list".to_owned(), problem: e.to_string() })
 }

@@ -1,0 +1,13 @@
+//! What mcpgate runs: the `Tool`, `PromptHandler` and `ResourceHandler` traits, the catalog
+//! that serves them, the built-in toolsets, and the callers they act for.
+//!
+//! A tool is written once and serves every workflow: a plain call, a streamed call with
+//! progress, and (through the task workers) a durable task that any replica may execute.
+
+pub mod catalog;
+mod error;
+mod principal;
+pub mod toolsets;
+
+pub use error::RuntimeError;
+pub use principal::Principal;
