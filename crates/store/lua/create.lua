@@ -1,0 +1,59 @@
+-- create.lua: create a task in `working`, index it under its owner, enqueue its job, and
+-- remember the call for idempotent retries: one atomic step.
+--
+-- KEYS[1]  task record (hash)              <p>:{<shard>}:task:<id>
+-- KEYS[2]  owner index of the shard (zset)  <p>:{<shard>}:owner:<owner hash>
+-- KEYS[3]  job stream of the shard          <p>:{<shard>}:jobs
+-- KEYS[4]  idempotency key (string)         <p>:{<shard>}:idem:<digest>
+-- ARGV[1]  task id            ARGV[2]  owner key        ARGV[3]  issuer     ARGV[4] subject
+-- ARGV[5]  era                ARGV[6]  tool             ARGV[7]  arguments  ARGV[8] capabilities
+-- ARGV[9]  ttl ms (-1 = unlimited)      ARGV[10] poll interval ms
+-- ARGV[11] idempotency window ms        ARGV[12] "1" to ignore an existing idempotency key
+-- returns  {1, created_ms}     the task was created
+--          {0, existing_id}    the same call created that task within the window
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+if ARGV[12] ~= '1' then
+  local existing = redis.call('GET', KEYS[4])
+  if existing then
+    return {0, existing}
+  end
+end
+
+local ttl = tonumber(ARGV[9])
+redis.call('HSET', KEYS[1],
+  'id', ARGV[1], 'owner', ARGV[2], 'iss', ARGV[3], 'sub', ARGV[4], 'era', ARGV[5],
+  'tool', ARGV[6], 'args', ARGV[7], 'caps', ARGV[8], 'status', 'working',
+  'created', now, 'updated', now, 'ttl', ttl, 'poll', ARGV[10],
+  'attempts', 0, 'token', 0, 'lease_until', 0)
+if ttl >= 0 then
+  redis.call('PEXPIREAT', KEYS[1], now + ttl)
+end
+
+-- The owner index lives as long as its longest-lived task.
+local fresh = redis.call('EXISTS', KEYS[2]) == 0
+redis.call('ZADD', KEYS[2], 0, string.format('%013d:%s', now, ARGV[1]))
+if ttl < 0 then
+  redis.call('PERSIST', KEYS[2])
+elseif fresh then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+else
+  local left = redis.call('PTTL', KEYS[2])
+  if left >= 0 and left < ttl then
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
+end
+
+redis.call('XADD', KEYS[3], '*', 'task', ARGV[1])
+
+-- A retry is only recognised while the task surely exists.
+local window = tonumber(ARGV[11])
+if ttl >= 0 and ttl < window then
+  window = ttl
+end
+if window > 0 then
+  redis.call('SET', KEYS[4], ARGV[1], 'PX', window)
+end
+return {1, now}

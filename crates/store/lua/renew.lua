@@ -1,0 +1,31 @@
+-- renew.lua: extend a lease and record the latest status message; tell the holder to stop
+-- when the task was cancelled, is gone, or is held under a newer lease.
+--
+-- KEYS[1]  task record (hash)
+-- ARGV[1]  fencing token    ARGV[2]  lease ms    ARGV[3]  "1" if a message follows
+-- ARGV[4]  status message
+-- returns  'held' | 'cancelled' | 'gone' | 'lost'
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'msg', 'created', 'ttl')
+if not f[1] then
+  return 'gone'
+end
+local ttl = tonumber(f[5])
+if ttl >= 0 and now >= tonumber(f[4]) + ttl then
+  redis.call('DEL', KEYS[1])
+  return 'gone'
+end
+if f[1] == 'cancelled' then
+  return 'cancelled'
+end
+if f[2] ~= ARGV[1] or f[1] == 'completed' or f[1] == 'failed' then
+  return 'lost'
+end
+redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
+if ARGV[3] == '1' and f[3] ~= ARGV[4] then
+  redis.call('HSET', KEYS[1], 'msg', ARGV[4], 'updated', now)
+end
+return 'held'

@@ -1,0 +1,122 @@
+//! `AnyStore`: the store a replica runs with, chosen at start-up (memory without Redis, Redis
+//! otherwise), dispatched statically so no call allocates a boxed future.
+
+use std::time::Duration;
+
+use mcpgate_protocol::task::TaskStatus;
+
+use crate::contract::{EventBus, JobQueue, TaskStore};
+use crate::error::StoreError;
+use crate::events::Subscription;
+use crate::memory::MemoryStore;
+use crate::model::{
+    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, TaskEvent, TaskId, TaskOutcome,
+    TaskRecord,
+};
+use crate::redis::RedisStore;
+
+/// One of the store implementations.
+#[derive(Debug, Clone)]
+pub enum AnyStore {
+    /// In this process (single replica).
+    Memory(MemoryStore),
+    /// In Redis (any number of replicas).
+    Redis(RedisStore),
+}
+
+impl AnyStore {
+    /// Checks that the store answers (for readiness).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Memory(_) => Ok(()),
+            Self::Redis(s) => s.ping().await,
+        }
+    }
+
+    /// A short name for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Memory(_) => "memory",
+            Self::Redis(_) => "redis",
+        }
+    }
+}
+
+macro_rules! delegate {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            AnyStore::Memory($s) => $call.await,
+            AnyStore::Redis($s) => $call.await,
+        }
+    };
+}
+
+impl TaskStore for AnyStore {
+    async fn create(&self, task: NewTask) -> Result<Created, StoreError> {
+        delegate!(self, s => s.create(task))
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        delegate!(self, s => s.get(id))
+    }
+
+    async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
+        delegate!(self, s => s.list(owner, cursor, limit))
+    }
+
+    async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
+        delegate!(self, s => s.cancel(id, owner))
+    }
+
+    async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
+        delegate!(self, s => s.claim(job, worker, lease, max_attempts))
+    }
+
+    async fn renew(&self, lease: &Lease, duration: Duration, message: Option<&str>) -> Result<Renewal, StoreError> {
+        delegate!(self, s => s.renew(lease, duration, message))
+    }
+
+    async fn finish(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        status: TaskStatus,
+        outcome: TaskOutcome,
+    ) -> Result<Settled, StoreError> {
+        delegate!(self, s => s.finish(lease, job, status, outcome))
+    }
+
+    async fn park(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        input_requests: &str,
+        state: Option<&str>,
+    ) -> Result<Settled, StoreError> {
+        delegate!(self, s => s.park(lease, job, input_requests, state))
+    }
+}
+
+impl JobQueue for AnyStore {
+    async fn read(&self, worker: &str, max: usize, block: Duration) -> Result<Vec<Job>, StoreError> {
+        delegate!(self, s => s.read(worker, max, block))
+    }
+
+    async fn ack(&self, job: &Job) -> Result<(), StoreError> {
+        delegate!(self, s => s.ack(job))
+    }
+
+    async fn reclaim(&self, worker: &str, idle: Duration, max: usize) -> Result<Vec<Job>, StoreError> {
+        delegate!(self, s => s.reclaim(worker, idle, max))
+    }
+}
+
+impl EventBus for AnyStore {
+    async fn subscribe(&self, id: &TaskId) -> Result<Subscription, StoreError> {
+        delegate!(self, s => s.subscribe(id))
+    }
+
+    async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
+        delegate!(self, s => s.publish(id, event))
+    }
+}

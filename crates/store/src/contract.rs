@@ -1,0 +1,123 @@
+//! The store contract: `TaskStore` (task records and their transitions), `JobQueue` (work to
+//! run) and `EventBus` (what happened to a task). Each implementation (memory, Redis) honours
+//! every clause below, and one test suite (`testing`, feature `testing`) checks both.
+//!
+//! Clauses common to every method: a task whose lifetime has passed behaves as absent; a
+//! terminal status is never overwritten; every transition is atomic (it happens entirely or
+//! not at all) and publishes a [`TaskEvent`] to the task's subscribers as part of it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::StoreError;
+use crate::events::Subscription;
+use crate::model::{
+    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, TaskId, TaskOutcome, TaskRecord,
+};
+use mcpgate_protocol::task::TaskStatus;
+
+/// Task records and their state transitions.
+pub trait TaskStore: Send + Sync {
+    /// Creates a task in `working`, indexes it under its owner and enqueues its job, in one
+    /// atomic step (one round trip on Redis). Durable when it returns: an immediate `get` on
+    /// any replica finds it. If the same call (same idempotency digest) created a task within
+    /// the window and that task still exists, returns it instead and creates nothing.
+    fn create(&self, task: NewTask) -> impl Future<Output = Result<Created, StoreError>> + Send;
+
+    /// Reads a task (one round trip). `None` when unknown or expired. Does not check the
+    /// owner: callers compare [`TaskRecord::owner`] and answer "not found" for others.
+    fn get(&self, id: &TaskId) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send;
+
+    /// One page of `owner`'s tasks, oldest first, after `cursor`. No scans: reads the owner's
+    /// index (one key per shard) and the listed records.
+    fn list(
+        &self,
+        owner: &str,
+        cursor: Option<&ListCursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send;
+
+    /// Cancels `owner`'s task unless it is terminal (one round trip). Idempotent: cancelling
+    /// a terminal task changes nothing and says so. Another owner's task is `NotFound`.
+    fn cancel(&self, id: &TaskId, owner: &str) -> impl Future<Output = Result<Cancelled, StoreError>> + Send;
+
+    /// Takes the right to run a job's task: a new lease (fencing token + 1, attempt + 1) when
+    /// the task is `working` and no live lease exists. Acknowledges jobs that have nothing to
+    /// do (gone, terminal, parked). Past `max_attempts` the task becomes `failed` and the job
+    /// is moved to the dead-letter queue, in the same step.
+    fn claim(
+        &self,
+        job: &Job,
+        worker: &str,
+        lease: Duration,
+        max_attempts: u32,
+    ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
+
+    /// Extends a lease and records the latest status message (one round trip). Tells the
+    /// holder when to stop: cancelled, gone, or superseded by a newer lease.
+    fn renew(
+        &self,
+        lease: &Lease,
+        duration: Duration,
+        message: Option<&str>,
+    ) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
+
+    /// Writes the final status and outcome and acknowledges the job, in one atomic step (one
+    /// round trip), only with the current lease and only from a non-terminal status.
+    fn finish(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        status: TaskStatus,
+        outcome: TaskOutcome,
+    ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
+
+    /// Parks a task as `input_required` with its outstanding requests and continuation state
+    /// and acknowledges the job, in one atomic step, only with the current lease.
+    fn park(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        input_requests: &str,
+        state: Option<&str>,
+    ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
+}
+
+/// The queue of jobs, consumed by every replica's workers.
+pub trait JobQueue: Send + Sync {
+    /// Waits up to `block` for at most `max` new jobs for this worker. A job read here stays
+    /// pending until acknowledged; if its worker dies, [`JobQueue::reclaim`] hands it to
+    /// another.
+    fn read(
+        &self,
+        worker: &str,
+        max: usize,
+        block: Duration,
+    ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+
+    /// Acknowledges a job that needs no more work (normally done by `finish`/`park`/`claim`).
+    fn ack(&self, job: &Job) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Takes over at most `max` jobs pending for longer than `idle` (their worker died or is
+    /// stuck). The caller then claims them; a live lease makes the claim skip.
+    fn reclaim(
+        &self,
+        worker: &str,
+        idle: Duration,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+}
+
+/// Task events, fanned out to local subscribers.
+pub trait EventBus: Send + Sync {
+    /// Subscribes to a task's events. Effective when this returns: an event of any later
+    /// transition is delivered (read the task after subscribing to not miss earlier ones).
+    fn subscribe(&self, id: &TaskId) -> impl Future<Output = Result<Subscription, StoreError>> + Send;
+
+    /// Publishes an event to every subscriber of the task on every replica.
+    fn publish(
+        &self,
+        id: &TaskId,
+        event: crate::model::TaskEvent,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}

@@ -1,0 +1,41 @@
+//! The one error type of the store crate.
+//!
+//! Invariant: callers see whether a failure is the backend being unreachable or slow (retry
+//! later, "task store unavailable") or data that cannot be read (a bug or corruption); the
+//! backend's own message goes to the log through `detail`.
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend could not be reached or refused the command.
+    #[error("task store unavailable: {detail}")]
+    Unavailable {
+        /// What happened, for the log.
+        detail: String,
+    },
+    /// The backend did not answer within the command timeout.
+    #[error("task store timed out after {millis} ms")]
+    Timeout {
+        /// The timeout.
+        millis: u64,
+    },
+    /// The backend answered with something this build cannot read.
+    #[error("task store returned unexpected data: {detail}")]
+    Corrupt {
+        /// What was unexpected.
+        detail: String,
+    },
+    /// The store could not be set up (start-up only).
+    #[error("task store configuration: {detail}")]
+    Config {
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl From<redis::RedisError> for StoreError {
+    fn from(e: redis::RedisError) -> Self {
+        Self::Unavailable { detail: e.to_string() }
+    }
+}

@@ -1,0 +1,26 @@
+//! Task state, the job queue and task events: the `TaskStore`, `JobQueue` and `EventBus`
+//! contracts (see `contract`), kept in memory (one replica, no Redis) or in Redis (any number
+//! of replicas).
+//!
+//! Consistency model: every transition is one atomic step (one Lua script on Redis) that
+//! checks the task's lifetime, never overwrites a terminal status, and publishes the task's
+//! event as part of the step. Reads are one round trip. A task's keys share one hash tag (its
+//! shard, named in the task id), so each step touches one Redis Cluster slot.
+
+mod any;
+mod contract;
+mod error;
+mod events;
+mod memory;
+mod model;
+mod redis;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use any::AnyStore;
+pub use contract::{EventBus, JobQueue, TaskStore};
+pub use error::StoreError;
+pub use events::Subscription;
+pub use memory::MemoryStore;
+pub use model::*;
+pub use redis::{RedisOptions, RedisStore};

@@ -1,0 +1,179 @@
+//! The embedded store: every contract of `TaskStore`, `JobQueue` and `EventBus` kept in this
+//! process, for a single replica with no Redis (the default) and for tests.
+//!
+//! Invariants: one mutex guards all state and is never held across an await, so each
+//! operation is atomic; expired tasks are purged (in expiry order) before any operation reads
+//! state, so memory is bounded by the live tasks.
+
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use mcpgate_protocol::task::TaskStatus;
+
+use crate::contract::{EventBus, JobQueue, TaskStore};
+use crate::error::StoreError;
+use crate::events::{Hub, Subscription, Watcher};
+use crate::model::{
+    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, TaskEvent, TaskId, TaskOutcome,
+    TaskRecord,
+};
+use state::State;
+
+/// The in-process store.
+#[derive(Clone)]
+pub struct MemoryStore {
+    state: Arc<std::sync::Mutex<State>>,
+    jobs_ready: Arc<Notify>,
+    hub: Hub,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+struct NoWatch;
+
+impl Watcher for NoWatch {
+    fn unwatch(&self, _: &TaskId) {}
+}
+
+impl MemoryStore {
+    /// An empty store with `shards` shards (as ids carry one, like the Redis store's).
+    pub fn new(shards: u16) -> Self {
+        Self {
+            state: Arc::new(std::sync::Mutex::new(State::new(shards))),
+            jobs_ready: Arc::new(Notify::new()),
+            hub: Hub::new(),
+        }
+    }
+
+    /// Runs `f` on the state with expired tasks purged, then delivers the events it produced.
+    fn with<T>(&self, f: impl FnOnce(&mut State, u64) -> T) -> T {
+        let now = now_ms();
+        let (value, events) = {
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.purge(now);
+            let value = f(&mut state, now);
+            (value, std::mem::take(&mut state.events))
+        };
+        for (id, event) in events {
+            self.hub.deliver(&id, event);
+        }
+        value
+    }
+}
+
+/// Unix time in milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl TaskStore for MemoryStore {
+    async fn create(&self, task: NewTask) -> Result<Created, StoreError> {
+        let created = self.with(|s, now| s.create(task, now));
+        if matches!(created, Created::New(_)) {
+            self.jobs_ready.notify_waiters();
+        }
+        Ok(created)
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.with(|s, _| s.tasks.get(id).map(|e| e.record.clone())))
+    }
+
+    async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
+        Ok(self.with(|s, _| s.list(owner, cursor, limit)))
+    }
+
+    async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
+        Ok(self.with(|s, now| s.cancel(id, owner, now)))
+    }
+
+    async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
+        Ok(self.with(|s, now| s.claim(job, worker, millis(lease), max_attempts, now)))
+    }
+
+    async fn renew(&self, lease: &Lease, duration: Duration, message: Option<&str>) -> Result<Renewal, StoreError> {
+        Ok(self.with(|s, now| s.renew(lease, millis(duration), message, now)))
+    }
+
+    async fn finish(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        status: TaskStatus,
+        outcome: TaskOutcome,
+    ) -> Result<Settled, StoreError> {
+        Ok(self.with(|s, now| {
+            s.settle(lease, job, now, |record| {
+                record.status = status;
+                record.outcome = Some(outcome);
+            })
+        }))
+    }
+
+    async fn park(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        input_requests: &str,
+        state: Option<&str>,
+    ) -> Result<Settled, StoreError> {
+        Ok(self.with(|s, now| {
+            s.settle(lease, job, now, |record| {
+                record.status = TaskStatus::InputRequired;
+                record.input_requests = Some(input_requests.to_owned());
+                record.state = state.map(str::to_owned);
+            })
+        }))
+    }
+}
+
+impl JobQueue for MemoryStore {
+    async fn read(&self, worker: &str, max: usize, block: Duration) -> Result<Vec<Job>, StoreError> {
+        let deadline = tokio::time::Instant::now() + block;
+        loop {
+            // Register interest before looking, so a job enqueued in between wakes us.
+            let notified = self.jobs_ready.notified();
+            let jobs = self.with(|s, now| s.take_jobs(worker, max, now));
+            if !jobs.is_empty() {
+                return Ok(jobs);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    async fn ack(&self, job: &Job) -> Result<(), StoreError> {
+        self.with(|s, _| s.ack(job));
+        Ok(())
+    }
+
+    async fn reclaim(&self, worker: &str, idle: Duration, max: usize) -> Result<Vec<Job>, StoreError> {
+        Ok(self.with(|s, now| s.reclaim(worker, millis(idle), max, now)))
+    }
+}
+
+impl EventBus for MemoryStore {
+    async fn subscribe(&self, id: &TaskId) -> Result<Subscription, StoreError> {
+        Ok(self.hub.join(id, Arc::new(NoWatch)).0)
+    }
+
+    async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
+        self.hub.deliver(id, event);
+        Ok(())
+    }
+}

@@ -1,0 +1,273 @@
+//! The data the store keeps and hands out: task ids, task records, jobs, leases, and the
+//! outcomes of each transition.
+//!
+//! Invariants: a task id carries 128 random bits and the shard its keys live in; a record's
+//! `status` only moves along working ⇄ input_required → completed | failed | cancelled, and a
+//! terminal status never changes.
+
+use std::fmt;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngExt as _;
+
+use mcpgate_protocol::Era;
+use mcpgate_protocol::task::TaskStatus;
+
+/// Length of a task id: `t` + 2 hex digits of shard + `-` + 22 base64url characters.
+const ID_LEN: usize = 26;
+
+/// A task id: unguessable (128 random bits) and naming its shard, so every key of the task
+/// can be derived from the id alone.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// A fresh random id in `shard`.
+    pub fn generate(shard: u8) -> Self {
+        let random: [u8; 16] = rand::rng().random();
+        let mut id = String::with_capacity(ID_LEN);
+        id.push('t');
+        id.push_str(&format!("{shard:02x}"));
+        id.push('-');
+        URL_SAFE_NO_PAD.encode_string(random, &mut id);
+        Self(id)
+    }
+
+    /// Parses an id a client presented; `None` unless it has exactly the shape of one.
+    pub fn parse(s: &str) -> Option<Self> {
+        let b = s.as_bytes();
+        let well_formed = b.len() == ID_LEN
+            && b[0] == b't'
+            && b[1..3].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+            && b[3] == b'-'
+            && URL_SAFE_NO_PAD.decode(&b[4..]).is_ok_and(|raw| raw.len() == 16);
+        well_formed.then(|| Self(s.to_owned()))
+    }
+
+    /// The shard whose keys hold this task.
+    pub fn shard(&self) -> u8 {
+        u8::from_str_radix(&self.0[1..3], 16).unwrap_or(0)
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// A task to create.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// Owner key of the principal (see `Principal::key`).
+    pub owner: String,
+    /// Issuer of the principal (to act as them when the task runs).
+    pub issuer: String,
+    /// Subject of the principal.
+    pub subject: String,
+    /// Era of the request that created it.
+    pub era: Era,
+    /// Tool to run.
+    pub tool: String,
+    /// Arguments, a JSON object.
+    pub arguments: String,
+    /// The client's capabilities, a JSON object.
+    pub capabilities: String,
+    /// Lifetime from creation; `None` = unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval.
+    pub poll_interval_ms: u64,
+    /// Digest of (principal, request id, tool, arguments): the same call retried maps to the
+    /// same task; it also picks the shard.
+    pub idempotency: [u8; 32],
+    /// How long a retry is recognised as the same call.
+    pub idempotency_window_ms: u64,
+}
+
+/// How a task ended (or what a failed task carries), as raw JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskOutcome {
+    /// The method's result (e.g. a `CallToolResult`, possibly with `isError: true`).
+    Result(String),
+    /// A JSON-RPC error object.
+    Error(String),
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// Id.
+    pub id: TaskId,
+    /// Owner key.
+    pub owner: String,
+    /// Principal issuer.
+    pub issuer: String,
+    /// Principal subject.
+    pub subject: String,
+    /// Creating era.
+    pub era: Era,
+    /// Tool.
+    pub tool: String,
+    /// Arguments (JSON object).
+    pub arguments: String,
+    /// Client capabilities (JSON object).
+    pub capabilities: String,
+    /// Status.
+    pub status: TaskStatus,
+    /// Human-readable status.
+    pub status_message: Option<String>,
+    /// Creation time (Unix ms, store clock).
+    pub created_ms: u64,
+    /// Last change (Unix ms, store clock).
+    pub updated_ms: u64,
+    /// Lifetime; `None` = unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval.
+    pub poll_interval_ms: u64,
+    /// Outcome once terminal.
+    pub outcome: Option<TaskOutcome>,
+    /// Executions started so far.
+    pub attempts: u32,
+    /// Outstanding input requests (JSON object), while `input_required`.
+    pub input_requests: Option<String>,
+    /// The tool's continuation state (JSON), while waiting for input.
+    pub state: Option<String>,
+    /// Answers collected so far (JSON object).
+    pub input_responses: Option<String>,
+}
+
+/// Result of [`crate::TaskStore::create`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new task, durable when this returns.
+    New(TaskRecord),
+    /// The same call was made before within the idempotency window: that task.
+    Existing(TaskRecord),
+}
+
+impl Created {
+    /// The task either way.
+    pub fn record(&self) -> &TaskRecord {
+        match self {
+            Self::New(r) | Self::Existing(r) => r,
+        }
+    }
+}
+
+/// Result of [`crate::TaskStore::cancel`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancelled {
+    /// Moved to `cancelled` now.
+    Now(TaskRecord),
+    /// Already terminal; unchanged.
+    AlreadyTerminal(TaskRecord),
+    /// Unknown, expired, or another owner's.
+    NotFound,
+}
+
+/// A unit of work on the queue: run (or resume) a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// The task.
+    pub task: TaskId,
+    /// The queue entry (acknowledged when the task leaves `working`).
+    pub entry: String,
+}
+
+/// The right to run a task, proven by a fencing token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The task.
+    pub task: TaskId,
+    /// Increases with every claim; writes with an older token are refused.
+    pub token: u64,
+}
+
+/// Why a job is not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// The task is gone (expired or deleted); the job was acknowledged.
+    Gone,
+    /// The task is terminal; the job was acknowledged.
+    Terminal,
+    /// The task waits for input; the job was acknowledged (answers re-enqueue it).
+    Parked,
+    /// Another worker holds a live lease; the job stays pending.
+    Busy,
+}
+
+/// Result of [`crate::TaskStore::claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// Run it under this lease.
+    Run {
+        /// The lease.
+        lease: Lease,
+        /// The task.
+        task: Box<TaskRecord>,
+    },
+    /// Do not run it.
+    Skip(Skip),
+    /// Attempts used up: the task is now `failed` and the job dead-lettered.
+    Exhausted,
+}
+
+/// Result of [`crate::TaskStore::renew`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// Still ours; extended.
+    Held,
+    /// The task was cancelled: stop.
+    Cancelled,
+    /// The task is gone (expired): stop.
+    Gone,
+    /// Another worker took it over (our lease lapsed): stop without writing.
+    Lost,
+}
+
+/// Result of [`crate::TaskStore::finish`] and [`crate::TaskStore::park`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Written; the job was acknowledged.
+    Done,
+    /// Already terminal (e.g. cancelled meanwhile); nothing written, job acknowledged.
+    AlreadyTerminal,
+    /// Our lease was superseded; nothing written, job left to its new owner.
+    Lost,
+    /// The task is gone; job acknowledged.
+    Gone,
+}
+
+/// Position in an owner's task list (exclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor(pub String);
+
+/// One page of an owner's tasks, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The tasks.
+    pub tasks: Vec<TaskRecord>,
+    /// Where the next page starts, if there is one.
+    pub next: Option<ListCursor>,
+}
+
+/// Something happened to a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// Its status is now this.
+    Status(TaskStatus),
+    /// Events may have been missed (e.g. a reconnect): read the task again.
+    Resync,
+}

@@ -1,0 +1,97 @@
+//! The Redis key schema, in one place.
+//!
+//! Every key of a task carries the task's shard as its hash tag (`{<prefix>:<shard>}`), and
+//! so do the shard's job stream, dead-letter stream, owner indexes and idempotency keys: every
+//! script touches one Redis Cluster slot. Event channels are not keys and carry no tag.
+//!
+//! ```text
+//! <p>:{<p>:<ss>}:task:<id>        hash    the task record
+//! <p>:{<p>:<ss>}:jobs             stream  jobs of shard <ss> (consumer group "workers")
+//! <p>:{<p>:<ss>}:dead             stream  jobs whose task ran out of attempts
+//! <p>:{<p>:<ss>}:owner:<hash>     zset    an owner's tasks in this shard, "<created>:<id>"
+//! <p>:{<p>:<ss>}:idem:<digest>    string  task id of a recent call, for idempotent retries
+//! <p>:events:<id>                 channel status changes of a task
+//! ```
+
+use std::fmt::Write as _;
+
+use sha2::{Digest, Sha256};
+
+use crate::model::TaskId;
+
+/// Consumer group of every job stream.
+pub(super) const GROUP: &str = "workers";
+
+/// Builds keys under one prefix.
+#[derive(Debug, Clone)]
+pub(super) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    pub(super) fn new(prefix: &str) -> Self {
+        Self { prefix: prefix.to_owned() }
+    }
+
+    fn base(&self, shard: u8) -> String {
+        format!("{p}:{{{p}:{shard:02x}}}", p = self.prefix)
+    }
+
+    pub(super) fn task(&self, id: &TaskId) -> String {
+        format!("{}:task:{id}", self.base(id.shard()))
+    }
+
+    pub(super) fn jobs(&self, shard: u8) -> String {
+        format!("{}:jobs", self.base(shard))
+    }
+
+    pub(super) fn dead(&self, shard: u8) -> String {
+        format!("{}:dead", self.base(shard))
+    }
+
+    pub(super) fn owner(&self, shard: u8, owner: &str) -> String {
+        let digest = Sha256::digest(owner.as_bytes());
+        let mut key = format!("{}:owner:", self.base(shard));
+        for b in &digest[..16] {
+            let _ = write!(key, "{b:02x}");
+        }
+        key
+    }
+
+    pub(super) fn idempotency(&self, shard: u8, digest: &[u8; 32]) -> String {
+        let mut key = format!("{}:idem:", self.base(shard));
+        for b in digest {
+            let _ = write!(key, "{b:02x}");
+        }
+        key
+    }
+
+    pub(super) fn channel(&self, id: &TaskId) -> String {
+        format!("{}:events:{id}", self.prefix)
+    }
+
+    /// The task id of an event channel, if it is one of ours.
+    pub(super) fn task_of_channel(&self, channel: &str) -> Option<TaskId> {
+        let rest = channel.strip_prefix(&self.prefix)?.strip_prefix(":events:")?;
+        TaskId::parse(rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_keys_of_a_task_share_one_hash_tag() {
+        let keys = Keys::new("mcpgate");
+        let id = TaskId::generate(0x2a);
+        let tag = |k: &str| k[k.find('{').expect("tag")..=k.find('}').expect("tag")].to_owned();
+        let expected = tag(&keys.task(&id));
+        assert_eq!(expected, "{mcpgate:2a}");
+        for key in [keys.jobs(0x2a), keys.dead(0x2a), keys.owner(0x2a, "3:issalice"), keys.idempotency(0x2a, &[7; 32])]
+        {
+            assert_eq!(tag(&key), expected, "{key}");
+        }
+        assert_eq!(keys.task_of_channel(&keys.channel(&id)), Some(id));
+    }
+}

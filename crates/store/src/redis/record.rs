@@ -1,0 +1,90 @@
+//! Decoding a task record from the flat field/value list Redis returns (`HGETALL`, or the
+//! tail of a script's reply).
+
+use std::collections::HashMap;
+
+use redis::Value;
+
+use mcpgate_protocol::Era;
+use mcpgate_protocol::task::TaskStatus;
+
+use crate::error::StoreError;
+use crate::model::{TaskId, TaskOutcome, TaskRecord};
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        Value::VerbatimString { text, .. } => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// The `i`-th element of a script reply as text.
+pub(super) fn item(values: &[Value], i: usize) -> Option<String> {
+    values.get(i).and_then(text)
+}
+
+pub(super) fn parse_status(s: &str) -> Option<TaskStatus> {
+    Some(match s {
+        "working" => TaskStatus::Working,
+        "input_required" => TaskStatus::InputRequired,
+        "completed" => TaskStatus::Completed,
+        "failed" => TaskStatus::Failed,
+        "cancelled" => TaskStatus::Cancelled,
+        _ => return None,
+    })
+}
+
+/// Decodes `field, value, field, value, …`; `None` for an empty list (no such key).
+pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> {
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let mut fields: HashMap<String, String> = HashMap::with_capacity(pairs.len() / 2);
+    for pair in pairs.chunks(2) {
+        if let [k, v] = pair
+            && let (Some(k), Some(v)) = (text(k), text(v))
+        {
+            fields.insert(k, v);
+        }
+    }
+    let corrupt = |what: &str| StoreError::Corrupt { detail: format!("task record lacks a valid {what}") };
+    let mut take = |name: &str| fields.remove(name);
+    let number = |v: Option<String>, what: &str| v.and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| corrupt(what));
+    let id = take("id").and_then(|s| TaskId::parse(&s)).ok_or_else(|| corrupt("id"))?;
+    let status = take("status").and_then(|s| parse_status(&s)).ok_or_else(|| corrupt("status"))?;
+    let era = match take("era").as_deref() {
+        Some("legacy") => Era::Legacy,
+        Some("modern") => Era::Modern,
+        _ => return Err(corrupt("era")),
+    };
+    let ttl = number(take("ttl"), "ttl")?;
+    let outcome = match (take("result"), take("error")) {
+        (Some(r), _) => Some(TaskOutcome::Result(r)),
+        (None, Some(e)) => Some(TaskOutcome::Error(e)),
+        (None, None) => None,
+    };
+    Ok(Some(TaskRecord {
+        id,
+        owner: take("owner").ok_or_else(|| corrupt("owner"))?,
+        issuer: take("iss").unwrap_or_default(),
+        subject: take("sub").unwrap_or_default(),
+        era,
+        tool: take("tool").ok_or_else(|| corrupt("tool"))?,
+        arguments: take("args").unwrap_or_else(|| "{}".to_owned()),
+        capabilities: take("caps").unwrap_or_else(|| "{}".to_owned()),
+        status,
+        status_message: take("msg"),
+        created_ms: u64::try_from(number(take("created"), "created")?).unwrap_or(0),
+        updated_ms: u64::try_from(number(take("updated"), "updated")?).unwrap_or(0),
+        ttl_ms: u64::try_from(ttl).ok(),
+        poll_interval_ms: u64::try_from(number(take("poll"), "poll")?).unwrap_or(0),
+        outcome,
+        attempts: u32::try_from(number(take("attempts"), "attempts")?).unwrap_or(0),
+        input_requests: take("requests"),
+        state: take("state"),
+        input_responses: take("responses"),
+    }))
+}

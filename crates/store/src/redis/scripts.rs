@@ -1,0 +1,17 @@
+//! The Lua scripts of `lua/*.lua`, loaded once per process; redis-rs sends `EVALSHA` and
+//! reloads a script if the server answers `NOSCRIPT` (e.g. after a Redis restart).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+pub(super) static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/create.lua")));
+pub(super) static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/cancel.lua")));
+pub(super) static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/claim.lua")));
+pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
+pub(super) static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/settle.lua")));
+
+/// Every script, for loading at connect time.
+pub(super) fn all() -> [&'static Script; 5] {
+    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE]
+}

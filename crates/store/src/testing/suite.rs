@@ -1,0 +1,237 @@
+//! The store conformance suite: every clause of the `TaskStore`, `JobQueue` and `EventBus`
+//! contracts, run against a fresh store per check (the memory store, and Redis with a fresh
+//! key prefix).
+
+use std::future::Future;
+use std::time::Duration;
+
+use mcpgate_protocol::Era;
+use mcpgate_protocol::task::TaskStatus;
+
+use crate::contract::{EventBus, JobQueue, TaskStore};
+use crate::model::{Cancelled, Claim, Created, Job, NewTask, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome};
+
+const LEASE: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_secs(5);
+
+fn new_task(owner: &str, call: u8) -> NewTask {
+    let mut idempotency = [0u8; 32];
+    idempotency[0] = call;
+    idempotency[1..1 + owner.len().min(31)].copy_from_slice(&owner.as_bytes()[..owner.len().min(31)]);
+    NewTask {
+        owner: owner.to_owned(),
+        issuer: "https://issuer.example.com".to_owned(),
+        subject: owner.to_owned(),
+        era: Era::Modern,
+        tool: "slow_compute".to_owned(),
+        arguments: r#"{"seconds":1}"#.to_owned(),
+        capabilities: "{}".to_owned(),
+        ttl_ms: Some(60_000),
+        poll_interval_ms: 500,
+        idempotency,
+        idempotency_window_ms: 60_000,
+    }
+}
+
+async fn next_job<S: JobQueue>(store: &S, worker: &str, task: &TaskId) -> Job {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let jobs = store.read(worker, 10, Duration::from_millis(200)).await.expect("read");
+        if let Some(job) = jobs.into_iter().find(|j| &j.task == task) {
+            return job;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no job for {task} within {WAIT:?}");
+    }
+}
+
+async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent {
+    let _ = std::marker::PhantomData::<S>;
+    tokio::time::timeout(WAIT, sub.next()).await.expect("an event in time")
+}
+
+/// Runs every check, each against a store made by `make`.
+pub async fn run_suite<S, F, Fut>(make: F)
+where
+    S: TaskStore + JobQueue + EventBus,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    create_get_and_idempotency(&make().await).await;
+    list_pages_by_owner(&make().await).await;
+    run_to_completion_with_events(&make().await).await;
+    cancel_is_idempotent_and_final(&make().await).await;
+    stale_leases_cannot_write(&make().await).await;
+    attempts_run_out(&make().await).await;
+    lifetime_ends(&make().await).await;
+    park_waits_for_input(&make().await).await;
+    published_events_reach_subscribers(&make().await).await;
+}
+
+async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
+    let created = store.create(new_task("alice", 1)).await.expect("create");
+    let Created::New(record) = created else { panic!("a new task") };
+    assert_eq!(record.status, TaskStatus::Working);
+    assert_eq!(record.attempts, 0);
+    let got = store.get(&record.id).await.expect("get").expect("durable when create returns");
+    assert_eq!(got.id, record.id);
+    assert_eq!(got.owner, "alice");
+    assert_eq!(got.arguments, r#"{"seconds":1}"#);
+    assert_eq!(got.ttl_ms, Some(60_000));
+    assert_eq!(got.created_ms, record.created_ms);
+
+    let again = store.create(new_task("alice", 1)).await.expect("create");
+    assert!(matches!(&again, Created::Existing(r) if r.id == record.id), "same call → same task: {again:?}");
+    let other = store.create(new_task("alice", 2)).await.expect("create");
+    assert!(matches!(&other, Created::New(r) if r.id != record.id));
+
+    assert!(store.get(&TaskId::generate(0)).await.expect("get").is_none());
+}
+
+async fn list_pages_by_owner<S: TaskStore>(store: &S) {
+    let mut ids = Vec::new();
+    for call in 0..5 {
+        ids.push(store.create(new_task("lister", call)).await.expect("create").record().id.clone());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    store.create(new_task("someone-else", 9)).await.expect("create");
+    let first = store.list("lister", None, 2).await.expect("list");
+    assert_eq!(first.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), ids[..2], "oldest first");
+    let cursor = first.next.expect("more pages");
+    let second = store.list("lister", Some(&cursor), 2).await.expect("list");
+    assert_eq!(second.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), ids[2..4]);
+    let third = store.list("lister", second.next.as_ref(), 2).await.expect("list");
+    assert_eq!(third.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), ids[4..]);
+    assert!(third.next.is_none());
+    assert!(store.list("nobody", None, 10).await.expect("list").tasks.is_empty());
+}
+
+async fn run_to_completion_with_events<S: TaskStore + JobQueue + EventBus>(store: &S) {
+    let record = store.create(new_task("runner", 1)).await.expect("create").record().clone();
+    let mut sub = store.subscribe(&record.id).await.expect("subscribe");
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, task } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    assert_eq!((lease.token, task.attempts), (1, 1));
+    assert_eq!(store.claim(&job, "w2", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Busy), "live lease");
+    assert_eq!(store.renew(&lease, LEASE, Some("halfway")).await.expect("renew"), Renewal::Held);
+    let got = store.get(&record.id).await.expect("get").expect("exists");
+    assert_eq!(got.status_message.as_deref(), Some("halfway"));
+    let outcome = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
+    assert_eq!(
+        store.finish(&lease, &job, TaskStatus::Completed, outcome.clone()).await.expect("finish"),
+        Settled::Done
+    );
+    assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Completed));
+    let done = store.get(&record.id).await.expect("get").expect("exists");
+    assert_eq!((done.status, done.outcome), (TaskStatus::Completed, Some(outcome.clone())));
+    // A terminal task never changes again, and its job is gone.
+    assert_eq!(
+        store.finish(&lease, &job, TaskStatus::Failed, outcome).await.expect("finish"),
+        Settled::AlreadyTerminal
+    );
+    assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Terminal));
+    assert!(
+        store.reclaim("w3", Duration::ZERO, 10).await.expect("reclaim").is_empty(),
+        "acknowledged jobs never return"
+    );
+}
+
+async fn cancel_is_idempotent_and_final<S: TaskStore + JobQueue + EventBus>(store: &S) {
+    let record = store.create(new_task("canceller", 1)).await.expect("create").record().clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    let mut sub = store.subscribe(&record.id).await.expect("subscribe");
+    assert_eq!(store.cancel(&record.id, "intruder").await.expect("cancel"), Cancelled::NotFound, "owner only");
+    let Cancelled::Now(cancelled) = store.cancel(&record.id, "canceller").await.expect("cancel") else {
+        panic!("cancels")
+    };
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Cancelled));
+    assert!(matches!(store.cancel(&record.id, "canceller").await.expect("cancel"), Cancelled::AlreadyTerminal(_)));
+    assert_eq!(store.renew(&lease, LEASE, None).await.expect("renew"), Renewal::Cancelled, "the worker learns it");
+    let late = TaskOutcome::Result("{}".to_owned());
+    assert_eq!(
+        store.finish(&lease, &job, TaskStatus::Completed, late).await.expect("finish"),
+        Settled::AlreadyTerminal,
+        "a late finish cannot overwrite cancelled"
+    );
+    assert_eq!(store.get(&record.id).await.expect("get").expect("exists").status, TaskStatus::Cancelled);
+    assert_eq!(store.cancel(&TaskId::generate(3), "canceller").await.expect("cancel"), Cancelled::NotFound);
+}
+
+async fn stale_leases_cannot_write<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("reclaimed", 1)).await.expect("create").record().clone();
+    let job = next_job(store, "dying", &record.id).await;
+    let short = Duration::from_millis(150);
+    let Claim::Run { lease: old, .. } = store.claim(&job, "dying", short, 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reclaimed = store.reclaim("rescuer", Duration::from_millis(100), 10).await.expect("reclaim");
+    let job = reclaimed.into_iter().find(|j| j.task == record.id).expect("the dead worker's job is reclaimed");
+    let Claim::Run { lease: new, task } = store.claim(&job, "rescuer", LEASE, 3).await.expect("claim") else {
+        panic!("an expired lease can be taken over")
+    };
+    assert_eq!((new.token, task.attempts), (old.token + 1, 2));
+    assert_eq!(store.renew(&old, LEASE, None).await.expect("renew"), Renewal::Lost);
+    let outcome = TaskOutcome::Result("{}".to_owned());
+    assert_eq!(store.finish(&old, &job, TaskStatus::Completed, outcome.clone()).await.expect("finish"), Settled::Lost);
+    assert_eq!(store.finish(&new, &job, TaskStatus::Completed, outcome).await.expect("finish"), Settled::Done);
+}
+
+async fn attempts_run_out<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("unlucky", 1)).await.expect("create").record().clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let short = Duration::from_millis(100);
+    assert!(matches!(store.claim(&job, "w1", short, 1).await.expect("claim"), Claim::Run { .. }));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.claim(&job, "w2", short, 1).await.expect("claim"), Claim::Exhausted);
+    let failed = store.get(&record.id).await.expect("get").expect("exists");
+    assert_eq!(failed.status, TaskStatus::Failed);
+    let Some(TaskOutcome::Error(error)) = failed.outcome else { panic!("a clear error") };
+    let error: serde_json::Value = serde_json::from_str(&error).expect("JSON error object");
+    assert_eq!(error["code"], -32603);
+    assert!(error["message"].as_str().expect("message").contains("stopped before finishing"), "{error}");
+}
+
+async fn lifetime_ends<S: TaskStore + JobQueue>(store: &S) {
+    let mut task = new_task("ephemeral", 1);
+    task.ttl_ms = Some(300);
+    let record = store.create(task).await.expect("create").record().clone();
+    assert!(store.get(&record.id).await.expect("get").is_some());
+    let job = next_job(store, "w1", &record.id).await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert!(store.get(&record.id).await.expect("get").is_none(), "gone after its lifetime");
+    assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Gone));
+    assert_eq!(store.cancel(&record.id, "ephemeral").await.expect("cancel"), Cancelled::NotFound);
+    let mut unlimited = new_task("ephemeral", 2);
+    unlimited.ttl_ms = None;
+    let record = store.create(unlimited).await.expect("create").record().clone();
+    assert_eq!(store.get(&record.id).await.expect("get").expect("exists").ttl_ms, None);
+}
+
+async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
+    let record = store.create(new_task("asker", 1)).await.expect("create").record().clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    let mut sub = store.subscribe(&record.id).await.expect("subscribe");
+    let requests = r#"{"confirm":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}}"#;
+    assert_eq!(store.park(&lease, &job, requests, Some(r#"{"step":1}"#)).await.expect("park"), Settled::Done);
+    assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::InputRequired));
+    let parked = store.get(&record.id).await.expect("get").expect("exists");
+    assert_eq!(parked.status, TaskStatus::InputRequired);
+    assert_eq!(parked.input_requests.as_deref(), Some(requests));
+    assert_eq!(parked.state.as_deref(), Some(r#"{"step":1}"#));
+    assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Parked));
+}
+
+async fn published_events_reach_subscribers<S: EventBus>(store: &S) {
+    let id = TaskId::generate(7);
+    let mut a = store.subscribe(&id).await.expect("subscribe");
+    let mut b = store.subscribe(&id).await.expect("subscribe");
+    store.publish(&id, TaskEvent::Status(TaskStatus::Working)).await.expect("publish");
+    assert_eq!(event::<S>(&mut a).await, TaskEvent::Status(TaskStatus::Working));
+    assert_eq!(event::<S>(&mut b).await, TaskEvent::Status(TaskStatus::Working));
+    drop(a);
+    store.publish(&id, TaskEvent::Status(TaskStatus::Completed)).await.expect("publish");
+    assert_eq!(event::<S>(&mut b).await, TaskEvent::Status(TaskStatus::Completed), "one leaving does not stop others");
+}

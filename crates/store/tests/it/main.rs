@@ -1,0 +1,6 @@
+//! Store tests: the conformance suite against the memory store and against a real
+//! `redis-server` started by the test, plus Redis-specific properties (round trips per
+//! operation, recovery after a restart).
+
+mod memory;
+mod redis;

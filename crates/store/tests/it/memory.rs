@@ -1,0 +1,9 @@
+//! The conformance suite against the memory store.
+
+use mcpgate_store::MemoryStore;
+use mcpgate_store::testing::run_suite;
+
+#[tokio::test]
+async fn memory_store_honours_the_contract() {
+    run_suite(|| async { MemoryStore::new(16) }).await;
+}

@@ -1,0 +1,177 @@
+//! The conformance suite and Redis-specific properties against a real `redis-server`.
+
+use std::time::Duration;
+
+use mcpgate_store::testing::{RedisServer, run_suite};
+use mcpgate_store::{RedisOptions, RedisStore};
+
+pub(crate) fn options(server: &RedisServer) -> RedisOptions {
+    RedisOptions {
+        url: server.url(),
+        prefix: format!("t{}", rand_suffix()),
+        shards: 4,
+        pool_size: 4,
+        command_timeout: Duration::from_secs(2),
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+#[tokio::test]
+async fn redis_store_honours_the_contract() {
+    let server = RedisServer::start();
+    run_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
+}
+
+/// Counts the commands clients send (not those run inside scripts) between markers, with
+/// `MONITOR` on its own connection.
+struct Monitor {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::net::TcpStream>>,
+    marker: tokio::net::TcpStream,
+    n: u32,
+}
+
+impl Monitor {
+    async fn start(port: u16) -> Self {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        stream.write_all(b"MONITOR\r\n").await.expect("monitor");
+        let mut lines = tokio::io::BufReader::new(stream).lines();
+        let ok = lines.next_line().await.expect("reply").expect("line");
+        assert_eq!(ok, "+OK");
+        let marker = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let mut monitor = Self { lines, marker, n: 0 };
+        monitor.commands_since_last().await;
+        monitor
+    }
+
+    /// The client commands seen since the previous call.
+    async fn commands_since_last(&mut self) -> Vec<String> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        self.n += 1;
+        let marker = format!("round-trip-marker-{}", self.n);
+        self.marker.write_all(format!("ECHO {marker}\r\n").as_bytes()).await.expect("echo");
+        let mut buf = [0u8; 64];
+        let _ = self.marker.read(&mut buf).await.expect("echo reply");
+        let mut seen = Vec::new();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+                .await
+                .expect("monitor output in time")
+                .expect("read")
+                .expect("line");
+            if line.contains(&marker) {
+                return seen;
+            }
+            if !line.contains("[0 lua]") {
+                seen.push(line);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_operation_is_one_round_trip() {
+    use mcpgate_protocol::task::TaskStatus;
+    use mcpgate_store::{Claim, JobQueue as _, NewTask, TaskOutcome, TaskStore as _};
+
+    let server = RedisServer::start();
+    let store = RedisStore::connect(options(&server)).await.expect("connects");
+    let mut monitor = Monitor::start(server.port()).await;
+    let task = NewTask {
+        owner: "rt".to_owned(),
+        issuer: String::new(),
+        subject: "rt".to_owned(),
+        era: mcpgate_protocol::Era::Modern,
+        tool: "t".to_owned(),
+        arguments: "{}".to_owned(),
+        capabilities: "{}".to_owned(),
+        ttl_ms: Some(60_000),
+        poll_interval_ms: 100,
+        idempotency: [3; 32],
+        idempotency_window_ms: 60_000,
+    };
+    let mut count = async |what: &str| {
+        let seen = monitor.commands_since_last().await;
+        assert_eq!(seen.len(), 1, "{what} took {} round trips: {seen:#?}", seen.len());
+        seen.into_iter().next().expect("one")
+    };
+
+    let record = store.create(task.clone()).await.expect("create").record().clone();
+    assert!(count("create").await.to_ascii_lowercase().contains("evalsha"));
+    store.get(&record.id).await.expect("get");
+    assert!(count("get").await.to_ascii_lowercase().contains("hgetall"));
+
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    count("read").await;
+    let Claim::Run { lease, .. } = store.claim(&jobs[0], "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    count("claim").await;
+    store.renew(&lease, Duration::from_secs(30), Some("progress")).await.expect("renew");
+    count("renew").await;
+    store.finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned())).await.expect("finish");
+    assert!(count("finish (with the job acknowledgement)").await.to_ascii_lowercase().contains("evalsha"));
+
+    let other = store.create(NewTask { idempotency: [4; 32], ..task }).await.expect("create").record().clone();
+    count("create").await;
+    store.cancel(&other.id, "rt").await.expect("cancel");
+    count("cancel").await;
+}
+
+#[tokio::test]
+async fn the_store_recovers_when_redis_restarts() {
+    use mcpgate_protocol::task::TaskStatus;
+    use mcpgate_store::{EventBus as _, JobQueue as _, NewTask, TaskEvent, TaskId, TaskStore as _};
+
+    let mut server = RedisServer::start();
+    let store = RedisStore::connect(options(&server)).await.expect("connects");
+    let watched = TaskId::generate(1);
+    let mut subscription = store.subscribe(&watched).await.expect("subscribe");
+
+    server.stop();
+    assert!(store.ping().await.is_err(), "an outage is reported, not hidden");
+    server.restart();
+
+    // The subscriber reconnects on its own and tells its waiters to re-read.
+    let event = tokio::time::timeout(Duration::from_secs(10), subscription.next()).await.expect("resync in time");
+    assert_eq!(event, TaskEvent::Resync);
+    store.publish(&watched, TaskEvent::Status(TaskStatus::Completed)).await.expect("publish after reconnect");
+    let event = tokio::time::timeout(Duration::from_secs(5), subscription.next()).await.expect("event in time");
+    assert_eq!(event, TaskEvent::Status(TaskStatus::Completed));
+
+    // Redis came back empty: consumer groups and scripts are recreated on demand.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let created = loop {
+        let task = NewTask {
+            owner: "o".to_owned(),
+            issuer: String::new(),
+            subject: "o".to_owned(),
+            era: mcpgate_protocol::Era::Legacy,
+            tool: "t".to_owned(),
+            arguments: "{}".to_owned(),
+            capabilities: "{}".to_owned(),
+            ttl_ms: Some(60_000),
+            poll_interval_ms: 100,
+            idempotency: [9; 32],
+            idempotency_window_ms: 60_000,
+        };
+        match store.create(task).await {
+            Ok(c) => break c,
+            Err(e) => assert!(tokio::time::Instant::now() < deadline, "store did not recover: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let jobs = store.read("w", 10, Duration::from_millis(200)).await.unwrap_or_default();
+        if jobs.iter().any(|j| j.task == created.record().id) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the queue did not recover");
+    }
+}
