@@ -120,8 +120,8 @@ async fn a_generated_seal_key_is_accepted() -> anyhow::Result<()> {
     let (status, stdout, _) = run_to_end(&["--generate-seal-key"], &[])?;
     assert!(status.success());
     let key = stdout.trim();
-    let gw =
-        Gateway::builder().env("MCPGATE_SEAL_KEYS", key).env("MCPGATE_REDIS_URL", "redis://127.0.0.1:6379").start()?;
+    let redis = mcpgate_store::testing::RedisServer::start();
+    let gw = Gateway::builder().env("MCPGATE_SEAL_KEYS", key).env("MCPGATE_REDIS_URL", &redis.url()).start()?;
     let (status, _) = Client::new()?.get(&format!("http://{}/readyz", gw.addr())).await?;
     assert_eq!(status, 200);
     Ok(())

@@ -161,6 +161,40 @@ pub enum GatewayError {
         /// The requested URI.
         uri: String,
     },
+    /// A legacy call whose task augmentation the tool does not allow (or requires).
+    #[error("{detail}")]
+    TaskSupport {
+        /// What is wrong.
+        detail: String,
+    },
+    /// The task store cannot be reached (Redis down or slow); retry later.
+    #[error("Internal error: task store unavailable, retry shortly")]
+    Store {
+        /// What the store said, for the log.
+        #[source]
+        source: mcpgate_store::StoreError,
+    },
+    /// Unknown, expired, malformed, or another principal's task (never "forbidden": no
+    /// existence oracle).
+    #[error("Invalid params: task not found: {task}")]
+    TaskNotFound {
+        /// The task id as given (clipped).
+        task: String,
+    },
+    /// Legacy `tasks/cancel` of a task that already ended.
+    #[error("Invalid params: task {task} has already finished ({status}) and cannot be cancelled")]
+    TaskTerminal {
+        /// The task id.
+        task: String,
+        /// Its final status.
+        status: &'static str,
+    },
+    /// A task ended with this JSON-RPC error; `tasks/result` answers with it verbatim.
+    #[error("{}", error.message)]
+    TaskFailed {
+        /// The stored error.
+        error: ErrorObject,
+    },
     /// Something this server does not offer in this situation (a limitation, not a fault).
     #[error("Not supported: {detail}")]
     NotSupported {
@@ -198,6 +232,12 @@ impl From<RuntimeError> for GatewayError {
             RuntimeError::Registration { what, problem } => GatewayError::Startup { what, problem },
             other => GatewayError::Startup { what: "runtime".to_owned(), problem: other.to_string() },
         }
+    }
+}
+
+impl From<mcpgate_store::StoreError> for GatewayError {
+    fn from(source: mcpgate_store::StoreError) -> Self {
+        Self::Store { source }
     }
 }
 
@@ -324,6 +364,17 @@ impl GatewayError {
                 let code = if modern { ErrorCode::INVALID_PARAMS } else { ErrorCode::LEGACY_RESOURCE_NOT_FOUND };
                 (StatusCode::OK, code, Some(json!({ "uri": uri })), None)
             }
+            E::Store { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::INTERNAL_ERROR,
+                None,
+                Some((header::RETRY_AFTER, "1".to_owned())),
+            ),
+            E::TaskNotFound { .. } | E::TaskTerminal { .. } => {
+                (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None)
+            }
+            E::TaskSupport { .. } => (rpc_status(StatusCode::NOT_FOUND), ErrorCode::METHOD_NOT_FOUND, None, None),
+            E::TaskFailed { error } => (StatusCode::OK, error.code, error.data.clone(), None),
             E::Timeout { .. } | E::NotSupported { .. } => {
                 (rpc_status(StatusCode::OK), ErrorCode::INTERNAL_ERROR, None, None)
             }
@@ -335,7 +386,7 @@ impl GatewayError {
 
     /// Whether the error is the server's fault (logged at error level).
     pub fn is_server_fault(&self) -> bool {
-        matches!(self, Self::Config { .. } | Self::Startup { .. } | Self::Internal { .. })
+        matches!(self, Self::Config { .. } | Self::Startup { .. } | Self::Internal { .. } | Self::Store { .. })
     }
 }
 

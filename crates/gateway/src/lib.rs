@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
+mod time;
 
 use std::future::{Future, IntoFuture};
 use std::time::Duration;
@@ -56,9 +57,12 @@ pub async fn serve(
     };
     tokio::select! {
         result = &mut server => {
+            // Every connection closed within the grace period: stop task runs too (their
+            // leases lapse and another replica takes them over).
             state.shutdown.cancel();
             state.tasks.close();
             state.tasks.wait().await;
+            state.workers.stopped(Duration::from_secs(5)).await;
             return result;
         }
         () = grace_over => tracing::warn!("shutdown grace period over; cancelling remaining requests"),
@@ -70,5 +74,6 @@ pub async fn serve(
         let _ = (&mut server).await;
     })
     .await;
+    state.workers.stopped(Duration::from_secs(5)).await;
     Ok(())
 }

@@ -25,14 +25,20 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
     let listen = config.listen;
-    let state = AppState::new(config)?;
+    let state = AppState::new(config).await?;
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{addr}").context("writing to stdout")?;
     stdout.flush().context("flushing stdout")?;
     drop(stdout);
-    tracing::info!(%addr, toolsets = ?state.config.toolset, auth = ?state.config.auth.mode, "mcpgate started");
+    tracing::info!(
+        %addr,
+        toolsets = ?state.config.toolset,
+        auth = ?state.config.auth.mode,
+        store = state.store.kind(),
+        "mcpgate started"
+    );
     serve(listener, state, shutdown::signal()).await.context("serving")?;
     tracing::info!("mcpgate stopped");
     Ok(())

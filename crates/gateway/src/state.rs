@@ -14,7 +14,10 @@ use tokio_util::task::TaskTracker;
 
 use mcpgate_protocol::implementation::Implementation;
 use mcpgate_protocol::result::CacheScope;
+use mcpgate_protocol::{Era, ErrorObject};
+use mcpgate_runtime::worker::{WorkerOptions, Workers};
 use mcpgate_seal::{KeyRing, Sealer};
+use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
 
 use crate::auth::Authenticator;
 use crate::config::{AuthMode, Config};
@@ -35,7 +38,13 @@ pub struct Inner {
     /// The validated configuration.
     pub config: Config,
     /// Tools, prompts and resources.
-    pub catalog: Catalog,
+    pub catalog: Arc<Catalog>,
+    /// Tasks, their job queue and events.
+    pub store: AnyStore,
+    /// This replica's task workers.
+    pub workers: Workers,
+    /// Legacy `tasks/result` waiters at once.
+    pub result_waiters: Arc<Semaphore>,
     /// Seals legacy session ids (and requestState).
     pub sealer: Sealer,
     /// Authenticates requests.
@@ -68,14 +77,15 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    /// Builds the state of a replica from a validated config.
-    pub fn new(config: Config) -> Result<Self, GatewayError> {
-        Self::with_tools(config, |_| {})
+    /// Builds the state of a replica from a validated config: connects the store (Redis when
+    /// `redis_url` is set, memory otherwise) and starts the task workers.
+    pub async fn new(config: Config) -> Result<Self, GatewayError> {
+        Self::with_tools(config, |_| {}).await
     }
 
     /// Builds the state with extra tools, prompts or resources registered after the
     /// configured toolsets (for embedding mcpgate as a library, and for tests).
-    pub fn with_tools(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> Result<Self, GatewayError> {
+    pub async fn with_tools(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> Result<Self, GatewayError> {
         let server_info = Arc::new(Implementation {
             title: Some("mcpgate".to_owned()),
             description: Some("Stateless, horizontally scalable MCP gateway".to_owned()),
@@ -88,9 +98,9 @@ impl AppState {
             server_info: server_info.clone(),
             ttl_ms: config.server.list_ttl_ms,
             cache_scope,
-            legacy_task_support: false,
+            legacy_task_support: true,
         };
-        let catalog = toolsets::build(&config.toolset, &rendering, extra)?;
+        let catalog = Arc::new(toolsets::build(&config.toolset, &rendering, extra)?);
         let discover = discover_result(
             &catalog,
             &server_info,
@@ -99,7 +109,22 @@ impl AppState {
             cache_scope,
         )?;
         let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
+        let store = connect_store(&config).await?;
+        let shutdown = CancellationToken::new();
+        let stopping = CancellationToken::new();
+        let workers = Workers::start(
+            store.clone(),
+            catalog.clone(),
+            worker_options(&config),
+            Arc::new(|failure| GatewayError::from(failure.clone()).wire(Some(Era::Modern)).error as ErrorObject),
+            stopping.clone(),
+            shutdown.clone(),
+        );
+        let waiters = usize::try_from(config.tasks.max_result_waiters).unwrap_or(Semaphore::MAX_PERMITS);
         Ok(Self(Arc::new(Inner {
+            store,
+            workers,
+            result_waiters: Arc::new(Semaphore::new(waiters.min(Semaphore::MAX_PERMITS))),
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
             body_budget: Arc::new(Semaphore::new(
@@ -113,8 +138,8 @@ impl AppState {
             server_info,
             discover,
             tasks: TaskTracker::new(),
-            shutdown: CancellationToken::new(),
-            stopping: CancellationToken::new(),
+            shutdown,
+            stopping,
         })))
     }
 
@@ -141,6 +166,53 @@ fn cache_scope(mode: AuthMode) -> CacheScope {
         AuthMode::None => CacheScope::Public,
         AuthMode::Jwt => CacheScope::Private,
     }
+}
+
+async fn connect_store(config: &Config) -> Result<AnyStore, GatewayError> {
+    let shards = u16::try_from(config.store.shards).unwrap_or(16);
+    let Some(url) = &config.redis_url else {
+        return Ok(AnyStore::Memory(MemoryStore::new(shards)));
+    };
+    let options = RedisOptions {
+        url: url.clone(),
+        prefix: config.store.prefix.clone(),
+        shards,
+        pool_size: usize::try_from(config.store.pool_size).unwrap_or(8),
+        command_timeout: Duration::from_millis(config.store.command_timeout_ms),
+    };
+    // A replica may start before Redis: keep trying for a while rather than crash-looping.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match RedisStore::connect(options.clone()).await {
+            Ok(store) => return Ok(AnyStore::Redis(store)),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %e, "cannot reach Redis yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => {
+                return Err(GatewayError::Startup { what: "connecting to Redis".to_owned(), problem: e.to_string() });
+            }
+        }
+    }
+}
+
+fn worker_options(config: &Config) -> WorkerOptions {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
+    let host = if host.is_empty() { "replica".to_owned() } else { host };
+    let random: u32 = rand_u32();
+    WorkerOptions {
+        worker_id: format!("{host}-{}-{random:08x}", std::process::id()),
+        max_running: usize::try_from(config.tasks.max_running).unwrap_or(256),
+        lease: Duration::from_millis(config.tasks.lease_ms),
+        max_attempts: u32::try_from(config.tasks.max_attempts).unwrap_or(3),
+        read_block: Duration::from_secs(5),
+    }
+}
+
+fn rand_u32() -> u32 {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    u32::from_le_bytes(b)
 }
 
 fn sealer(config: &Config) -> Result<Sealer, GatewayError> {

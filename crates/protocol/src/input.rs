@@ -56,6 +56,25 @@ pub type InputRequests = BTreeMap<String, InputRequest>;
 /// Answers by the key of the request they answer.
 pub type InputResponses = BTreeMap<String, InputResponse>;
 
+/// Answers as they arrive in params, undecoded: a server must ignore keys it did not ask for
+/// (even malformed ones), so each answer is decoded only when its key is wanted.
+pub type RawInputResponses = JsonObject;
+
+/// Decodes the answers that are well-formed; returns them and the keys that were not.
+pub fn decode_input_responses(raw: &RawInputResponses) -> (InputResponses, Vec<String>) {
+    let mut answers = InputResponses::new();
+    let mut malformed = Vec::new();
+    for (key, value) in raw {
+        match InputResponse::deserialize(value) {
+            Ok(answer) => {
+                answers.insert(key.clone(), answer);
+            }
+            Err(_) => malformed.push(key.clone()),
+        }
+    }
+    (answers, malformed)
+}
+
 /// `{resultType:"input_required", inputRequests?, requestState?}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

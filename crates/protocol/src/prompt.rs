@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::JsonObject;
 use crate::content::{ContentBlock, Role};
 use crate::implementation::Icon;
-use crate::input::InputResponses;
+use crate::input::RawInputResponses;
 use crate::meta::RequestMeta;
 use crate::result::{CacheScope, ResultMeta, ResultType};
 
@@ -60,7 +60,7 @@ pub struct GetPromptParams {
     pub arguments: Option<BTreeMap<String, String>>,
     /// MRTR answers (modern).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<InputResponses>,
+    pub input_responses: Option<RawInputResponses>,
     /// MRTR state (modern).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,

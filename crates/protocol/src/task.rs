@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error_code::ErrorObject;
-use crate::input::{InputRequests, InputResponses};
+use crate::input::{InputRequests, RawInputResponses};
 use crate::meta::RequestMeta;
 use crate::result::{ResultMeta, ResultType};
 
@@ -199,8 +199,8 @@ pub struct TaskIdParams {
 pub struct UpdateTaskParams {
     /// The task.
     pub task_id: String,
-    /// Answers to outstanding input requests.
-    pub input_responses: InputResponses,
+    /// Answers to outstanding input requests (decoded per key; unknown keys are ignored).
+    pub input_responses: RawInputResponses,
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,

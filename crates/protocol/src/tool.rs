@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::JsonObject;
 use crate::content::ContentBlock;
 use crate::implementation::Icon;
-use crate::input::InputResponses;
+use crate::input::RawInputResponses;
 use crate::meta::RequestMeta;
 use crate::result::{CacheScope, ResultMeta, ResultType};
 use crate::task::TaskMetadata;
@@ -98,7 +98,7 @@ pub struct CallToolParams {
     pub arguments: Option<JsonObject>,
     /// MRTR answers to the previous round's `inputRequests` (modern).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<InputResponses>,
+    pub input_responses: Option<RawInputResponses>,
     /// MRTR state echoed from the previous round (modern).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,

@@ -2,12 +2,14 @@
 //! that serves them, the built-in toolsets, and the callers they act for.
 //!
 //! A tool is written once and serves every workflow: a plain call, a streamed call with
-//! progress, and (through the task workers) a durable task that any replica may execute.
+//! progress, and (through the task workers in `worker`) a durable task that any replica may
+//! execute.
 
 pub mod catalog;
 mod error;
 mod principal;
 pub mod toolsets;
+pub mod worker;
 
 pub use error::RuntimeError;
 pub use principal::Principal;

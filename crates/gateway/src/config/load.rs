@@ -200,6 +200,16 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
         ("http.body_timeout_secs", c.http.body_timeout_secs, 1),
         ("http.max_buffered_body_bytes", c.http.max_buffered_body_bytes, c.http.body_limit_bytes),
         ("auth.jwt.jwks_refresh_min_secs", c.auth.jwt.jwks_refresh_min_secs, 1),
+        ("tasks.default_ttl_ms", c.tasks.default_ttl_ms, 1000),
+        ("tasks.max_ttl_ms", c.tasks.max_ttl_ms, c.tasks.default_ttl_ms),
+        ("tasks.poll_interval_ms", c.tasks.poll_interval_ms, 1),
+        ("tasks.max_running", c.tasks.max_running, 1),
+        ("tasks.lease_ms", c.tasks.lease_ms, 300),
+        ("tasks.max_attempts", c.tasks.max_attempts, 1),
+        ("tasks.max_result_waiters", c.tasks.max_result_waiters, 1),
+        ("store.shards", c.store.shards, 1),
+        ("store.pool_size", c.store.pool_size, 1),
+        ("store.command_timeout_ms", c.store.command_timeout_ms, 10),
         ("http.max_concurrent_requests", c.http.max_concurrent_requests, 1),
         ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 1),
         ("seal.session_ttl_secs", c.seal.session_ttl_secs, 1),
@@ -216,6 +226,9 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
         ("shutdown.drain_secs", c.shutdown.drain_secs, 3600),
         ("shutdown.grace_secs", c.shutdown.grace_secs, 3600),
         ("server.tool_timeout_secs", c.server.tool_timeout_secs, 86_400),
+        ("store.shards", c.store.shards, 256),
+        ("tasks.max_attempts", c.tasks.max_attempts, 100),
+        ("tasks.max_running", c.tasks.max_running, 100_000),
     ] {
         if value > max {
             return Err(invalid_key(key, &format!("must be at most {max}")));
@@ -225,6 +238,9 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
         if origin != "*" && crate::http::origin::parse_origin(origin).is_none() {
             return Err(invalid_key("http.allowed_origins", &format!("{origin:?} is not * or scheme://host[:port]")));
         }
+    }
+    if c.store.prefix.is_empty() || c.store.prefix.contains(['{', '}', ' ']) {
+        return Err(invalid_key("store.prefix", "must be non-empty, without braces or spaces"));
     }
     if let Some(url) = &c.redis_url
         && !(url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix://"))

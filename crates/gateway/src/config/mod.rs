@@ -35,6 +35,10 @@ pub struct Config {
     pub auth: AuthConfig,
     /// Sealing of session ids and requestState.
     pub seal: SealConfig,
+    /// Durable tasks: lifetimes, execution, retries.
+    pub tasks: TasksConfig,
+    /// The Redis task store.
+    pub store: StoreConfig,
     /// Logging.
     pub log: LogConfig,
     /// Graceful shutdown.
@@ -51,6 +55,8 @@ impl Default for Config {
             http: HttpConfig::default(),
             auth: AuthConfig::default(),
             seal: SealConfig::default(),
+            tasks: TasksConfig::default(),
+            store: StoreConfig::default(),
             log: LogConfig::default(),
             shutdown: ShutdownConfig::default(),
         }
@@ -207,6 +213,66 @@ impl Default for SealConfig {
             request_state_ttl_secs: 600,
             max_bytes: mcpgate_seal::DEFAULT_MAX_TOKEN_LEN as u64,
         }
+    }
+}
+
+/// `[tasks]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TasksConfig {
+    /// Lifetime of a task when the client asks for none.
+    pub default_ttl_ms: u64,
+    /// Longest lifetime granted; longer requests are clamped.
+    pub max_ttl_ms: u64,
+    /// Whether a client may ask for an unlimited lifetime.
+    pub allow_unlimited_ttl: bool,
+    /// Suggested poll interval.
+    pub poll_interval_ms: u64,
+    /// How long a retried call is recognised as the same call.
+    pub idempotency_window_ms: u64,
+    /// Tasks run at once per replica.
+    pub max_running: u64,
+    /// Lease length (renewed every third of it).
+    pub lease_ms: u64,
+    /// Executions started per task before it fails.
+    pub max_attempts: u64,
+    /// Legacy `tasks/result` requests waiting at once per replica.
+    pub max_result_waiters: u64,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            default_ttl_ms: 3_600_000,
+            max_ttl_ms: 86_400_000,
+            allow_unlimited_ttl: false,
+            poll_interval_ms: 1_000,
+            idempotency_window_ms: 300_000,
+            max_running: 256,
+            lease_ms: 30_000,
+            max_attempts: 3,
+            max_result_waiters: 10_000,
+        }
+    }
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Prefix of every Redis key.
+    pub prefix: String,
+    /// Shards (job streams); the same on every replica.
+    pub shards: u64,
+    /// Pooled Redis connections.
+    pub pool_size: u64,
+    /// Bound on every Redis call.
+    pub command_timeout_ms: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { prefix: "mcpgate".to_owned(), shards: 16, pool_size: 8, command_timeout_ms: 2_000 }
     }
 }
 

@@ -31,7 +31,7 @@ pub(super) async fn post_mcp(State(state): State<AppState>, headers: HeaderMap, 
         state.metrics.record(MethodLabel::NONE, None, Outcome::ServerError, started.elapsed());
         return ErrorReply::bare(GatewayError::Overloaded).into_response();
     };
-    let ticket = Ticket { permit, in_flight: state.metrics.start(), started };
+    let ticket = Ticket { permit: Some(permit), in_flight: state.metrics.start(), started };
     let mut label = MethodLabel::NONE;
     match handle(&state, &headers, body, ticket, &mut label).await {
         Ok((response, Record::ByStream)) => response,

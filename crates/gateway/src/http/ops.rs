@@ -11,13 +11,20 @@ pub(super) async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// `/readyz`: ready for traffic; false once shutdown has begun so load balancers drain us.
+/// `/readyz`: ready for traffic: not shutting down, the task store answers, and the task
+/// workers run. False once shutdown has begun so load balancers drain us.
 pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     if state.stopping.is_cancelled() {
-        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
-    } else {
-        (StatusCode::OK, "ready\n").into_response()
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
+    if let Err(e) = state.store.ping().await {
+        tracing::warn!(error = %e, "not ready: task store unavailable");
+        return (StatusCode::SERVICE_UNAVAILABLE, "task store unavailable\n").into_response();
+    }
+    if !state.workers.is_alive() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "task workers stopped\n").into_response();
+    }
+    (StatusCode::OK, "ready\n").into_response()
 }
 
 /// `/metrics`: Prometheus text exposition.

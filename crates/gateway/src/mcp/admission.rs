@@ -103,7 +103,9 @@ pub(super) fn admit<P: Params>(
     let (version, capabilities) = match era {
         Era::Modern => {
             let version = admit_modern(&meta, header_version.as_deref()).map_err(&fail)?;
-            let name = typed.as_ref().ok().and_then(Params::mirrored_name);
+            // A method this era does not have answers "not found", whatever its headers say.
+            let exists = method.is_some_and(|m| m.exists_in(Era::Modern));
+            let name = typed.as_ref().ok().filter(|_| exists).and_then(Params::mirrored_name);
             check_routing(headers, &request.method, name).map_err(&fail)?;
             (version, meta.client_capabilities.clone().unwrap_or_default())
         }

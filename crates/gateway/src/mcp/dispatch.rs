@@ -55,8 +55,9 @@ pub enum Reply {
 /// What a request holds while it runs: its concurrency slot and its in-flight mark.
 #[derive(Debug)]
 pub struct Ticket {
-    /// Released when the request (or its stream's work) ends.
-    pub permit: OwnedSemaphorePermit,
+    /// Released when the request (or its stream's work) ends; `None` for waits that do not
+    /// count as requests in flight (legacy `tasks/result`).
+    pub permit: Option<OwnedSemaphorePermit>,
     /// Decrements the in-flight gauge when dropped.
     pub in_flight: InFlight,
     /// When the request arrived.
@@ -75,7 +76,7 @@ pub async fn dispatch(
     principal: Principal,
     request: &Request<'_>,
     accept: Accept,
-    ticket: Ticket,
+    mut ticket: Ticket,
 ) -> Result<(Reply, Era), ErrorReply> {
     let method = Method::parse(&request.method);
     macro_rules! admitted {
@@ -120,8 +121,40 @@ pub async fn dispatch(
         Some(Method::ToolsCall) => {
             let (cx, params) = admitted!(mcpgate_protocol::tool::CallToolParams);
             let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
-            let prepared = handlers::call_tool(state, headers, &cx, params).map_err(fail(&cx))?;
-            (cx, prepared, streaming)
+            match handlers::call_tool(state, headers, &cx, params).map_err(fail(&cx))? {
+                handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
+                handlers::ToolPlan::Task(plan) => {
+                    let result = handlers::tasks::create(state, &cx, plan).await;
+                    return simple(cx, result);
+                }
+            }
+        }
+        Some(Method::TasksGet) => {
+            let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
+            let result = handlers::tasks::get(state, &cx, &params).await;
+            return simple(cx, result);
+        }
+        Some(Method::TasksCancel) => {
+            let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
+            let result = handlers::tasks::cancel(state, &cx, &params).await;
+            return simple(cx, result);
+        }
+        Some(Method::TasksUpdate) => {
+            let (cx, params) = admitted!(mcpgate_protocol::task::UpdateTaskParams);
+            let result = handlers::tasks::update(state, &cx, &params).await;
+            return simple(cx, result);
+        }
+        Some(Method::TasksList) => {
+            let (cx, params) = admitted!(mcpgate_protocol::pagination::PaginatedParams);
+            let result = handlers::tasks::list(state, &cx, &params).await;
+            return simple(cx, result);
+        }
+        Some(Method::TasksResult) => {
+            let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
+            let prepared = handlers::tasks::result(state, &cx, params).map_err(fail(&cx))?;
+            // A waiter is not a request in flight; it counts against its own limit.
+            ticket.permit = None;
+            (cx, prepared, accept.sse)
         }
         Some(Method::PromptsGet) => {
             let (cx, params) = admitted!(mcpgate_protocol::prompt::GetPromptParams);
@@ -133,7 +166,7 @@ pub async fn dispatch(
             let prepared = handlers::read_resource(state, &cx, params).map_err(fail(&cx))?;
             (cx, prepared, false)
         }
-        // Tasks are not served yet, and unknown methods: era rules first, then "not found".
+        // Unknown methods: era rules first, then "not found".
         _ => {
             let (cx, _) = admitted!(MetaParams);
             return Err(fail(&cx)(GatewayError::MethodNotFound { method: clip(&request.method) }));

@@ -7,6 +7,7 @@ mod dispatch;
 mod handlers;
 mod render;
 pub mod session;
+mod task_view;
 
 pub use context::CallContext;
 pub use dispatch::{Reply, Ticket, dispatch};

@@ -3,13 +3,11 @@
 //! are checked against the capabilities the request declared before they go out.
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
 
 use mcpgate_protocol::Era;
-use mcpgate_protocol::capabilities::ClientCapabilities;
-use mcpgate_protocol::elicitation::ElicitParams;
-use mcpgate_protocol::input::{InputRequest, InputRequests, InputRequiredResult};
+use mcpgate_protocol::input::{InputRequests, InputRequiredResult};
 use mcpgate_protocol::result::{McpResult, ResultMeta, ResultType};
+use mcpgate_runtime::catalog::missing_capabilities;
 
 use super::context::CallContext;
 use crate::error::GatewayError;
@@ -42,7 +40,9 @@ pub(super) fn input_required(
             ),
         });
     }
-    require_capabilities(&cx.capabilities, &requests)?;
+    if let Some(failure) = missing_capabilities(&cx.capabilities, &requests) {
+        return Err(failure.into());
+    }
     let result = InputRequiredResult {
         input_requests: Some(requests),
         request_state: state_blob,
@@ -50,46 +50,6 @@ pub(super) fn input_required(
         meta: Some(ResultMeta::server(state.server_info.clone())),
     };
     to_bytes(&result)
-}
-
-/// `-32021` unless every input request is one the client declared it can answer.
-pub(super) fn require_capabilities(caps: &ClientCapabilities, requests: &InputRequests) -> Result<(), GatewayError> {
-    let mut required = Map::new();
-    let mut add = |key: &str, sub: Option<&str>| {
-        let entry = required.entry(key.to_owned()).or_insert_with(|| Value::Object(Map::new()));
-        if let (Some(sub), Value::Object(map)) = (sub, entry) {
-            map.insert(sub.to_owned(), Value::Object(Map::new()));
-        }
-    };
-    for request in requests.values() {
-        match request {
-            InputRequest::Elicitation { params: ElicitParams::Form(_) } if !caps.elicitation_form() => {
-                add("elicitation", caps.elicitation.is_some().then_some("form"));
-            }
-            InputRequest::Elicitation { params: ElicitParams::Url(_) } if !caps.elicitation_url() => {
-                add("elicitation", Some("url"));
-            }
-            InputRequest::Sampling { params } => {
-                if caps.sampling.is_none() {
-                    add("sampling", None);
-                }
-                let wants_tools = params.tools.as_ref().is_some_and(|t| !t.is_empty());
-                if wants_tools && caps.sampling.as_ref().is_none_or(|s| s.tools.is_none()) {
-                    add("sampling", Some("tools"));
-                }
-            }
-            InputRequest::ListRoots { .. } if caps.roots.is_none() => add("roots", None),
-            _ => {}
-        }
-    }
-    if required.is_empty() {
-        return Ok(());
-    }
-    let names: Vec<&str> = required.keys().map(String::as_str).collect();
-    let message = format!("This request needs client capabilities it did not declare: {}", names.join(", "));
-    let required: ClientCapabilities = serde_json::from_value(Value::Object(required))
-        .map_err(|e| GatewayError::internal(format!("capability set: {e}")))?;
-    Err(GatewayError::MissingCapability { message, required: Box::new(required) })
 }
 
 fn to_bytes<T: serde::Serialize>(value: &T) -> Result<Bytes, GatewayError> {

@@ -87,7 +87,7 @@ fn assert_unauthorized(resp: &crate::support::Resp, invalid_token: bool) {
 
 #[tokio::test]
 async fn valid_tokens_of_every_key_type_are_accepted() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     assert!(call(&app, Some(&hs(&claims("alice")))).await.result()["tools"].is_array());
     assert!(
         call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("alice")))).await.result()["tools"].is_array()
@@ -115,7 +115,7 @@ async fn valid_tokens_of_every_key_type_are_accepted() {
 
 #[tokio::test]
 async fn missing_and_malformed_credentials_are_401() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     assert_unauthorized(&call(&app, None).await, false);
     let basic = Req::modern("tools/list", json!({})).header("authorization", "Basic YTpi").send(&app).await;
     assert_error(&basic, 401, -32600);
@@ -124,7 +124,7 @@ async fn missing_and_malformed_credentials_are_401() {
 
 #[tokio::test]
 async fn invalid_tokens_are_401_invalid_token() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     let mut expired = claims("alice");
     expired["exp"] = json!(now() - 3600);
     let mut wrong_aud = claims("alice");
@@ -171,7 +171,7 @@ async fn invalid_tokens_are_401_invalid_token() {
 async fn alg_none_and_key_confusion_are_refused() {
     use base64::Engine as _;
     let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     let none = format!("{}.{}.", b64(&json!({"alg": "none", "typ": "JWT"})), b64(&claims("alice")));
     assert_unauthorized(&call(&app, Some(&none)).await, true);
     // An HS256 token keyed with our RSA public key must not verify (classic confusion attack).
@@ -183,7 +183,7 @@ async fn alg_none_and_key_confusion_are_refused() {
 async fn required_scopes_are_enforced_with_403() {
     let mut c = jwt_config();
     c.auth.required_scopes = vec!["mcp:tools".to_owned()];
-    let app = app(c);
+    let app = app(c).await;
     let resp = call(&app, Some(&hs(&claims("alice")))).await;
     assert_error(&resp, 403, -32600);
     let challenge = resp.header("www-authenticate").expect("challenge");
@@ -198,7 +198,7 @@ async fn required_scopes_are_enforced_with_403() {
 
 #[tokio::test]
 async fn protected_resource_metadata_at_root_and_path_inserted() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
         let resp = Req::get(path).send(&app).await;
         let doc = resp.json();
@@ -216,7 +216,7 @@ async fn jwks_file_keys_by_kid() {
     c.auth.jwt.hs256_secrets.clear();
     c.auth.jwt.algorithms = vec!["ES256".to_owned()];
     c.auth.jwt.jwks_file = Some(fixture("jwks-es256.json"));
-    let app = app(c);
+    let app = app(c).await;
     assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
     assert_unauthorized(&call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await, true);
 }
@@ -248,7 +248,7 @@ async fn jwks_url_is_fetched_and_refreshed_on_an_unknown_kid() {
     c.auth.jwt.algorithms = vec!["ES256".to_owned()];
     c.auth.jwt.jwks_url = Some(format!("http://{addr}/jwks.json"));
     c.auth.jwt.jwks_refresh_min_secs = 1;
-    let app = app(c);
+    let app = app(c).await;
     assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
     assert!(call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await.result()["tools"].is_array());
     assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1, "cached between requests");
@@ -266,7 +266,7 @@ async fn jwks_url_is_fetched_and_refreshed_on_an_unknown_kid() {
 
 #[tokio::test]
 async fn sessions_belong_to_the_principal_that_opened_them() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     let alice = format!("Bearer {}", hs(&claims("alice")));
     let bob = format!("Bearer {}", hs(&claims("bob")));
     let params =
@@ -281,7 +281,7 @@ async fn sessions_belong_to_the_principal_that_opened_them() {
 
 #[tokio::test]
 async fn lists_are_private_behind_auth() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     let result = call(&app, Some(&hs(&claims("alice")))).await.result();
     assert_eq!(result["cacheScope"], "private");
 }
@@ -294,7 +294,7 @@ async fn static_keys_do_not_shadow_the_jwks() {
     c.auth.jwt.algorithms = vec!["ES256".to_owned()];
     c.auth.jwt.public_key_files = vec![fixture("es256-public.pem")];
     c.auth.jwt.jwks_file = Some(fixture("jwks-es256-other.json"));
-    let app = app(c);
+    let app = app(c).await;
     // Signed by the JWKS key: the unnamed static key fails first, then the JWKS key verifies.
     assert!(
         call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await.result()["tools"].is_array()
@@ -308,7 +308,7 @@ async fn static_keys_do_not_shadow_the_jwks() {
 async fn scopes_as_strings_or_arrays() {
     let mut c = jwt_config();
     c.auth.required_scopes = vec!["mcp:tools".to_owned()];
-    let app = app(c);
+    let app = app(c).await;
     for (claim, value) in [
         ("scope", json!("a mcp:tools")),
         ("scope", json!(["a", "mcp:tools"])),
@@ -324,7 +324,7 @@ async fn scopes_as_strings_or_arrays() {
 
 #[tokio::test]
 async fn nothing_is_publicly_cacheable_behind_auth() {
-    let app = app(jwt_config());
+    let app = app(jwt_config()).await;
     let token = format!("Bearer {}", hs(&claims("alice")));
     for (method, params) in [
         ("server/discover", json!({})),
@@ -334,4 +334,58 @@ async fn nothing_is_publicly_cacheable_behind_auth() {
         let resp = Req::modern(method, params).header("authorization", &token).send(&app).await;
         assert_eq!(resp.result()["cacheScope"], "private", "{method}");
     }
+}
+
+#[tokio::test]
+async fn tasks_belong_to_their_principal() {
+    let app = app(jwt_config()).await;
+    let alice = format!("Bearer {}", hs(&claims("alice")));
+    let bob = format!("Bearer {}", hs(&claims("bob")));
+    let ext = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let created =
+        Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 30}}), ext.clone())
+            .header("authorization", &alice)
+            .send(&app)
+            .await
+            .result();
+    let id = created["taskId"].as_str().expect("id");
+    let mine = Req::modern_with("tasks/get", json!({"taskId": id}), ext.clone())
+        .header("authorization", &alice)
+        .send(&app)
+        .await;
+    assert_eq!(mine.result()["taskId"], id);
+    for method in ["tasks/get", "tasks/cancel"] {
+        let theirs =
+            Req::modern_with(method, json!({"taskId": id}), ext.clone()).header("authorization", &bob).send(&app).await;
+        let json = assert_error(&theirs, 200, -32602);
+        assert!(json["error"]["message"].as_str().expect("message").contains("not found"), "never 'forbidden': {json}");
+    }
+    // Bob's cancel did nothing.
+    let still = Req::modern_with("tasks/get", json!({"taskId": id}), ext.clone())
+        .header("authorization", &alice)
+        .send(&app)
+        .await;
+    assert_eq!(still.result()["status"], "working");
+
+    // Legacy tasks/list is offered behind authentication and lists only the caller's tasks.
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}});
+    let init = Req::legacy("initialize", params.clone(), None).header("authorization", &alice).send(&app).await;
+    let session = init.header("mcp-session-id").expect("session").to_owned();
+    assert!(init.result()["capabilities"]["tasks"]["list"].is_object());
+    let listed =
+        Req::legacy("tasks/list", json!({}), Some(&session)).header("authorization", &alice).send(&app).await.result();
+    let ids: Vec<&str> =
+        listed["tasks"].as_array().expect("tasks").iter().filter_map(|t| t["taskId"].as_str()).collect();
+    assert_eq!(ids, [id]);
+    let init = Req::legacy("initialize", params, None).header("authorization", &bob).send(&app).await;
+    let bobs = init.header("mcp-session-id").expect("session").to_owned();
+    let listed =
+        Req::legacy("tasks/list", json!({}), Some(&bobs)).header("authorization", &bob).send(&app).await.result();
+    assert_eq!(listed["tasks"], json!([]));
+    let bad = Req::legacy("tasks/list", json!({"cursor": "garbage"}), Some(&bobs))
+        .header("authorization", &bob)
+        .send(&app)
+        .await;
+    assert_error(&bad, 200, -32602);
 }

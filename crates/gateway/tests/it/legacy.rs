@@ -10,7 +10,7 @@ use crate::support::{Req, app, app_with, assert_error, config, initialize};
 
 #[tokio::test]
 async fn initialize_list_call_with_the_sealed_session() {
-    let app = app(config());
+    let app = app(config()).await;
     let (session, init) = initialize(&app, "2025-11-25").await;
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(init["serverInfo"]["name"], "mcpgate");
@@ -48,19 +48,19 @@ async fn another_replica_with_the_same_keys_serves_the_session() {
     let key = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".to_owned();
     let mut c = config();
     c.seal.keys = vec![mcpgate::config::Secret::new(key.clone())];
-    let a = app(c.clone());
-    let b = app(c);
+    let a = app(c.clone()).await;
+    let b = app(c).await;
     let (session, _) = initialize(&a, "2025-11-25").await;
     let tools = Req::legacy("tools/list", json!({}), Some(&session)).send(&b).await.result();
     assert!(tools["tools"].is_array());
     // A replica with other keys does not know the session.
-    let stranger = app(config());
+    let stranger = app(config()).await;
     assert_error(&Req::legacy("tools/list", json!({}), Some(&session)).send(&stranger).await, 404, -32600);
 }
 
 #[tokio::test]
 async fn version_negotiation() {
-    let app = app(config());
+    let app = app(config()).await;
     for (asked, got) in [
         ("2025-06-18", "2025-06-18"),
         ("2025-03-26", "2025-03-26"),
@@ -77,7 +77,7 @@ async fn version_negotiation() {
 
 #[tokio::test]
 async fn session_rules() {
-    let app = app(config());
+    let app = app(config()).await;
     let (session, _) = initialize(&app, "2025-11-25").await;
 
     let resp = Req::legacy("tools/list", json!({}), None).send(&app).await;
@@ -106,7 +106,7 @@ async fn session_rules() {
 
 #[tokio::test]
 async fn expired_and_foreign_sessions_are_not_found() {
-    let (app, state) = app_with(config(), |_| {});
+    let (app, state) = app_with(config(), |_| {}).await;
     let info =
         Session { version: "2025-11-25".to_owned(), capabilities: ClientCapabilities::default(), client_info: None };
     let expired = session::mint(&state.sealer, &Principal::anonymous(), &info, 0).expect("mint");
@@ -124,7 +124,7 @@ async fn expired_and_foreign_sessions_are_not_found() {
 
 #[tokio::test]
 async fn session_carries_client_capabilities() {
-    let app = app(config());
+    let app = app(config()).await;
     // Declared elicitation at initialize: the session remembers it for every later request.
     let (session, _) = initialize(&app, "2025-11-25").await;
     let resp = Req::legacy("tools/call", json!({"name": "test_missing_capability"}), Some(&session)).send(&app).await;
@@ -144,14 +144,14 @@ async fn session_carries_client_capabilities() {
 async fn oversized_client_info_is_refused_at_initialize() {
     let mut c = config();
     c.seal.max_bytes = 1024;
-    let app = app(c);
+    let app = app(c).await;
     let params = json!({"protocolVersion": "2025-11-25", "capabilities": {"experimental": {"big": {"x": "y".repeat(2000)}}}, "clientInfo": {"name": "x", "version": "1"}});
     assert_error(&Req::legacy("initialize", params, None).send(&app).await, 200, -32602);
 }
 
 #[tokio::test]
 async fn legacy_resource_not_found_uses_the_legacy_code() {
-    let app = app(config());
+    let app = app(config()).await;
     let (session, _) = initialize(&app, "2025-11-25").await;
     let resp = Req::legacy("resources/read", json!({"uri": "test://missing"}), Some(&session)).send(&app).await;
     let json = assert_error(&resp, 200, -32002);

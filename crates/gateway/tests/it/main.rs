@@ -9,4 +9,5 @@ mod modern;
 mod ops;
 mod streaming;
 mod support;
+mod tasks;
 mod transport;

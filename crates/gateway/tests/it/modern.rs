@@ -7,7 +7,7 @@ use crate::support::{MODERN, Req, app, assert_error, config, meta};
 
 #[tokio::test]
 async fn discover_describes_both_eras_and_caching() {
-    let app = app(config());
+    let app = app(config()).await;
     let result = Req::modern("server/discover", json!({})).send(&app).await.result();
     assert_eq!(result["resultType"], "complete");
     let versions: Vec<&str> =
@@ -23,7 +23,7 @@ async fn discover_describes_both_eras_and_caching() {
 
 #[tokio::test]
 async fn lists_carry_result_type_and_cache_hints() {
-    let app = app(config());
+    let app = app(config()).await;
     for (method, key) in [
         ("tools/list", "tools"),
         ("prompts/list", "prompts"),
@@ -48,7 +48,7 @@ async fn lists_carry_result_type_and_cache_hints() {
 
 #[tokio::test]
 async fn tools_call_and_tool_errors() {
-    let app = app(config());
+    let app = app(config()).await;
     let result =
         Req::modern("tools/call", json!({"name": "echo", "arguments": {"text": "héllo"}})).send(&app).await.result();
     assert_eq!(result["content"][0]["text"], "héllo");
@@ -72,7 +72,7 @@ async fn tools_call_and_tool_errors() {
 
 #[tokio::test]
 async fn missing_meta_is_400_invalid_params() {
-    let app = app(config());
+    let app = app(config()).await;
     for params in [
         json!({}),
         json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
@@ -100,7 +100,7 @@ async fn missing_meta_is_400_invalid_params() {
 
 #[tokio::test]
 async fn header_rules_are_400_header_mismatch() {
-    let app = app(config());
+    let app = app(config()).await;
     let cases = [
         Req::modern("tools/list", json!({})).without("mcp-protocol-version"),
         Req::modern("tools/list", json!({})).header("mcp-protocol-version", "2025-11-25"),
@@ -119,7 +119,7 @@ async fn header_rules_are_400_header_mismatch() {
 
 #[tokio::test]
 async fn header_values_are_trimmed_and_base64_decoded() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "test_simple_text"}))
         .header("mcp-name", "  test_simple_text\t")
         .send(&app)
@@ -137,7 +137,7 @@ async fn header_values_are_trimmed_and_base64_decoded() {
 
 #[tokio::test]
 async fn mirrored_tool_params_must_match() {
-    let app = app(config());
+    let app = app(config()).await;
     let call = |region: &str| {
         Req::modern("tools/call", json!({"name": "test_custom_header", "arguments": {"region": region}}))
     };
@@ -155,7 +155,7 @@ async fn mirrored_tool_params_must_match() {
 
 #[tokio::test]
 async fn unsupported_version_is_400_with_supported_list() {
-    let app = app(config());
+    let app = app(config()).await;
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "v999.0.0", "io.modelcontextprotocol/clientCapabilities": {}}}});
     let resp = Req::post(body.to_string())
@@ -186,7 +186,7 @@ async fn unsupported_version_is_400_with_supported_list() {
 
 #[tokio::test]
 async fn unknown_and_legacy_only_methods_are_404() {
-    let app = app(config());
+    let app = app(config()).await;
     for method in [
         "unknown/method",
         "initialize",
@@ -203,7 +203,7 @@ async fn unknown_and_legacy_only_methods_are_404() {
 
 #[tokio::test]
 async fn undeclared_capability_is_400_with_required_capabilities() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "test_missing_capability", "arguments": {}})).send(&app).await;
     let json = assert_error(&resp, 400, -32021);
     assert!(json["error"]["data"]["requiredCapabilities"]["sampling"].is_object(), "{json}");
@@ -216,7 +216,7 @@ async fn undeclared_capability_is_400_with_required_capabilities() {
 
 #[tokio::test]
 async fn input_requests_respect_declared_capabilities() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern_with(
         "tools/call",
         json!({"name": "test_streaming_elicitation", "arguments": {}}),
@@ -240,7 +240,7 @@ async fn input_requests_respect_declared_capabilities() {
 
 #[tokio::test]
 async fn foreign_request_state_is_invalid_params() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp =
         Req::modern("tools/call", json!({"name": "echo", "arguments": {"text": "a"}, "requestState": "v1.k1.AAAA"}))
             .send(&app)
@@ -251,7 +251,7 @@ async fn foreign_request_state_is_invalid_params() {
 
 #[tokio::test]
 async fn legacy_task_param_is_ignored_on_the_modern_surface() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern(
         "tools/call",
         json!({"name": "greet", "arguments": {"name": "legacy-hint"}, "task": {"ttl": 60000, "pollInterval": 100}}),
@@ -265,7 +265,7 @@ async fn legacy_task_param_is_ignored_on_the_modern_surface() {
 
 #[tokio::test]
 async fn prompts_resources_and_completion() {
-    let app = app(config());
+    let app = app(config()).await;
     let result = Req::modern(
         "prompts/get",
         json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}}),
@@ -318,7 +318,7 @@ async fn prompts_resources_and_completion() {
 
 #[tokio::test]
 async fn session_id_is_ignored_on_the_modern_surface() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({})).header("mcp-session-id", "garbage").send(&app).await;
     assert!(resp.result()["tools"].is_array());
     assert!(resp.header("mcp-session-id").is_none(), "never minted or echoed");
@@ -326,7 +326,7 @@ async fn session_id_is_ignored_on_the_modern_surface() {
 
 #[tokio::test]
 async fn meta_capabilities_are_per_request() {
-    let app = app(config());
+    let app = app(config()).await;
     let with = Req::modern_with("tools/call", json!({"name": "test_missing_capability"}), json!({"sampling": {}}))
         .send(&app)
         .await;
@@ -344,7 +344,7 @@ async fn meta_capabilities_are_per_request() {
 
 #[tokio::test]
 async fn malformed_optional_meta_is_reported_as_such() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({"_meta": {"progressToken": 1.5}})).send(&app).await;
     let json = assert_error(&resp, 400, -32602);
     let message = json["error"]["message"].as_str().expect("message");
@@ -356,7 +356,7 @@ async fn malformed_optional_meta_is_reported_as_such() {
 
 #[tokio::test]
 async fn modern_clients_cannot_post_responses() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp =
         Req::post(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#).header("mcp-protocol-version", MODERN).send(&app).await;
     let json = assert_error(&resp, 400, -32600);
@@ -365,7 +365,7 @@ async fn modern_clients_cannot_post_responses() {
 
 #[tokio::test]
 async fn client_input_is_clipped_in_messages() {
-    let app = app(config());
+    let app = app(config()).await;
     let uri = format!("test://{}", "x".repeat(5000));
     let resp = Req::modern("resources/read", json!({"uri": uri})).send(&app).await;
     let json = assert_error(&resp, 200, -32602);

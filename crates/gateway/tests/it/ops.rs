@@ -6,7 +6,7 @@ use crate::support::{Req, app, app_with, config};
 
 #[tokio::test]
 async fn health_and_readiness() {
-    let (app, state) = app_with(config(), |_| {});
+    let (app, state) = app_with(config(), |_| {}).await;
     let resp = Req::get("/healthz").send(&app).await;
     assert_eq!(resp.status.as_u16(), 200);
     assert_eq!(Req::get("/readyz").send(&app).await.status.as_u16(), 200);
@@ -17,7 +17,7 @@ async fn health_and_readiness() {
 
 #[tokio::test]
 async fn metrics_count_requests_by_method_era_and_outcome() {
-    let app = app(config());
+    let app = app(config()).await;
     Req::modern("tools/list", json!({})).send(&app).await;
     Req::modern("tools/list", json!({})).send(&app).await;
     Req::modern("nope/nope", json!({})).send(&app).await;
@@ -39,6 +39,6 @@ async fn metrics_count_requests_by_method_era_and_outcome() {
 
 #[tokio::test]
 async fn protected_resource_metadata_is_absent_without_auth() {
-    let app = app(config());
+    let app = app(config()).await;
     assert_eq!(Req::get("/.well-known/oauth-protected-resource").send(&app).await.status.as_u16(), 404);
 }

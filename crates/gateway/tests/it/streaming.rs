@@ -17,7 +17,7 @@ use crate::support::{Req, app, app_with, config};
 
 #[tokio::test]
 async fn progress_streams_before_the_result() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "test_tool_with_progress", "_meta": {"progressToken": "p-1"}}))
         .send(&app)
         .await;
@@ -39,7 +39,7 @@ async fn progress_streams_before_the_result() {
 
 #[tokio::test]
 async fn without_sse_in_accept_progress_is_skipped_and_json_returned() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "test_tool_with_progress", "_meta": {"progressToken": 5}}))
         .header("accept", "application/json")
         .send(&app)
@@ -50,7 +50,7 @@ async fn without_sse_in_accept_progress_is_skipped_and_json_returned() {
 
 #[tokio::test]
 async fn logs_only_when_a_level_is_requested() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "test_logging_tool"})).send(&app).await;
     assert_eq!(resp.header("content-type"), Some("application/json"), "no opt-in, no stream");
     let resp = Req::modern(
@@ -74,7 +74,7 @@ async fn logs_only_when_a_level_is_requested() {
 
 #[tokio::test]
 async fn streamed_errors_arrive_as_the_final_event() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "echo", "arguments": {}, "_meta": {"progressToken": 1}}))
         .send(&app)
         .await;
@@ -125,7 +125,8 @@ async fn closing_the_stream_cancels_the_work() {
             descriptor: ToolDescriptor::new("waits", "Waits to be cancelled.", json!({"type": "object"})),
             cancelled: flag,
         });
-    });
+    })
+    .await;
     let req = Req::modern("tools/call", json!({"name": "waits", "_meta": {"progressToken": "c"}})).into_request();
     let response = app.clone().oneshot(req).await.expect("infallible");
     let mut body = response.into_body();
@@ -162,7 +163,8 @@ async fn shutdown_ends_streams_with_a_retryable_error() {
             descriptor: ToolDescriptor::new("waits", "Waits to be cancelled.", json!({"type": "object"})),
             cancelled: flag,
         });
-    });
+    })
+    .await;
     let req = Req::modern("tools/call", json!({"name": "waits", "_meta": {"progressToken": "s"}})).into_request();
     let response = app.clone().oneshot(req).await.expect("infallible");
     let body = tokio::spawn(async move { response.into_body().collect().await.map(|b| b.to_bytes()) });

@@ -20,12 +20,12 @@ pub(crate) fn config() -> Config {
     Config { toolset: vec!["conformance".to_owned(), "demo".to_owned()], ..Config::default() }
 }
 
-pub(crate) fn app(config: Config) -> Router {
-    mcpgate::app(AppState::new(config).expect("valid state"))
+pub(crate) async fn app(config: Config) -> Router {
+    mcpgate::app(AppState::new(config).await.expect("valid state"))
 }
 
-pub(crate) fn app_with(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> (Router, AppState) {
-    let state = AppState::with_tools(config, extra).expect("valid state");
+pub(crate) async fn app_with(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> (Router, AppState) {
+    let state = AppState::with_tools(config, extra).await.expect("valid state");
     (mcpgate::app(state.clone()), state)
 }
 

@@ -10,7 +10,7 @@ use crate::support::{Req, app, assert_error, config};
 
 #[tokio::test]
 async fn get_and_delete_are_405_with_allow() {
-    let app = app(config());
+    let app = app(config()).await;
     for method in [Method::GET, Method::DELETE, Method::PUT] {
         let resp = Req::post("").method(method.clone()).send(&app).await;
         assert_error(&resp, 405, -32600);
@@ -20,7 +20,7 @@ async fn get_and_delete_are_405_with_allow() {
 
 #[tokio::test]
 async fn wrong_content_type_is_415() {
-    let app = app(config());
+    let app = app(config()).await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
     for ct in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
         let req = Req::post(body.clone()).without("content-type");
@@ -38,7 +38,7 @@ async fn wrong_content_type_is_415() {
 
 #[tokio::test]
 async fn malformed_json_is_400_parse_error() {
-    let app = app(config());
+    let app = app(config()).await;
     for body in ["{not json", "", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing"] {
         let json = assert_error(&Req::post(body.to_owned()).send(&app).await, 400, -32700);
         assert!(json.get("id").is_none(), "no id can be read from {body:?}: {json}");
@@ -47,7 +47,7 @@ async fn malformed_json_is_400_parse_error() {
 
 #[tokio::test]
 async fn batches_are_rejected_clearly() {
-    let app = app(config());
+    let app = app(config()).await;
     let body = json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]).to_string();
     let json = assert_error(&Req::post(body).send(&app).await, 400, -32600);
     assert!(json["error"]["message"].as_str().expect("message").contains("batch"), "{json}");
@@ -55,7 +55,7 @@ async fn batches_are_rejected_clearly() {
 
 #[tokio::test]
 async fn invalid_envelopes_are_400_invalid_request_with_id_when_readable() {
-    let app = app(config());
+    let app = app(config()).await;
     let json =
         assert_error(&Req::post(r#"{"jsonrpc":"1.0","id":5,"method":"tools/list"}"#).send(&app).await, 400, -32600);
     assert_eq!(json["id"], 5);
@@ -69,7 +69,7 @@ async fn invalid_envelopes_are_400_invalid_request_with_id_when_readable() {
 async fn oversized_bodies_are_413() {
     let mut c = config();
     c.http.body_limit_bytes = 2048;
-    let app = app(c);
+    let app = app(c).await;
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x".repeat(4096)}}});
     // Declared length over the limit: refused before reading.
     assert_error(&Req::post(big.to_string()).send(&app).await, 413, -32600);
@@ -82,7 +82,7 @@ async fn oversized_bodies_are_413() {
 
 #[tokio::test]
 async fn default_body_limit_is_4_mib() {
-    let app = app(config());
+    let app = app(config()).await;
     let text = "x".repeat(4 * 1024 * 1024);
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": text}});
     assert_error(&Req::post(big.to_string()).send(&app).await, 413, -32600);
@@ -90,7 +90,7 @@ async fn default_body_limit_is_4_mib() {
 
 #[tokio::test]
 async fn foreign_origin_and_host_are_403() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({})).header("origin", "http://evil.example.com").send(&app).await;
     assert_error(&resp, 403, -32600);
     let resp = Req::modern("tools/list", json!({})).header("origin", "null").send(&app).await;
@@ -113,7 +113,7 @@ async fn configured_origins_and_hosts() {
     let mut c = config();
     c.http.allowed_origins = vec!["https://app.example.com".to_owned()];
     c.http.allowed_hosts = vec!["mcp.example.com".to_owned()];
-    let app = app(c);
+    let app = app(c).await;
     let ok = Req::modern("tools/list", json!({}))
         .header("host", "mcp.example.com")
         .header("origin", "https://APP.example.com");
@@ -126,7 +126,7 @@ async fn configured_origins_and_hosts() {
 
 #[tokio::test]
 async fn unacceptable_accept_is_406() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({})).header("accept", "text/html").send(&app).await;
     assert_error(&resp, 406, -32600);
     let resp = Req::modern("tools/list", json!({})).header("accept", "application/json;q=0").send(&app).await;
@@ -138,7 +138,7 @@ async fn unacceptable_accept_is_406() {
 
 #[tokio::test]
 async fn sse_only_clients_get_one_event() {
-    let app = app(config());
+    let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({})).header("accept", "text/event-stream").send(&app).await;
     let events = resp.sse();
     assert_eq!(events.len(), 1);
@@ -147,7 +147,7 @@ async fn sse_only_clients_get_one_event() {
 
 #[tokio::test]
 async fn notifications_and_responses_are_202() {
-    let app = app(config());
+    let app = app(config()).await;
     for body in [
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
@@ -164,7 +164,7 @@ async fn saturation_is_503_with_retry_after() {
     use crate::support::app_with;
     let mut c = config();
     c.http.max_concurrent_requests = 1;
-    let (app, _) = app_with(c, |_| {});
+    let (app, _) = app_with(c, |_| {}).await;
     // Hold the only slot with a streamed call, then ask again.
     let req = Req::modern(
         "tools/call",
@@ -189,7 +189,7 @@ fn stalled(first: &str) -> Body {
 async fn slow_bodies_time_out_with_408() {
     let mut c = config();
     c.http.body_timeout_secs = 1;
-    let app = app(c);
+    let app = app(c).await;
     let resp = Req::post(stalled(r#"{"jsonrpc":"2.0","#)).header("content-length", "500").send(&app).await;
     assert_error(&resp, 408, -32600);
 }
@@ -200,7 +200,7 @@ async fn buffered_body_bytes_are_bounded() {
     c.http.body_limit_bytes = 1024;
     c.http.max_buffered_body_bytes = 1024;
     c.http.body_timeout_secs = 10;
-    let app = app(c);
+    let app = app(c).await;
     // One slow upload reserves most of the budget...
     let slow = Req::post(stalled("{")).header("content-length", "1000").into_request();
     let held = tokio::spawn(tower::ServiceExt::oneshot(app.clone(), slow));

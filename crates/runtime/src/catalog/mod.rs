@@ -7,6 +7,7 @@
 
 mod context;
 mod header_params;
+mod input_check;
 mod outcome;
 mod prompt;
 mod resource;
@@ -27,6 +28,7 @@ use mcpgate_protocol::tool::{ListToolsResult, ToolExecution};
 
 pub use context::{Frame, Notifier, ToolContext};
 pub use header_params::{HeaderParam, ParamKind};
+pub use input_check::missing_capabilities;
 pub use outcome::{Failure, Outcome, decode_args};
 pub use prompt::PromptHandler;
 pub use resource::{ResourceHandler, UriTemplate};

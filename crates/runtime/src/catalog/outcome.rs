@@ -26,7 +26,7 @@ pub enum Outcome<T> {
 }
 
 /// Why an invocation failed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Failure {
     /// The arguments are wrong.
     InvalidParams(String),

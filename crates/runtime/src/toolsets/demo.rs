@@ -186,7 +186,8 @@ impl SlowReport {
                     "seconds": {"type": "integer", "minimum": 1, "maximum": 60, "default": 3, "description": "How long it takes"}
                 }, "required": ["topic"]}),
             )
-            .title("Slow report"),
+            .title("Slow report")
+            .task_policy(crate::catalog::TaskPolicy::Optional),
         }
     }
 }

@@ -4,13 +4,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use mcpgate_protocol::capabilities::{ListChangedCapability, ResourcesCapability, ServerCapabilities};
+use mcpgate_protocol::capabilities::{
+    ListChangedCapability, ResourcesCapability, ServerCapabilities, ServerTasksCapability, TASKS_EXTENSION,
+};
 use mcpgate_protocol::discover::DiscoverResult;
 use mcpgate_protocol::implementation::Implementation;
 use mcpgate_protocol::initialize::{InitializeParams, InitializeResult};
 use mcpgate_protocol::result::{CacheScope, EmptyResult, ResultMeta, ResultType};
 use mcpgate_protocol::{Era, JsonObject, ProtocolVersion};
 
+use crate::config::AuthMode;
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Reply;
@@ -19,8 +22,8 @@ use crate::mcp::session::{self, Session};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Catalog;
 
-/// What this server offers, for one era. No list-changed or subscribe support is advertised:
-/// lists never change at runtime and resource subscriptions need a listen stream.
+/// What this server offers. No list-changed or subscribe support is advertised: lists never
+/// change at runtime and resource subscriptions need a listen stream.
 fn capabilities(catalog: &Catalog) -> ServerCapabilities {
     let (tools, prompts, resources) = catalog.has();
     ServerCapabilities {
@@ -30,6 +33,30 @@ fn capabilities(catalog: &Catalog) -> ServerCapabilities {
         completions: (prompts || resources).then(JsonObject::new),
         ..ServerCapabilities::default()
     }
+}
+
+/// Modern: tasks are the `io.modelcontextprotocol/tasks` extension.
+fn modern_capabilities(catalog: &Catalog) -> ServerCapabilities {
+    let mut extensions = JsonObject::new();
+    extensions.insert(TASKS_EXTENSION.to_owned(), serde_json::Value::Object(JsonObject::new()));
+    ServerCapabilities { extensions: Some(extensions), ..capabilities(catalog) }
+}
+
+/// Legacy: core tasks exist only in 2025-11-25; `tasks/list` only behind authentication
+/// (without it every caller would share one owner).
+fn legacy_capabilities(catalog: &Catalog, version: ProtocolVersion, authenticated: bool) -> ServerCapabilities {
+    let mut caps = capabilities(catalog);
+    if version.has_core_tasks() {
+        let empty = || Some(JsonObject::new());
+        let mut requests = JsonObject::new();
+        requests.insert("tools".to_owned(), serde_json::json!({ "call": {} }));
+        caps.tasks = Some(ServerTasksCapability {
+            list: if authenticated { empty() } else { None },
+            cancel: empty(),
+            requests: Some(requests),
+        });
+    }
+    caps
 }
 
 /// The `server/discover` result, rendered once at start-up (it never varies per request).
@@ -42,7 +69,7 @@ pub fn discover_result(
 ) -> Result<Bytes, GatewayError> {
     let result = DiscoverResult {
         supported_versions: ProtocolVersion::all_strs().iter().map(|v| (*v).to_owned()).collect(),
-        capabilities: capabilities(catalog),
+        capabilities: modern_capabilities(catalog),
         instructions,
         ttl_ms,
         cache_scope,
@@ -67,7 +94,7 @@ pub(in crate::mcp) fn initialize(
     let session_id = session::mint(&state.sealer, &cx.principal, &session, state.config.seal.session_ttl_secs)?;
     let result = InitializeResult {
         protocol_version: version.as_str().to_owned(),
-        capabilities: capabilities(&state.catalog),
+        capabilities: legacy_capabilities(&state.catalog, version, state.config.auth.mode != AuthMode::None),
         server_info: (*state.server_info).clone(),
         instructions: state.config.server.instructions.clone(),
         result_type: None,

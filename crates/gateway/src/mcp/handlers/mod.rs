@@ -7,6 +7,7 @@ mod lifecycle;
 mod lists;
 mod prompts;
 mod resources;
+pub(super) mod tasks;
 mod tools;
 
 pub(super) use completion::complete;
@@ -15,4 +16,4 @@ pub(super) use lifecycle::{initialize, ping};
 pub(super) use lists::list;
 pub(super) use prompts::get_prompt;
 pub(super) use resources::read_resource;
-pub(super) use tools::call_tool;
+pub(super) use tools::{ToolPlan, call_tool};

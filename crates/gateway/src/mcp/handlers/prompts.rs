@@ -9,6 +9,7 @@ use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
+use mcpgate_protocol::input::decode_input_responses;
 use mcpgate_runtime::catalog::ToolCall;
 
 /// Validates a prompt request (known prompt, required arguments present) and prepares it.
@@ -31,7 +32,7 @@ pub(in crate::mcp) fn get_prompt(
     reject_foreign_state(params.request_state.as_ref())?;
     let call = ToolCall {
         arguments: Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>()),
-        input_responses: params.input_responses.unwrap_or_default(),
+        input_responses: params.input_responses.as_ref().map(|raw| decode_input_responses(raw).0).unwrap_or_default(),
         state: None,
     };
     Ok(prepare(state, cx, move |tcx| Box::pin(async move { prompt.get(call, &tcx).await })))

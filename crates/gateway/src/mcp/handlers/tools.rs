@@ -1,26 +1,42 @@
-//! `tools/call`.
+//! `tools/call`: validates the call, then runs it now or makes it a task.
+//!
+//! Who decides: in 2026-07-28 the server does, per request: a tool whose policy allows tasks
+//! becomes one when the request declares the tasks extension, and a tool that requires one
+//! is refused (-32021) without it. In 2025-11-25 the client does, with `params.task`, within
+//! what the tool's `execution.taskSupport` allows; older versions have no tasks.
 
 use axum::http::HeaderMap;
 use serde_json::Value;
 
 use mcpgate_protocol::Era;
+use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
+use mcpgate_protocol::input::decode_input_responses;
 use mcpgate_protocol::tool::CallToolParams;
+use mcpgate_runtime::catalog::{TaskPolicy, ToolCall};
 
 use super::invoke::{prepare, reject_foreign_state};
+use super::tasks::{TaskPlan, TtlRequest};
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::state::AppState;
-use mcpgate_runtime::catalog::ToolCall;
 
-/// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers) and prepares it.
+/// What to do with a tool call.
+pub(in crate::mcp) enum ToolPlan {
+    /// Run it within this request.
+    Run(Prepared),
+    /// Create a task for it.
+    Task(TaskPlan),
+}
+
+/// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers, task rules) and plans it.
 pub(in crate::mcp) fn call_tool(
     state: &AppState,
     headers: &HeaderMap,
     cx: &CallContext,
     params: CallToolParams,
-) -> Result<Prepared, GatewayError> {
+) -> Result<ToolPlan, GatewayError> {
     let (tool, header_params) = state
         .catalog
         .tool(&params.name)
@@ -28,12 +44,60 @@ pub(in crate::mcp) fn call_tool(
     if cx.era == Era::Modern {
         check_params(headers, header_params, params.arguments.as_ref())?;
     }
+    if let Some(ttl) = task_decision(cx, &params, tool.descriptor().task_policy)? {
+        return Ok(ToolPlan::Task(TaskPlan {
+            tool: params.name,
+            arguments: params.arguments.unwrap_or_default(),
+            ttl,
+            request_state: params.request_state,
+        }));
+    }
     reject_foreign_state(params.request_state.as_ref())?;
     let call = ToolCall {
         arguments: Value::Object(params.arguments.unwrap_or_default()),
-        input_responses: params.input_responses.unwrap_or_default(),
+        input_responses: params.input_responses.as_ref().map(|raw| decode_input_responses(raw).0).unwrap_or_default(),
         state: None,
     };
     let tool = tool.clone();
-    Ok(prepare(state, cx, move |tcx| Box::pin(async move { tool.call(call, &tcx).await })))
+    Ok(ToolPlan::Run(prepare(state, cx, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
+}
+
+/// `Some(lifetime)` when the call becomes a task.
+fn task_decision(
+    cx: &CallContext,
+    params: &CallToolParams,
+    policy: TaskPolicy,
+) -> Result<Option<TtlRequest>, GatewayError> {
+    match cx.era {
+        // A legacy `task` member is an unknown field here and is ignored.
+        Era::Modern => {
+            let declared = cx.capabilities.has_extension(TASKS_EXTENSION);
+            match policy {
+                TaskPolicy::Required if !declared => Err(GatewayError::MissingCapability {
+                    message: format!(
+                        "Tool {} runs only as a task: declare the io.modelcontextprotocol/tasks extension",
+                        params.name
+                    ),
+                    required: Box::new(ClientCapabilities::only_extension(TASKS_EXTENSION)),
+                }),
+                TaskPolicy::Optional | TaskPolicy::Required if declared => Ok(Some(TtlRequest::Default)),
+                _ => Ok(None),
+            }
+        }
+        Era::Legacy => {
+            let requested = match &params.task {
+                Some(task) if cx.version.has_core_tasks() => Some(TtlRequest::from_legacy(task)?),
+                _ => None,
+            };
+            match (policy, requested) {
+                (TaskPolicy::Forbidden, Some(_)) => Err(GatewayError::TaskSupport {
+                    detail: format!("Tool {} does not support task-augmented calls", params.name),
+                }),
+                (TaskPolicy::Required, None) => Err(GatewayError::TaskSupport {
+                    detail: format!("Tool {} must be called as a task (params.task)", params.name),
+                }),
+                (_, requested) => Ok(requested),
+            }
+        }
+    }
 }

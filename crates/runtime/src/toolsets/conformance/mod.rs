@@ -5,6 +5,7 @@
 
 mod prompts;
 mod resources;
+mod tasks;
 mod tools;
 
 use crate::catalog::CatalogBuilder;
@@ -18,6 +19,7 @@ pub(super) const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZG
 /// Registers every conformance fixture.
 pub(super) fn install(b: &mut CatalogBuilder) {
     tools::install(b);
+    tasks::install(b);
     prompts::install(b);
     resources::install(b);
 }

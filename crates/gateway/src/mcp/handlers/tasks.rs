@@ -1,0 +1,277 @@
+//! Task methods of both eras, on one stored record: creating a task from `tools/call`,
+//! `tasks/get`, `tasks/cancel`, and `tasks/update` (extension), `tasks/result` and
+//! `tasks/list` (2025-11-25).
+//!
+//! Invariants: a task is found only by its owner (anyone else gets "not found", never
+//! "forbidden"); `CreateTaskResult` is sent only after the store made the task durable; the
+//! same call retried within the idempotency window returns the same task; a legacy
+//! `tasks/result` waits on the task's events, not by polling.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
+use mcpgate_protocol::pagination::PaginatedParams;
+use mcpgate_protocol::result::{EmptyResult, ResultMeta, ResultType};
+use mcpgate_protocol::task::{
+    CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams,
+};
+use mcpgate_protocol::{Era, JsonObject};
+use mcpgate_store::{Cancelled, EventBus as _, ListCursor, NewTask, TaskEvent, TaskId, TaskRecord, TaskStore as _};
+
+use super::invoke::reject_foreign_state;
+use crate::config::AuthMode;
+use crate::error::{GatewayError, clip};
+use crate::mcp::context::CallContext;
+use crate::mcp::dispatch::{Prepared, Work};
+use crate::mcp::render;
+use crate::mcp::session::now_ms;
+use crate::mcp::task_view;
+use crate::state::AppState;
+
+/// Tasks per `tasks/list` page.
+const LIST_PAGE: usize = 50;
+
+/// The lifetime a client asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::mcp) enum TtlRequest {
+    /// None given: the configured default.
+    Default,
+    /// This many milliseconds (clamped).
+    Millis(u64),
+    /// `ttl: null`: unlimited, if allowed.
+    Unlimited,
+}
+
+impl TtlRequest {
+    /// Reads a legacy `params.task` value.
+    pub(in crate::mcp) fn from_legacy(task: &Value) -> Result<Self, GatewayError> {
+        match task.get("ttl") {
+            None => Ok(Self::Default),
+            Some(Value::Null) => Ok(Self::Unlimited),
+            Some(v) => v
+                .as_u64()
+                .map(Self::Millis)
+                .ok_or_else(|| GatewayError::invalid_params("task.ttl must be a non-negative integer")),
+        }
+    }
+}
+
+/// A task to create for a `tools/call`.
+#[derive(Debug)]
+pub(in crate::mcp) struct TaskPlan {
+    pub(in crate::mcp) tool: String,
+    pub(in crate::mcp) arguments: JsonObject,
+    pub(in crate::mcp) ttl: TtlRequest,
+    pub(in crate::mcp) request_state: Option<String>,
+}
+
+/// Creates the task and answers with `CreateTaskResult` in the request's era.
+pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
+    reject_foreign_state(plan.request_state.as_ref())?;
+    let tasks = &state.config.tasks;
+    let ttl_ms = match plan.ttl {
+        TtlRequest::Default => Some(tasks.default_ttl_ms),
+        // Very short lifetimes would expire before anyone could read the result.
+        TtlRequest::Millis(t) => Some(t.clamp(1_000, tasks.max_ttl_ms)),
+        TtlRequest::Unlimited if tasks.allow_unlimited_ttl => None,
+        TtlRequest::Unlimited => Some(tasks.max_ttl_ms),
+    };
+    let arguments =
+        serde_json::to_string(&plan.arguments).map_err(|e| GatewayError::internal(format!("arguments: {e}")))?;
+    let capabilities =
+        serde_json::to_string(&cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
+    let request_id = serde_json::to_string(&cx.id).unwrap_or_default();
+    let owner = cx.principal.key();
+    // Arguments serialize with sorted keys, so the same call always has the same digest.
+    let idempotency = mcpgate_seal::context_digest(&[
+        owner.as_bytes(),
+        request_id.as_bytes(),
+        plan.tool.as_bytes(),
+        arguments.as_bytes(),
+    ]);
+    let created = state
+        .store
+        .create(NewTask {
+            owner: owner.to_owned(),
+            issuer: cx.principal.issuer().to_owned(),
+            subject: cx.principal.subject().to_owned(),
+            era: cx.era,
+            tool: plan.tool,
+            arguments,
+            capabilities,
+            ttl_ms,
+            poll_interval_ms: tasks.poll_interval_ms,
+            idempotency,
+            idempotency_window_ms: tasks.idempotency_window_ms,
+        })
+        .await?;
+    let record = created.record();
+    tracing::debug!(task = %record.id, "task created");
+    match cx.era {
+        Era::Modern => {
+            let result = CreateTaskResult {
+                task: task_view::modern(record),
+                result_type: Some(ResultType::Task),
+                meta: Some(ResultMeta::server(state.server_info.clone())),
+            };
+            serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("task: {e}")))
+        }
+        Era::Legacy => {
+            let result = LegacyCreateTaskResult { task: task_view::legacy(record), result_type: None, meta: None };
+            serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("task: {e}")))
+        }
+    }
+}
+
+/// `tasks/get`.
+pub(in crate::mcp) async fn get(
+    state: &AppState,
+    cx: &CallContext,
+    params: &TaskIdParams,
+) -> Result<Bytes, GatewayError> {
+    require_extension(cx)?;
+    let record = find(state, cx, &params.task_id).await?;
+    match cx.era {
+        Era::Modern => render::complete(state, cx, task_view::detailed(&record)?),
+        Era::Legacy => legacy_task(state, cx, &record),
+    }
+}
+
+/// `tasks/cancel`: an empty ack (extension, idempotent), or the task (2025-11-25, which
+/// refuses to cancel a finished task).
+pub(in crate::mcp) async fn cancel(
+    state: &AppState,
+    cx: &CallContext,
+    params: &TaskIdParams,
+) -> Result<Bytes, GatewayError> {
+    require_extension(cx)?;
+    let id = parse_id(&params.task_id)?;
+    match (state.store.cancel(&id, cx.principal.key()).await?, cx.era) {
+        (Cancelled::NotFound, _) => Err(not_found(&params.task_id)),
+        (_, Era::Modern) => render::complete(state, cx, EmptyResult::default()),
+        (Cancelled::Now(record), Era::Legacy) => legacy_task(state, cx, &record),
+        (Cancelled::AlreadyTerminal(record), Era::Legacy) => {
+            Err(GatewayError::TaskTerminal { task: record.id.to_string(), status: record.status.as_str() })
+        }
+    }
+}
+
+/// `tasks/update` (extension): acknowledges answers for the caller's task. Routing answers
+/// into a waiting task is the next milestone; today they are accepted and not used.
+pub(in crate::mcp) async fn update(
+    state: &AppState,
+    cx: &CallContext,
+    params: &mcpgate_protocol::task::UpdateTaskParams,
+) -> Result<Bytes, GatewayError> {
+    require_extension(cx)?;
+    find(state, cx, &params.task_id).await?;
+    render::complete(state, cx, EmptyResult::default())
+}
+
+/// `tasks/list` (2025-11-25): the caller's tasks, oldest first. Not offered without
+/// authentication, where every caller would be the same anonymous owner.
+pub(in crate::mcp) async fn list(
+    state: &AppState,
+    cx: &CallContext,
+    params: &PaginatedParams,
+) -> Result<Bytes, GatewayError> {
+    if state.config.auth.mode == AuthMode::None {
+        return Err(GatewayError::MethodNotFound { method: "tasks/list".to_owned() });
+    }
+    let cursor = params.cursor.as_deref().map(|c| ListCursor(c.to_owned()));
+    if cursor.as_ref().is_some_and(|c| !valid_cursor(&c.0)) {
+        return Err(GatewayError::invalid_params("invalid cursor"));
+    }
+    let page = state.store.list(cx.principal.key(), cursor.as_ref(), LIST_PAGE).await?;
+    let result = ListTasksResult {
+        tasks: page.tasks.iter().map(task_view::legacy).collect(),
+        next_cursor: page.next.map(|c| c.0),
+        result_type: None,
+        meta: None,
+    };
+    render::complete(state, cx, result)
+}
+
+/// `tasks/result` (2025-11-25): waits, without polling, until the task is terminal, then
+/// answers with its result (or its error). Waiters do not hold a request slot; their own
+/// limit is `tasks.max_result_waiters`.
+pub(in crate::mcp) fn result(
+    state: &AppState,
+    cx: &CallContext,
+    params: TaskIdParams,
+) -> Result<Prepared, GatewayError> {
+    let waiter = state.result_waiters.clone().try_acquire_owned().map_err(|_| GatewayError::Overloaded)?;
+    let state = state.clone();
+    let cx = cx.clone();
+    Ok(Box::new(move |_notifier, cancel| -> Work {
+        Box::pin(async move {
+            let _waiter = waiter;
+            let id = parse_id(&params.task_id)?;
+            // Subscribe first, then read: a transition in between is not missed.
+            let mut events = state.store.subscribe(&id).await?;
+            loop {
+                let record = find(&state, &cx, &params.task_id).await?;
+                if record.status.is_terminal() {
+                    return task_view::legacy_result(&record).map(Bytes::from);
+                }
+                let expiry = record.ttl_ms.map(|ttl| record.created_ms.saturating_add(ttl).saturating_sub(now_ms()));
+                tokio::select! {
+                    event = events.next() => {
+                        if event == TaskEvent::Resync {
+                            tracing::debug!(task = %id, "re-reading task after missed events");
+                        }
+                    }
+                    // At its expiry the task disappears; the re-read answers "not found".
+                    () = sleep_or_forever(expiry) => {}
+                    () = cancel.cancelled() => return Err(GatewayError::ShuttingDown),
+                }
+            }
+        })
+    }))
+}
+
+async fn sleep_or_forever(ms: Option<u64>) {
+    match ms {
+        Some(ms) => tokio::time::sleep(Duration::from_millis(ms.saturating_add(50))).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Modern task methods need the request to declare the extension (checked before any lookup).
+pub(in crate::mcp) fn require_extension(cx: &CallContext) -> Result<(), GatewayError> {
+    if cx.era == Era::Modern && !cx.capabilities.has_extension(TASKS_EXTENSION) {
+        return Err(GatewayError::MissingCapability {
+            message: "tasks require the io.modelcontextprotocol/tasks extension in clientCapabilities".to_owned(),
+            required: Box::new(ClientCapabilities::only_extension(TASKS_EXTENSION)),
+        });
+    }
+    Ok(())
+}
+
+fn legacy_task(state: &AppState, cx: &CallContext, record: &TaskRecord) -> Result<Bytes, GatewayError> {
+    render::complete(state, cx, LegacyTaskResult { task: task_view::legacy(record), result_type: None, meta: None })
+}
+
+/// The caller's task, or "not found" (unknown, expired, malformed, or another's).
+async fn find(state: &AppState, cx: &CallContext, raw: &str) -> Result<TaskRecord, GatewayError> {
+    let id = parse_id(raw)?;
+    match state.store.get(&id).await? {
+        Some(record) if record.owner == cx.principal.key() => Ok(record),
+        _ => Err(not_found(raw)),
+    }
+}
+
+fn parse_id(raw: &str) -> Result<TaskId, GatewayError> {
+    TaskId::parse(raw).ok_or_else(|| not_found(raw))
+}
+
+fn not_found(raw: &str) -> GatewayError {
+    GatewayError::TaskNotFound { task: clip(raw) }
+}
+
+fn valid_cursor(cursor: &str) -> bool {
+    cursor.split_once(':').is_some_and(|(created, id)| created.parse::<u64>().is_ok() && TaskId::parse(id).is_some())
+}

@@ -1,0 +1,159 @@
+//! One job, start to end: claim the task, run its tool under the watchdog, record what came
+//! out (a result, a failure, or a request for input), or let go when told to stop.
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use mcpgate_protocol::capabilities::ClientCapabilities;
+use mcpgate_protocol::input::InputResponses;
+use mcpgate_protocol::task::TaskStatus;
+use mcpgate_store::{
+    Claim, EventBus as _, Job, JobQueue as _, Lease, Settled, TaskOutcome, TaskRecord, TaskStore as _,
+};
+
+use super::Shared;
+use super::watchdog::{Stop, watch};
+use crate::Principal;
+use crate::catalog::{Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
+
+/// Runs one job.
+pub(super) async fn run(shared: &Shared, job: Job) {
+    let options = &shared.options;
+    let claim = shared.store.claim(&job, &options.worker_id, options.lease, options.max_attempts).await;
+    let (lease, task) = match claim {
+        Ok(Claim::Run { lease, task }) => (lease, *task),
+        Ok(Claim::Exhausted) => {
+            tracing::warn!(task = %job.task, "task failed: no attempt finished");
+            return;
+        }
+        Ok(Claim::Skip(why)) => {
+            tracing::debug!(task = %job.task, ?why, "job skipped");
+            return;
+        }
+        // The job stays pending; it is reclaimed once it has been idle for a lease.
+        Err(e) => {
+            tracing::warn!(task = %job.task, error = %e, "claiming a job failed");
+            return;
+        }
+    };
+    let span = tracing::info_span!("task", task = %task.id, tool = %task.tool, attempt = task.attempts);
+    tracing::Instrument::instrument(execute(shared, job, lease, task), span).await;
+}
+
+async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
+    // Subscribe before the tool starts, so a cancel between now and then is not missed.
+    let events = match shared.store.subscribe(&task.id).await {
+        Ok(sub) => Some(sub),
+        Err(e) => {
+            tracing::warn!(error = %e, "no cancel events for this run; lease renewals will notice instead");
+            None
+        }
+    };
+    let Some((tool, _)) = shared.catalog.tool(&task.tool) else {
+        let failure = Failure::InvalidParams(format!("Unknown tool: {}", task.tool));
+        settle(shared, &job, &lease, Outcome::Failed(failure), &task).await;
+        return;
+    };
+    let call = match build_call(&task) {
+        Ok(call) => call,
+        Err(failure) => {
+            settle(shared, &job, &lease, Outcome::Failed(failure), &task).await;
+            return;
+        }
+    };
+    let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
+    let (status_tx, status_rx) = watch::channel(None);
+    let cancel = shared.shutdown.child_token();
+    let principal = Principal::new(&task.issuer, &task.subject, Vec::new());
+    let cx = ToolContext::for_task(principal, capabilities, status_tx, cancel.clone());
+    tracing::debug!("task run started");
+    let ended = tokio::select! {
+        outcome = tool.call(call, &cx) => Ok(outcome),
+        stop = watch(&shared.store, &lease, shared.options.lease, status_rx, events, &shared.shutdown) => Err(stop),
+    };
+    cancel.cancel();
+    match ended {
+        Ok(outcome) => settle(shared, &job, &lease, outcome, &task).await,
+        Err(stop) => {
+            tracing::info!(?stop, "task run stopped before its tool finished");
+            if matches!(stop, Stop::Cancelled | Stop::Gone)
+                && let Err(e) = shared.store.ack(&job).await
+            {
+                tracing::warn!(error = %e, "acknowledging a stopped job failed");
+            }
+        }
+    }
+}
+
+fn build_call(task: &TaskRecord) -> Result<ToolCall, Failure> {
+    let arguments: Value = serde_json::from_str(&task.arguments)
+        .map_err(|_| Failure::Internal("stored task arguments are not JSON".to_owned()))?;
+    let input_responses: InputResponses = match &task.input_responses {
+        Some(json) => serde_json::from_str(json)
+            .map_err(|_| Failure::Internal("stored input responses are not readable".to_owned()))?,
+        None => InputResponses::new(),
+    };
+    let state = match &task.state {
+        Some(json) => {
+            Some(serde_json::from_str(json).map_err(|_| Failure::Internal("stored state is not JSON".to_owned()))?)
+        }
+        None => None,
+    };
+    Ok(ToolCall { arguments, input_responses, state })
+}
+
+/// Records the outcome of a run under its lease.
+async fn settle(
+    shared: &Shared,
+    job: &Job,
+    lease: &Lease,
+    outcome: Outcome<mcpgate_protocol::tool::CallToolResult>,
+    task: &TaskRecord,
+) {
+    let store = &shared.store;
+    let settled = match outcome {
+        Outcome::Complete(mut result) => {
+            // Stored era-neutral; each era's reader adds its own envelope fields.
+            result.result_type = None;
+            result.meta = None;
+            match serde_json::to_string(&result) {
+                Ok(json) => store.finish(lease, job, TaskStatus::Completed, TaskOutcome::Result(json)).await,
+                Err(e) => failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await,
+            }
+        }
+        Outcome::Failed(failure) => failed(shared, job, lease, &failure).await,
+        Outcome::NeedInput { requests, state } => {
+            let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
+            if let Some(failure) = missing_capabilities(&capabilities, &requests) {
+                failed(shared, job, lease, &failure).await
+            } else {
+                let requests = serde_json::to_string(&requests).unwrap_or_else(|_| "{}".to_owned());
+                let state = state.map(|s| s.to_string());
+                store.park(lease, job, &requests, state.as_deref()).await
+            }
+        }
+    };
+    match settled {
+        Ok(Settled::Done) => tracing::debug!("task run recorded"),
+        Ok(Settled::AlreadyTerminal) => tracing::debug!("task ended elsewhere first (e.g. cancelled); outcome dropped"),
+        Ok(Settled::Lost) => tracing::info!("lease superseded; outcome dropped, the new holder decides"),
+        Ok(Settled::Gone) => tracing::debug!("task expired before its outcome was recorded"),
+        // The lease lapses and another attempt runs the task again.
+        Err(e) => tracing::warn!(error = %e, "recording a task outcome failed"),
+    }
+}
+
+async fn failed(
+    shared: &Shared,
+    job: &Job,
+    lease: &Lease,
+    failure: &Failure,
+) -> Result<Settled, mcpgate_store::StoreError> {
+    if let Failure::Internal(detail) = failure {
+        tracing::error!(%detail, "task failed internally");
+    }
+    let error = (shared.errors)(failure);
+    let json =
+        serde_json::to_string(&error).unwrap_or_else(|_| r#"{"code":-32603,"message":"Internal error"}"#.to_owned());
+    shared.store.finish(lease, job, TaskStatus::Failed, TaskOutcome::Error(json)).await
+}

@@ -1,0 +1,196 @@
+//! Task workers: every replica reads jobs from the shared queue and runs them on a bounded
+//! local pool, each under a lease it renews while the tool runs; jobs whose worker died are
+//! reclaimed once their lease lapsed.
+//!
+//! Invariants: at most `max_running` jobs run at once per replica; a run stops within a
+//! moment of its task being cancelled (an event, with lease renewal as the fallback), expiring,
+//! or being taken over; only the current lease holder can record an outcome; on shutdown,
+//! running jobs are abandoned without writing and their leases lapse, so another replica
+//! finishes them.
+
+mod execution;
+mod watchdog;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use mcpgate_protocol::ErrorObject;
+use mcpgate_store::{AnyStore, Job, JobQueue as _};
+
+use crate::catalog::{Catalog, Failure};
+
+/// How a replica's workers behave.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Consumer name of this replica in the queue (unique per replica).
+    pub worker_id: String,
+    /// Jobs running at once.
+    pub max_running: usize,
+    /// Lease length; renewed every third of it.
+    pub lease: Duration,
+    /// Executions started per task before it fails.
+    pub max_attempts: u32,
+    /// Longest wait of one queue read.
+    pub read_block: Duration,
+}
+
+/// Turns a tool failure into the JSON-RPC error a failed task carries (the gateway supplies
+/// it, so codes are decided in one place).
+pub type ErrorMapper = Arc<dyn Fn(&Failure) -> ErrorObject + Send + Sync>;
+
+#[derive(Clone)]
+struct Shared {
+    store: AnyStore,
+    catalog: Arc<Catalog>,
+    options: WorkerOptions,
+    errors: ErrorMapper,
+    slots: Arc<Semaphore>,
+    runs: TaskTracker,
+    /// Stop taking jobs (shutdown began).
+    stopping: CancellationToken,
+    /// Abandon running jobs (grace period over).
+    shutdown: CancellationToken,
+}
+
+/// Running workers.
+#[derive(Debug)]
+pub struct Workers {
+    loops: TaskTracker,
+    runs: TaskTracker,
+    alive: Arc<AtomicBool>,
+    slots: Arc<Semaphore>,
+    max_running: usize,
+}
+
+impl Workers {
+    /// Starts the reader and reclaim loops. They take no new jobs once `stopping` is
+    /// cancelled; running jobs are abandoned (leases left to lapse) once `shutdown` is.
+    pub fn start(
+        store: AnyStore,
+        catalog: Arc<Catalog>,
+        options: WorkerOptions,
+        errors: ErrorMapper,
+        stopping: CancellationToken,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let max_running = options.max_running.max(1);
+        let slots = Arc::new(Semaphore::new(max_running));
+        let shared = Shared {
+            store,
+            catalog,
+            options,
+            errors,
+            slots: slots.clone(),
+            runs: TaskTracker::new(),
+            stopping,
+            shutdown,
+        };
+        let alive = Arc::new(AtomicBool::new(true));
+        let loops = TaskTracker::new();
+        loops.spawn(read_loop(shared.clone(), alive.clone()));
+        loops.spawn(reclaim_loop(shared.clone()));
+        loops.close();
+        Self { loops, runs: shared.runs, alive, slots, max_running }
+    }
+
+    /// Whether the queue reader is running.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    /// Jobs running right now.
+    pub fn running(&self) -> usize {
+        self.max_running - self.slots.available_permits()
+    }
+
+    /// Waits (up to `timeout`) for the loops and runs to end after shutdown was signalled.
+    pub async fn stopped(&self, timeout: Duration) {
+        self.runs.close();
+        let _ = tokio::time::timeout(timeout, async {
+            self.loops.wait().await;
+            self.runs.wait().await;
+        })
+        .await;
+    }
+}
+
+/// Reads new jobs while there is room to run them.
+async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let first = tokio::select! {
+            permit = shared.slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
+            () = shared.stopping.cancelled() => break,
+        };
+        let room = 1 + shared.slots.available_permits().min(31);
+        let read = tokio::select! {
+            read = shared.store.read(&shared.options.worker_id, room, shared.options.read_block) => read,
+            () = shared.stopping.cancelled() => break,
+        };
+        match read {
+            Ok(jobs) => {
+                backoff = Duration::from_millis(100);
+                let mut first = Some(first);
+                for job in jobs {
+                    let permit = match first.take() {
+                        Some(p) => p,
+                        None => match shared.slots.clone().try_acquire_owned() {
+                            Ok(p) => p,
+                            // No room after all: the job stays pending and is reclaimed later.
+                            Err(_) => break,
+                        },
+                    };
+                    spawn_run(&shared, job, permit);
+                }
+            }
+            Err(e) => {
+                drop(first);
+                tracing::warn!(error = %e, "reading the job queue failed; retrying");
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    () = shared.stopping.cancelled() => break,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    alive.store(false, Ordering::Release);
+}
+
+/// Takes over jobs whose worker stopped renewing (it died, or lost Redis).
+async fn reclaim_loop(shared: Shared) {
+    let every = (shared.options.lease / 2).max(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = shared.stopping.cancelled() => return,
+        }
+        let room = shared.slots.available_permits();
+        if room == 0 {
+            continue;
+        }
+        match shared.store.reclaim(&shared.options.worker_id, shared.options.lease, room).await {
+            Ok(jobs) => {
+                for job in jobs {
+                    let Ok(permit) = shared.slots.clone().try_acquire_owned() else { break };
+                    tracing::info!(task = %job.task, "reclaimed a job whose worker stopped");
+                    spawn_run(&shared, job, permit);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reclaiming stale jobs failed"),
+        }
+    }
+}
+
+fn spawn_run(shared: &Shared, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
+    let run_shared = shared.clone();
+    shared.runs.spawn(async move {
+        execution::run(&run_shared, job).await;
+        drop(permit);
+    });
+}

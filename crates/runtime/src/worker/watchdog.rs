@@ -1,0 +1,96 @@
+//! The watchdog of one run: renews the lease (writing the latest status message, at most once
+//! a second), listens for the task's events, and says when the run must stop.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+use mcpgate_protocol::task::TaskStatus;
+use mcpgate_store::{AnyStore, Lease, Renewal, Subscription, TaskEvent, TaskStore as _};
+
+/// Why a run must stop before its tool finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// The task was cancelled (or otherwise ended elsewhere).
+    Cancelled,
+    /// The task expired.
+    Gone,
+    /// Another worker holds the task now.
+    Lost,
+    /// This replica is shutting down.
+    Shutdown,
+}
+
+/// Least time between two status-message writes.
+const MESSAGE_EVERY: Duration = Duration::from_secs(1);
+/// Retry interval of a failed renewal.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs until the run must stop; never returns while the run may go on.
+pub(super) async fn watch(
+    store: &AnyStore,
+    lease: &Lease,
+    duration: Duration,
+    mut status: watch::Receiver<Option<String>>,
+    mut events: Option<Subscription>,
+    shutdown: &CancellationToken,
+) -> Stop {
+    let renew_every = duration / 3;
+    let mut next_renew = Instant::now() + renew_every;
+    let mut written: Option<String> = None;
+    let mut last_write = Instant::now();
+    let mut messages_open = true;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return Stop::Shutdown,
+            event = next_event(&mut events) => match event {
+                TaskEvent::Status(TaskStatus::Cancelled) => return Stop::Cancelled,
+                TaskEvent::Status(s) if s.is_terminal() => return Stop::Cancelled,
+                // We may have missed a cancellation: ask the store now.
+                TaskEvent::Resync => {}
+                TaskEvent::Status(_) => continue,
+            },
+            () = sleep_until(next_renew) => {}
+            changed = status.changed(), if messages_open => {
+                if changed.is_err() {
+                    messages_open = false;
+                    continue;
+                }
+                let earliest = last_write + MESSAGE_EVERY;
+                if Instant::now() < earliest {
+                    next_renew = next_renew.min(earliest);
+                    continue;
+                }
+            }
+        }
+        let message = status.borrow().clone();
+        let fresh = message.is_some() && message != written;
+        match store.renew(lease, duration, if fresh { message.as_deref() } else { None }).await {
+            Ok(Renewal::Held) => {
+                if fresh {
+                    written = message;
+                    last_write = Instant::now();
+                }
+                next_renew = Instant::now() + renew_every;
+            }
+            Ok(Renewal::Cancelled) => return Stop::Cancelled,
+            Ok(Renewal::Gone) => return Stop::Gone,
+            Ok(Renewal::Lost) => return Stop::Lost,
+            Err(e) => {
+                // The lease runs on; if it lapses meanwhile, the next renewal says Lost.
+                tracing::warn!(task = %lease.task, error = %e, "renewing a lease failed");
+                next_renew = Instant::now() + RETRY_EVERY;
+            }
+        }
+    }
+}
+
+/// The next event, or never when there is no subscription (renewals still catch cancels).
+async fn next_event(events: &mut Option<Subscription>) -> TaskEvent {
+    match events {
+        Some(sub) => sub.next().await,
+        None => std::future::pending().await,
+    }
+}
