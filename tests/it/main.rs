@@ -1,3 +1,4 @@
 //! End-to-end tests against real `mcpgate` processes on loopback.
 
+mod cluster;
 mod process;

@@ -19,17 +19,18 @@ pub fn binary() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os("MCPGATE_BIN") {
         return Ok(PathBuf::from(path));
     }
-    // Test executables live in target/<profile>/deps; the binary in target/<profile>.
-    let exe = std::env::current_exe().context("locating the test executable")?;
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).context("test executable has no profile dir")?;
-    let candidate = profile_dir.join("mcpgate");
-    if !candidate.exists() {
+    // Test executables live in target/<profile>/deps, harness binaries (mcpgate-cluster) in
+    // target/<profile>, next to mcpgate itself.
+    let exe = std::env::current_exe().context("locating the running executable")?;
+    let dir = exe.parent().context("executable has no parent dir")?;
+    let candidates = [Some(dir.join("mcpgate")), dir.parent().map(|profile| profile.join("mcpgate"))];
+    let Some(candidate) = candidates.into_iter().flatten().find(|c| c.is_file()) else {
         bail!(
-            "mcpgate binary not found at {}: run `cargo build -p mcpgate` (or `cargo test --workspace`, which builds it) \
-             or set MCPGATE_BIN",
-            candidate.display()
+            "mcpgate binary not found next to {}: run `cargo build -p mcpgate` (or `cargo test --workspace`, which \
+             builds it) or set MCPGATE_BIN",
+            exe.display()
         );
-    }
+    };
     Ok(candidate)
 }
 
@@ -117,6 +118,12 @@ impl Gateway {
     /// Everything the process wrote to stderr so far.
     pub fn logs(&self) -> String {
         std::fs::read_to_string(self.logs.path()).unwrap_or_default()
+    }
+
+    /// `kill -9`: stops at once, no cleanup.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Sends SIGTERM.

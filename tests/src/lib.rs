@@ -1,10 +1,15 @@
-//! Harness for end-to-end tests that run real `mcpgate` processes on loopback.
+//! Harness for end-to-end tests that run real processes on loopback: `mcpgate` replicas, the
+//! `redis-server` they share and an `nginx` load balancer in front.
 //!
 //! Invariants: every process a test starts is killed and reaped when its handle drops; every
 //! wait is bounded; logs of a failed run are printed so a red CI run explains itself.
 
 mod client;
+mod cluster;
 mod gateway;
+mod nginx;
 
 pub use client::{Client, Reply};
+pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, run_to_end};
+pub use nginx::Nginx;

@@ -203,7 +203,6 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
         ("tasks.default_ttl_ms", c.tasks.default_ttl_ms, 1000),
         ("tasks.max_ttl_ms", c.tasks.max_ttl_ms, c.tasks.default_ttl_ms),
         ("tasks.poll_interval_ms", c.tasks.poll_interval_ms, 1),
-        ("tasks.max_running", c.tasks.max_running, 1),
         ("tasks.lease_ms", c.tasks.lease_ms, 300),
         ("tasks.max_attempts", c.tasks.max_attempts, 1),
         ("tasks.max_result_waiters", c.tasks.max_result_waiters, 1),

@@ -153,7 +153,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "How long a retried call (same caller, request id, tool and arguments) returns the task it created [300000]",
     ),
-    s("tasks.max_running", Kind::Int, "Tasks executing at once per replica [256]"),
+    s(
+        "tasks.max_running",
+        Kind::Int,
+        "Tasks executing at once per replica; 0 = this replica serves tasks but runs none [256]",
+    ),
     s(
         "tasks.lease_ms",
         Kind::Int,

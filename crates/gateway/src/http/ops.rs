@@ -29,7 +29,12 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
 
 /// `/metrics`: Prometheus text exposition.
 pub(super) async fn metrics(State(state): State<AppState>) -> Response {
-    let mut response = state.metrics.render().into_response();
+    let mut text = state.metrics.render();
+    text.push_str(
+        "# HELP mcpgate_tasks_running Tasks executing on this replica.\n# TYPE mcpgate_tasks_running gauge\n",
+    );
+    text.push_str(&format!("mcpgate_tasks_running {}\n", state.workers.running()));
+    let mut response = text.into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));

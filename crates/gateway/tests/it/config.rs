@@ -204,6 +204,8 @@ fn the_example_config_in_deploy_is_valid() {
     let text = std::fs::read_to_string(path).expect("deploy/mcpgate.example.toml exists");
     let c = load_from_str(&text).expect("the example config is valid");
     assert_eq!(c.auth.mode, AuthMode::Jwt);
+    assert_eq!(c.tasks.max_running, 256);
+    assert_eq!(c.store.shards, 16);
 }
 
 #[test]

@@ -80,6 +80,21 @@ async fn tool_errors_complete_and_protocol_errors_fail() {
 }
 
 #[tokio::test]
+async fn bad_arguments_are_refused_before_a_task_exists() {
+    let app = app(config()).await;
+    let modern =
+        Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": "x"}}), with_ext());
+    let json = assert_error(&modern.send(&app).await, 200, -32602);
+    assert!(json["error"]["message"].as_str().unwrap_or_default().contains("invalid arguments"), "{json}");
+    let out_of_range =
+        Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1e9}}), with_ext());
+    assert_error(&out_of_range.send(&app).await, 200, -32602);
+    let (session, _) = initialize(&app, "2025-11-25").await;
+    let legacy = json!({"name": "slow_compute", "arguments": {"seconds": -1}, "task": {}});
+    assert_error(&Req::legacy("tools/call", legacy, Some(&session)).send(&app).await, 200, -32602);
+}
+
+#[tokio::test]
 async fn the_extension_gates_tasks() {
     let app = app(config()).await;
     // Without the extension an optional task tool runs synchronously...

@@ -12,7 +12,7 @@ use mcpgate_protocol::input::InputResponses;
 use mcpgate_protocol::tool::{CallToolResult, TaskSupport, Tool as ToolInfo, ToolAnnotations};
 
 use super::context::ToolContext;
-use super::outcome::Outcome;
+use super::outcome::{Failure, Outcome};
 
 /// A boxed future borrowed from the tool and its context.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -121,4 +121,12 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs one round of the tool.
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>>;
+
+    /// Checks the arguments before a call is accepted as a task, so bad input gets its error
+    /// at once instead of from a worker later. Must agree with what `call` accepts; the
+    /// default accepts anything (the tool then reports bad arguments when it runs).
+    fn check(&self, arguments: &Value) -> Result<(), Failure> {
+        let _ = arguments;
+        Ok(())
+    }
 }

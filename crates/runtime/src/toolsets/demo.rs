@@ -14,7 +14,7 @@ use mcpgate_protocol::resource::{Resource, ResourceTemplate};
 use mcpgate_protocol::tool::{CallToolResult, ToolAnnotations};
 
 use crate::catalog::{
-    BoxFuture, CatalogBuilder, FnPrompt, FnTool, Outcome, StaticResource, TemplateResource, Tool, ToolCall,
+    BoxFuture, CatalogBuilder, Failure, FnPrompt, FnTool, Outcome, StaticResource, TemplateResource, Tool, ToolCall,
     ToolContext, ToolDescriptor, decode_args,
 };
 
@@ -192,29 +192,40 @@ impl SlowReport {
     }
 }
 
+#[derive(Deserialize)]
+struct ReportArgs {
+    topic: String,
+    #[serde(default = "default_seconds")]
+    seconds: u64,
+}
+
+fn default_seconds() -> u64 {
+    3
+}
+
+impl ReportArgs {
+    fn parse(arguments: &Value) -> Result<Self, Failure> {
+        let args = decode_args::<Self>(arguments)?;
+        if !(1..=60).contains(&args.seconds) {
+            return Err(Failure::InvalidParams("invalid arguments: seconds must be 1 to 60".to_owned()));
+        }
+        Ok(args)
+    }
+}
+
 impl Tool for SlowReport {
     fn descriptor(&self) -> &ToolDescriptor {
         &self.descriptor
     }
 
+    fn check(&self, arguments: &Value) -> Result<(), Failure> {
+        ReportArgs::parse(arguments).map(drop)
+    }
+
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
-            #[derive(Deserialize)]
-            struct Args {
-                topic: String,
-                #[serde(default = "default_seconds")]
-                seconds: u64,
-            }
-            fn default_seconds() -> u64 {
-                3
-            }
-            let args = match decode_args::<Args>(&call.arguments) {
-                Ok(a) if (1..=60).contains(&a.seconds) => a,
-                Ok(_) => {
-                    return Outcome::Failed(crate::catalog::Failure::InvalidParams(
-                        "seconds must be 1 to 60".to_owned(),
-                    ));
-                }
+            let args = match ReportArgs::parse(&call.arguments) {
+                Ok(a) => a,
                 Err(e) => return Outcome::Failed(e),
             };
             let total = args.seconds as f64;
@@ -223,7 +234,7 @@ impl Tool for SlowReport {
                 let message = format!("Compiled section {} of {}", step + 1, args.seconds);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    () = cx.cancelled() => return Outcome::Failed(crate::catalog::Failure::Internal("cancelled".to_owned())),
+                    () = cx.cancelled() => return Outcome::Failed(Failure::Internal("cancelled".to_owned())),
                 }
                 cx.progress((step + 1) as f64, Some(total), Some(&message)).await;
             }

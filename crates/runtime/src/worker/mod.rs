@@ -29,7 +29,7 @@ use crate::catalog::{Catalog, Failure};
 pub struct WorkerOptions {
     /// Consumer name of this replica in the queue (unique per replica).
     pub worker_id: String,
-    /// Jobs running at once.
+    /// Jobs running at once; 0 = this replica runs no tasks (it still serves them).
     pub max_running: usize,
     /// Lease length; renewed every third of it.
     pub lease: Duration,
@@ -78,7 +78,7 @@ impl Workers {
         stopping: CancellationToken,
         shutdown: CancellationToken,
     ) -> Self {
-        let max_running = options.max_running.max(1);
+        let max_running = options.max_running;
         let slots = Arc::new(Semaphore::new(max_running));
         let shared = Shared {
             store,
@@ -92,8 +92,10 @@ impl Workers {
         };
         let alive = Arc::new(AtomicBool::new(true));
         let loops = TaskTracker::new();
-        loops.spawn(read_loop(shared.clone(), alive.clone()));
-        loops.spawn(reclaim_loop(shared.clone()));
+        if max_running > 0 {
+            loops.spawn(read_loop(shared.clone(), alive.clone()));
+            loops.spawn(reclaim_loop(shared.clone()));
+        }
         loops.close();
         Self { loops, runs: shared.runs, alive, slots, max_running }
     }

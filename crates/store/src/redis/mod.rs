@@ -102,23 +102,23 @@ impl RedisStore {
     /// Creates missing consumer groups and loads the scripts (idempotent; also run after
     /// Redis lost its data).
     async fn prepare(&self) -> Result<(), StoreError> {
-        let mut pipe = redis::pipe();
-        for shard in 0..self.inner.shards {
-            let shard = u8::try_from(shard).unwrap_or(u8::MAX);
-            pipe.cmd("XGROUP")
-                .arg("CREATE")
-                .arg(self.inner.keys.jobs(shard))
-                .arg(GROUP)
-                .arg("0")
-                .arg("MKSTREAM")
-                .ignore();
-        }
-        self.call(Retry::Yes, &pipe, |conn, pipe| {
+        let groups: Vec<redis::Cmd> = (0..self.inner.shards)
+            .map(|shard| {
+                let shard = u8::try_from(shard).unwrap_or(u8::MAX);
+                let mut cmd = redis::cmd("XGROUP");
+                cmd.arg("CREATE").arg(self.inner.keys.jobs(shard)).arg(GROUP).arg("0").arg("MKSTREAM");
+                cmd
+            })
+            .collect();
+        self.call(Retry::Yes, groups.as_slice(), |conn, groups| {
             Box::pin(async move {
-                // BUSYGROUP (the group exists) is the expected answer after the first replica.
-                match pipe.query_async::<()>(&mut *conn).await {
-                    Err(e) if e.code() != Some("BUSYGROUP") => return Err(e),
-                    _ => {}
+                // One command at a time: a pipeline folds every BUSYGROUP (the group exists,
+                // the expected answer after the first replica) into one aggregate error.
+                for cmd in groups {
+                    match cmd.query_async::<()>(&mut *conn).await {
+                        Err(e) if e.code() != Some("BUSYGROUP") => return Err(e),
+                        _ => {}
+                    }
                 }
                 for script in scripts::all() {
                     script.load_async(&mut *conn).await?;

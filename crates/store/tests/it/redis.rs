@@ -27,6 +27,16 @@ async fn redis_store_honours_the_contract() {
     run_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
 }
 
+#[tokio::test]
+async fn replicas_sharing_a_prefix_all_connect() {
+    let server = RedisServer::start();
+    let opts = options(&server);
+    // The first connect creates the consumer groups; later ones find them and must still succeed.
+    RedisStore::connect(opts.clone()).await.expect("first replica connects");
+    RedisStore::connect(opts.clone()).await.expect("second replica connects");
+    RedisStore::connect(opts).await.expect("third replica connects");
+}
+
 /// Counts the commands clients send (not those run inside scripts) between markers, with
 /// `MONITOR` on its own connection.
 struct Monitor {

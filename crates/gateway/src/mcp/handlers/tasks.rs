@@ -12,13 +12,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::Value;
 
+use mcpgate_protocol::Era;
 use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
 use mcpgate_protocol::pagination::PaginatedParams;
 use mcpgate_protocol::result::{EmptyResult, ResultMeta, ResultType};
 use mcpgate_protocol::task::{
     CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams,
 };
-use mcpgate_protocol::{Era, JsonObject};
 use mcpgate_store::{Cancelled, EventBus as _, ListCursor, NewTask, TaskEvent, TaskId, TaskRecord, TaskStore as _};
 
 use super::invoke::reject_foreign_state;
@@ -63,7 +63,8 @@ impl TtlRequest {
 #[derive(Debug)]
 pub(in crate::mcp) struct TaskPlan {
     pub(in crate::mcp) tool: String,
-    pub(in crate::mcp) arguments: JsonObject,
+    /// The arguments (a JSON object).
+    pub(in crate::mcp) arguments: Value,
     pub(in crate::mcp) ttl: TtlRequest,
     pub(in crate::mcp) request_state: Option<String>,
 }

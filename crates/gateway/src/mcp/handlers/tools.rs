@@ -45,12 +45,10 @@ pub(in crate::mcp) fn call_tool(
         check_params(headers, header_params, params.arguments.as_ref())?;
     }
     if let Some(ttl) = task_decision(cx, &params, tool.descriptor().task_policy)? {
-        return Ok(ToolPlan::Task(TaskPlan {
-            tool: params.name,
-            arguments: params.arguments.unwrap_or_default(),
-            ttl,
-            request_state: params.request_state,
-        }));
+        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        // Refused now, not by a worker later: a task is only created for a call that can run.
+        tool.check(&arguments)?;
+        return Ok(ToolPlan::Task(TaskPlan { tool: params.name, arguments, ttl, request_state: params.request_state }));
     }
     reject_foreign_state(params.request_state.as_ref())?;
     let call = ToolCall {

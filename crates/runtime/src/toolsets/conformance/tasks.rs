@@ -71,23 +71,37 @@ struct SlowCompute {
     descriptor: ToolDescriptor,
 }
 
+#[derive(Deserialize)]
+struct ComputeArgs {
+    #[serde(default)]
+    seconds: f64,
+    #[serde(default)]
+    label: Option<String>,
+}
+
+impl ComputeArgs {
+    fn parse(arguments: &Value) -> Result<Self, Failure> {
+        let args = decode_args::<Self>(arguments)?;
+        if !(0.0..=MAX_SECONDS).contains(&args.seconds) {
+            return Err(Failure::InvalidParams(format!("invalid arguments: seconds must be 0 to {MAX_SECONDS}")));
+        }
+        Ok(args)
+    }
+}
+
 impl Tool for SlowCompute {
     fn descriptor(&self) -> &ToolDescriptor {
         &self.descriptor
     }
 
+    fn check(&self, arguments: &Value) -> Result<(), Failure> {
+        ComputeArgs::parse(arguments).map(drop)
+    }
+
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
-            #[derive(Deserialize)]
-            struct Args {
-                #[serde(default)]
-                seconds: f64,
-                #[serde(default)]
-                label: Option<String>,
-            }
-            let args = match decode_args::<Args>(&call.arguments) {
-                Ok(a) if (0.0..=MAX_SECONDS).contains(&a.seconds) => a,
-                Ok(_) => return Outcome::Failed(Failure::InvalidParams(format!("seconds must be 0 to {MAX_SECONDS}"))),
+            let args = match ComputeArgs::parse(&call.arguments) {
+                Ok(a) => a,
                 Err(e) => return Outcome::Failed(e),
             };
             cx.progress(0.0, Some(args.seconds), Some("computing")).await;

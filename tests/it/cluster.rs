@@ -1,0 +1,273 @@
+//! Tasks across replicas: Redis + several `mcpgate` processes + nginx, with each step of a
+//! flow sent to a different replica, a replica killed mid-task, and principals isolated.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use mcpgate_e2e::{Client, Cluster, ClusterBuilder};
+
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+fn ext() -> Value {
+    json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}})
+}
+
+/// A cluster serving the conformance fixtures (`slow_compute` and friends).
+fn cluster(replicas: usize) -> ClusterBuilder {
+    Cluster::builder(replicas).env("MCPGATE_TOOLSET", "conformance")
+}
+
+/// A modern request declaring the tasks extension.
+async fn modern(client: &Client, url: &str, method: &str, mut params: Value) -> anyhow::Result<Value> {
+    params["_meta"] = ext();
+    let reply = client.modern(url, method, params).await?;
+    reply.json()
+}
+
+async fn legacy_session(client: &Client, url: &str) -> anyhow::Result<String> {
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}});
+    let reply = client.legacy(url, "initialize", init, None).await?;
+    Ok(reply.session.expect("a session id"))
+}
+
+/// Polls `tasks/get` on `url` (bounded) until the task is terminal.
+async fn settle(client: &Client, url: &str, id: &str, within: Duration) -> anyhow::Result<Value> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let task = modern(client, url, "tasks/get", json!({"taskId": id})).await?;
+        let status = task["result"]["status"].as_str().unwrap_or_default().to_owned();
+        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            return Ok(task["result"].clone());
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not terminal within {within:?}: {task}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn task_id(created: &Value) -> String {
+    created["result"]["taskId"]
+        .as_str()
+        .or_else(|| created["result"]["task"]["taskId"].as_str())
+        .expect("a task id")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_of_a_flow_on_a_different_replica() -> anyhow::Result<()> {
+    let cluster = cluster(4).start()?;
+    let client = Client::new()?;
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| cluster.replica_url(i));
+
+    // Modern: create on A, get on B and C, cancel (a finished task: still an ack) on D.
+    let created =
+        modern(&client, &a, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0.5}})).await?;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = task_id(&created);
+    let seen = modern(&client, &b, "tasks/get", json!({"taskId": id})).await?;
+    assert_eq!(seen["result"]["taskId"], id.as_str(), "durable before the create answered: {seen}");
+    let done = settle(&client, &c, &id, Duration::from_secs(15)).await?;
+    assert_eq!(done["result"]["content"][0]["text"], "Computed result in 0.5 s");
+    let ack = modern(&client, &d, "tasks/cancel", json!({"taskId": id})).await?;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+
+    // Modern cancel: create on A, see it working on B, cancel on C, cancelled on D.
+    let created =
+        modern(&client, &a, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60}})).await?;
+    let id = task_id(&created);
+    assert_eq!(modern(&client, &b, "tasks/get", json!({"taskId": id})).await?["result"]["status"], "working");
+    modern(&client, &c, "tasks/cancel", json!({"taskId": id})).await?;
+    assert_eq!(settle(&client, &d, &id, Duration::from_secs(5)).await?["status"], "cancelled");
+
+    // Legacy: session from A, task on B, get on C, blocking result on D, refused cancel on A.
+    let session = legacy_session(&client, &a).await?;
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 0.5}, "task": {"ttl": 60_000}});
+    let created = client.legacy(&b, "tools/call", call, Some(&session)).await?.json()?;
+    let id = task_id(&created);
+    let got = client.legacy(&c, "tasks/get", json!({"taskId": id}), Some(&session)).await?.json()?;
+    assert_eq!(got["result"]["taskId"], id.as_str(), "{got}");
+    let result = client.legacy(&d, "tasks/result", json!({"taskId": id}), Some(&session)).await?;
+    let events = result.events()?;
+    let last = events.last().expect("final event");
+    assert_eq!(last["result"]["content"][0]["text"], "Computed result in 0.5 s", "{events:?}");
+    assert_eq!(last["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    let refused = client.legacy(&a, "tasks/cancel", json!({"taskId": id}), Some(&session)).await?.json()?;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_tasks_result_is_woken_by_completion_on_another_replica() -> anyhow::Result<()> {
+    // Replica 0 runs no tasks, so the completion it waits for surely happens elsewhere.
+    let cluster = cluster(3).replica_env(0, "MCPGATE_TASKS_MAX_RUNNING", "0").start()?;
+    let client = Client::new()?;
+    let waiter = cluster.replica_url(0);
+    let session = legacy_session(&client, &waiter).await?;
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 1.5}, "task": {}});
+    let id = task_id(&client.legacy(&waiter, "tools/call", call, Some(&session)).await?.json()?);
+    let started = tokio::time::Instant::now();
+    let result = client.legacy(&waiter, "tasks/result", json!({"taskId": id}), Some(&session)).await?;
+    let waited = started.elapsed();
+    let events = result.events()?;
+    assert_eq!(events.last().expect("final")["result"]["content"][0]["text"], "Computed result in 1.5 s");
+    assert!(waited < Duration::from_secs(10), "woken by the event, not a slow poll: {waited:?}");
+    Ok(())
+}
+
+/// Index of the replica running a task now, from each replica's `/metrics`.
+async fn executing_replica(client: &Client, cluster: &Cluster) -> anyhow::Result<Option<usize>> {
+    for (i, replica) in cluster.replicas.iter().enumerate() {
+        let Some(replica) = replica else { continue };
+        let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
+        if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_executing_replica_loses_no_task() -> anyhow::Result<()> {
+    let mut cluster = cluster(3).env("MCPGATE_TASKS_LEASE_MS", "1500").start()?;
+    let client = Client::new()?;
+    let lb = cluster.url();
+    let created =
+        modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 3}})).await?;
+    let id = task_id(&created);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let victim = loop {
+        if let Some(i) = executing_replica(&client, &cluster).await? {
+            break i;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    cluster.kill(victim);
+    // Another replica reclaims the job once the lease lapsed and runs it again.
+    let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed result in 3 s");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_never_outlives_its_attempts() -> anyhow::Result<()> {
+    // With one attempt allowed, a killed run ends the task as failed with a clear error.
+    let mut cluster =
+        cluster(2).env("MCPGATE_TASKS_LEASE_MS", "1000").env("MCPGATE_TASKS_MAX_ATTEMPTS", "1").start()?;
+    let client = Client::new()?;
+    let lb = cluster.url();
+    let created =
+        modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 30}})).await?;
+    let id = task_id(&created);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let victim = loop {
+        if let Some(i) = executing_replica(&client, &cluster).await? {
+            break i;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    cluster.kill(victim);
+    let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done["error"]["message"].as_str().unwrap_or_default().contains("stopped before finishing"), "{done}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_principal_cannot_reach_a_task_on_any_replica() -> anyhow::Result<()> {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    const SECRET: &str = "e2e-shared-secret-of-at-least-32-bytes!";
+    let cluster = cluster(3)
+        .env("MCPGATE_AUTH_MODE", "jwt")
+        .env("MCPGATE_AUTH_RESOURCE", "https://mcp.example.com/mcp")
+        .env("MCPGATE_AUTH_AUTHORIZATION_SERVERS", "https://auth.example.com")
+        .env("MCPGATE_AUTH_JWT_ISSUER", "https://auth.example.com")
+        .env("MCPGATE_AUTH_JWT_ALGORITHMS", "HS256")
+        .env("MCPGATE_AUTH_JWT_HS256_SECRETS", SECRET)
+        .start()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let token = |sub: &str| -> anyhow::Result<String> {
+        let claims = json!({"iss": "https://auth.example.com", "aud": "https://mcp.example.com/mcp", "sub": sub, "exp": now + 600});
+        Ok(format!(
+            "Bearer {}",
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes()))?
+        ))
+    };
+    let (alice, bob) = (token("alice")?, token("bob")?);
+    let client = Client::new()?;
+    let call = |url: String, auth: String, method: &'static str, params: Value| {
+        let client = client.clone();
+        async move {
+            let mut params = params;
+            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
+            let mut headers =
+                vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method), ("authorization", auth.as_str())];
+            let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+            if let Some(name) = &name {
+                headers.push(("mcp-name", name));
+            }
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+            client.post(&url, &headers, body).await?.json()
+        }
+    };
+    let created = call(
+        cluster.replica_url(0),
+        alice.clone(),
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 30}}),
+    )
+    .await?;
+    let id = task_id(&created);
+    for i in 0..3 {
+        let theirs = call(cluster.replica_url(i), bob.clone(), "tasks/get", json!({"taskId": id})).await?;
+        assert_eq!(theirs["error"]["code"], -32602, "replica {i}: {theirs}");
+        let cancel = call(cluster.replica_url(i), bob.clone(), "tasks/cancel", json!({"taskId": id})).await?;
+        assert_eq!(cancel["error"]["code"], -32602, "replica {i}: {cancel}");
+    }
+    let mine = call(cluster.replica_url(2), alice, "tasks/get", json!({"taskId": id})).await?;
+    assert_eq!(mine["result"]["status"], "working", "{mine}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_expire_on_every_replica() -> anyhow::Result<()> {
+    let cluster =
+        cluster(2).env("MCPGATE_TASKS_DEFAULT_TTL_MS", "1000").env("MCPGATE_TASKS_MAX_TTL_MS", "1000").start()?;
+    let client = Client::new()?;
+    let created = modern(
+        &client,
+        &cluster.replica_url(0),
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 30}}),
+    )
+    .await?;
+    assert_eq!(created["result"]["ttlMs"], 1000, "{created}");
+    let id = task_id(&created);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    for i in 0..2 {
+        let gone = modern(&client, &cluster.replica_url(i), "tasks/get", json!({"taskId": id})).await?;
+        assert_eq!(gone["error"]["code"], -32602, "replica {i}: {gone}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_legacy_session_through_the_load_balancer() -> anyhow::Result<()> {
+    let cluster = cluster(3).start()?;
+    let client = Client::new()?;
+    let lb = cluster.url();
+    let session = legacy_session(&client, &lb).await?;
+    for _ in 0..3 {
+        let tools = client.legacy(&lb, "tools/list", json!({}), Some(&session)).await?.json()?;
+        assert!(tools["result"]["tools"].is_array(), "{tools}");
+    }
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 0.2}, "task": {}});
+    let id = task_id(&client.legacy(&lb, "tools/call", call, Some(&session)).await?.json()?);
+    let result = client.legacy(&lb, "tasks/result", json!({"taskId": id}), Some(&session)).await?;
+    assert_eq!(result.events()?.last().expect("final")["result"]["content"][0]["text"], "Computed result in 0.2 s");
+    Ok(())
+}

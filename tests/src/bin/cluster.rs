@@ -1,0 +1,45 @@
+//! `mcpgate-cluster`: starts Redis, N replicas and nginx on loopback for scripts (the test
+//! command runs the conformance suite against it), prints `lb <url>`, and tears everything
+//! down when stdin closes, writing every replica's log and nginx's to stderr.
+
+use std::io::{BufRead as _, Write as _};
+
+use anyhow::Context as _;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut replicas = 3;
+    let mut gateway_args: Vec<String> = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--replicas" => replicas = args.next().context("--replicas needs a number")?.parse()?,
+            "--" => gateway_args.extend(args.by_ref()),
+            other => {
+                anyhow::bail!("unknown argument {other:?} (usage: mcpgate-cluster [--replicas N] [-- gateway args])")
+            }
+        }
+    }
+    let gateway_args: Vec<&str> = gateway_args.iter().map(String::as_str).collect();
+    let cluster = mcpgate_e2e::Cluster::builder(replicas).args(&gateway_args).start()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "lb {}", cluster.url())?;
+    out.flush()?;
+    drop(out);
+    // Run until whoever started us closes our stdin.
+    for line in std::io::stdin().lock().lines() {
+        if line.is_err() {
+            break;
+        }
+    }
+    // The replicas' and nginx's logs go to our stderr, for the caller to keep or show.
+    let mut err = std::io::stderr().lock();
+    for (i, replica) in cluster.replicas.iter().enumerate() {
+        if let Some(replica) = replica {
+            writeln!(err, "--- replica {i} ({}) ---\n{}", replica.addr(), replica.logs())?;
+        }
+    }
+    writeln!(err, "--- nginx ---\n{}", cluster.nginx_log())?;
+    drop(err);
+    drop(cluster);
+    Ok(())
+}
