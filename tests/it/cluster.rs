@@ -127,22 +127,28 @@ async fn executing_replica(client: &Client, cluster: &Cluster) -> anyhow::Result
     Ok(None)
 }
 
+/// Index of the replica running the (only) task, once one picked it up (bounded wait).
+async fn executing_replica_soon(client: &Client, cluster: &Cluster) -> anyhow::Result<usize> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(i) = executing_replica(client, cluster).await? {
+            return Ok(i);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_executing_replica_loses_no_task() -> anyhow::Result<()> {
-    let mut cluster = cluster(3).env("MCPGATE_TASKS_LEASE_MS", "1500").start()?;
+    let mut cluster =
+        cluster(3).env("MCPGATE_TASKS_LEASE_MS", "1500").env("MCPGATE_STORE_COMMAND_TIMEOUT_MS", "750").start()?;
     let client = Client::new()?;
     let lb = cluster.url();
     let created =
         modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 3}})).await?;
     let id = task_id(&created);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let victim = loop {
-        if let Some(i) = executing_replica(&client, &cluster).await? {
-            break i;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let victim = executing_replica_soon(&client, &cluster).await?;
     cluster.kill(victim);
     // Another replica reclaims the job once the lease lapsed and runs it again.
     let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
@@ -152,23 +158,41 @@ async fn killing_the_executing_replica_loses_no_task() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_shutting_down_hands_its_task_over() -> anyhow::Result<()> {
+    // One attempt allowed and a 30 s lease: only a handover (not a lapsed lease, which would
+    // also spend the only attempt) lets another replica finish the task in time.
+    let mut cluster =
+        cluster(3).env("MCPGATE_TASKS_MAX_ATTEMPTS", "1").env("MCPGATE_SHUTDOWN_GRACE_SECS", "1").start()?;
+    let client = Client::new()?;
+    let lb = cluster.url();
+    let created =
+        modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 4}})).await?;
+    let id = task_id(&created);
+    let leaving = executing_replica_soon(&client, &cluster).await?;
+    let replica = cluster.replicas[leaving].as_mut().expect("running");
+    replica.terminate()?;
+    let status = replica.wait(Duration::from_secs(15))?;
+    assert!(status.success(), "graceful exit: {status}");
+    let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed result in 4 s");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_never_outlives_its_attempts() -> anyhow::Result<()> {
     // With one attempt allowed, a killed run ends the task as failed with a clear error.
-    let mut cluster =
-        cluster(2).env("MCPGATE_TASKS_LEASE_MS", "1000").env("MCPGATE_TASKS_MAX_ATTEMPTS", "1").start()?;
+    let mut cluster = cluster(2)
+        .env("MCPGATE_TASKS_LEASE_MS", "1000")
+        .env("MCPGATE_STORE_COMMAND_TIMEOUT_MS", "500")
+        .env("MCPGATE_TASKS_MAX_ATTEMPTS", "1")
+        .start()?;
     let client = Client::new()?;
     let lb = cluster.url();
     let created =
         modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 30}})).await?;
     let id = task_id(&created);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let victim = loop {
-        if let Some(i) = executing_replica(&client, &cluster).await? {
-            break i;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let victim = executing_replica_soon(&client, &cluster).await?;
     cluster.kill(victim);
     let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
     assert_eq!(done["status"], "failed", "{done}");

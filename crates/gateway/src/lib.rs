@@ -32,8 +32,9 @@ pub fn app(state: AppState) -> Router {
     http::router(state)
 }
 
-/// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests finish
-/// for up to `shutdown.grace_secs`, and cancels whatever is still running.
+/// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests and task
+/// runs finish for up to `shutdown.grace_secs`, cancels the requests still running and hands
+/// the tasks still running back to other replicas.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -55,17 +56,22 @@ pub async fn serve(
         state.stopping.cancelled().await;
         tokio::time::sleep(drain + grace).await;
     };
+    tokio::pin!(grace_over);
     tokio::select! {
         result = &mut server => {
-            // Every connection closed within the grace period: stop task runs too (their
-            // leases lapse and another replica takes them over).
+            // Every connection closed within the grace period. Running tasks may use the rest
+            // of it; then they are stopped and handed back to other replicas.
+            tokio::select! {
+                () = state.workers.finished() => {}
+                () = &mut grace_over => tracing::info!("shutdown grace period over; handing running tasks back"),
+            }
             state.shutdown.cancel();
             state.tasks.close();
             state.tasks.wait().await;
             state.workers.stopped(Duration::from_secs(5)).await;
             return result;
         }
-        () = grace_over => tracing::warn!("shutdown grace period over; cancelling remaining requests"),
+        () = &mut grace_over => tracing::warn!("shutdown grace period over; cancelling remaining requests"),
     }
     state.shutdown.cancel();
     state.tasks.close();

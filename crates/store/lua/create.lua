@@ -9,11 +9,17 @@
 -- ARGV[5]  era                ARGV[6]  tool             ARGV[7]  arguments  ARGV[8] capabilities
 -- ARGV[9]  ttl ms (-1 = unlimited)      ARGV[10] poll interval ms
 -- ARGV[11] idempotency window ms        ARGV[12] "1" to ignore an existing idempotency key
--- returns  {1, created_ms}     the task was created
+-- ARGV[13] index horizon ms: owner index entries older than this are dropped (0 = keep all)
+-- returns  {1, created_ms}     the task was created (also when this very script already ran:
+--                              a retry after a lost reply must not reset the record)
 --          {0, existing_id}    the same call created that task within the window
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'created'))}
+end
 
 if ARGV[12] ~= '1' then
   local existing = redis.call('GET', KEYS[4])
@@ -32,7 +38,12 @@ if ttl >= 0 then
   redis.call('PEXPIREAT', KEYS[1], now + ttl)
 end
 
--- The owner index lives as long as its longest-lived task.
+-- The owner index lives as long as its longest-lived task; entries older than any task can
+-- live are dropped as new ones arrive, so an active owner's index stays bounded.
+local horizon = tonumber(ARGV[13])
+if horizon > 0 and now > horizon then
+  redis.call('ZREMRANGEBYLEX', KEYS[2], '-', string.format('(%013d', now - horizon))
+end
 local fresh = redis.call('EXISTS', KEYS[2]) == 0
 redis.call('ZADD', KEYS[2], 0, string.format('%013d:%s', now, ARGV[1]))
 if ttl < 0 then

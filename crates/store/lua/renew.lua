@@ -1,9 +1,10 @@
 -- renew.lua: extend a lease and record the latest status message; tell the holder to stop
--- when the task was cancelled, is gone, or is held under a newer lease.
+-- when the task was cancelled, is gone, or is held under a newer lease. A held job's queue
+-- entry is claimed afresh (idle time reset), so reclaim scans skip it while its lease lives.
 --
--- KEYS[1]  task record (hash)
+-- KEYS[1]  task record (hash)    KEYS[2]  job stream
 -- ARGV[1]  fencing token    ARGV[2]  lease ms    ARGV[3]  "1" if a message follows
--- ARGV[4]  status message
+-- ARGV[4]  status message   ARGV[5]  job entry id    ARGV[6]  worker name
 -- returns  'held' | 'cancelled' | 'gone' | 'lost'
 
 local t = redis.call('TIME')
@@ -25,6 +26,7 @@ if f[2] ~= ARGV[1] or f[1] == 'completed' or f[1] == 'failed' then
   return 'lost'
 end
 redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
+redis.call('XCLAIM', KEYS[2], 'workers', ARGV[6], 0, ARGV[5], 'JUSTID')
 if ARGV[3] == '1' and f[3] ~= ARGV[4] then
   redis.call('HSET', KEYS[1], 'msg', ARGV[4], 'updated', now)
 end

@@ -95,6 +95,10 @@ impl TaskStore for AnyStore {
     ) -> Result<Settled, StoreError> {
         delegate!(self, s => s.park(lease, job, input_requests, state))
     }
+
+    async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
+        delegate!(self, s => s.release(lease, job))
+    }
 }
 
 impl JobQueue for AnyStore {
@@ -108,6 +112,10 @@ impl JobQueue for AnyStore {
 
     async fn reclaim(&self, worker: &str, idle: Duration, max: usize) -> Result<Vec<Job>, StoreError> {
         delegate!(self, s => s.reclaim(worker, idle, max))
+    }
+
+    async fn forget_idle_workers(&self, idle: Duration) -> Result<usize, StoreError> {
+        delegate!(self, s => s.forget_idle_workers(idle))
     }
 }
 

@@ -81,13 +81,20 @@ pub trait TaskStore: Send + Sync {
         input_requests: &str,
         state: Option<&str>,
     ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
+
+    /// Gives a running task back without an outcome (its worker is shutting down), in one
+    /// atomic step, only with the current lease: the task stays `working`, the attempt does
+    /// not count, and its job is enqueued afresh so any worker takes it over at once instead
+    /// of after the lease lapses.
+    fn release(&self, lease: &Lease, job: &Job) -> impl Future<Output = Result<Settled, StoreError>> + Send;
 }
 
 /// The queue of jobs, consumed by every replica's workers.
 pub trait JobQueue: Send + Sync {
-    /// Waits up to `block` for at most `max` new jobs for this worker. A job read here stays
-    /// pending until acknowledged; if its worker dies, [`JobQueue::reclaim`] hands it to
-    /// another.
+    /// Waits up to `block` for new jobs for this worker: about `max`, never more than
+    /// `max + shards - 1` (Redis caps a multi-stream read per stream, not in total; callers
+    /// run the surplus as room frees up). A job read here stays pending until acknowledged;
+    /// if its worker dies, [`JobQueue::reclaim`] hands it to another.
     fn read(
         &self,
         worker: &str,
@@ -99,13 +106,19 @@ pub trait JobQueue: Send + Sync {
     fn ack(&self, job: &Job) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Takes over at most `max` jobs pending for longer than `idle` (their worker died or is
-    /// stuck). The caller then claims them; a live lease makes the claim skip.
+    /// stuck), resuming where the previous call stopped so every pending job is reached in
+    /// turn. The caller then claims them; a live lease makes the claim skip.
     fn reclaim(
         &self,
         worker: &str,
         idle: Duration,
         max: usize,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+
+    /// Forgets workers (queue consumers) that hold no jobs and were last seen longer than
+    /// `idle` ago, e.g. replicas that were replaced, so the queue's bookkeeping stays bounded
+    /// however often replicas restart. Returns how many were forgotten.
+    fn forget_idle_workers(&self, idle: Duration) -> impl Future<Output = Result<usize, StoreError>> + Send;
 }
 
 /// Task events, fanned out to local subscribers.

@@ -66,6 +66,12 @@ impl Hub {
         map.keys().cloned().collect()
     }
 
+    /// Whether anyone local waits on this task.
+    pub(crate) fn is_watched(&self, id: &TaskId) -> bool {
+        let map = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.contains_key(id)
+    }
+
     fn leave(&self, id: &TaskId) -> bool {
         let mut map = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let last = map.get(id).is_some_and(|s| s.receiver_count() == 0);

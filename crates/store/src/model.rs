@@ -94,6 +94,9 @@ pub struct NewTask {
     pub idempotency: [u8; 32],
     /// How long a retry is recognised as the same call.
     pub idempotency_window_ms: u64,
+    /// The longest lifetime any task of the deployment can have (`None` when unlimited
+    /// lifetimes are allowed): owner-index entries older than this are pruned on create.
+    pub index_horizon_ms: Option<u64>,
 }
 
 /// How a task ended (or what a failed task carries), as raw JSON.
@@ -193,6 +196,10 @@ pub struct Lease {
     pub task: TaskId,
     /// Increases with every claim; writes with an older token are refused.
     pub token: u64,
+    /// The queue entry of the job being run (renewals keep it from being reclaimed).
+    pub entry: String,
+    /// The worker holding the lease.
+    pub worker: String,
 }
 
 /// Why a job is not run.

@@ -1,6 +1,7 @@
 //! `mcpgate-cluster`: starts Redis, N replicas and nginx on loopback for scripts (the test
 //! command runs the conformance suite against it), prints `lb <url>`, and tears everything
-//! down when stdin closes, writing every replica's log and nginx's to stderr.
+//! down when stdin closes or on SIGTERM/SIGINT, writing every replica's log and nginx's to
+//! stderr.
 
 use std::io::{BufRead as _, Write as _};
 
@@ -25,12 +26,28 @@ fn main() -> anyhow::Result<()> {
     writeln!(out, "lb {}", cluster.url())?;
     out.flush()?;
     drop(out);
-    // Run until whoever started us closes our stdin.
-    for line in std::io::stdin().lock().lines() {
-        if line.is_err() {
-            break;
+    // Run until whoever started us closes our stdin, or sends SIGTERM/SIGINT: either way the
+    // cluster is dropped (every process it started killed) before we exit.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let waited = runtime.block_on(async {
+        let stdin_closed = tokio::task::spawn_blocking(|| {
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = stdin_closed => {}
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
         }
-    }
+        anyhow::Ok(())
+    });
+    // The stdin reader may still be blocked in read(): do not wait for it.
+    runtime.shutdown_background();
+    waited?;
     // The replicas' and nginx's logs go to our stderr, for the caller to keep or show.
     let mut err = std::io::stderr().lock();
     for (i, replica) in cluster.replicas.iter().enumerate() {

@@ -246,6 +246,22 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
     {
         return Err(invalid_key("redis_url", "must start with redis://, rediss:// or redis+unix://"));
     }
+    if !c.is_multi_replica() && c.tasks.max_running == 0 {
+        return Err(invalid_key(
+            "tasks.max_running",
+            "0 (run no tasks) needs redis_url: without a shared store no other replica can run them",
+        ));
+    }
+    if c.is_multi_replica() && c.tasks.lease_ms < 2 * c.store.command_timeout_ms {
+        return Err(invalid_key(
+            "tasks.lease_ms",
+            &format!(
+                "must be at least twice store.command_timeout_ms ({} ms): a lease must outlive a renewal that \
+                 timed out, or slow Redis replies would hand running tasks to other replicas",
+                c.store.command_timeout_ms
+            ),
+        ));
+    }
     if c.is_multi_replica() && c.seal.keys.is_empty() {
         return Err(invalid_key(
             "seal.keys",

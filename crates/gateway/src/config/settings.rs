@@ -156,12 +156,12 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "tasks.max_running",
         Kind::Int,
-        "Tasks executing at once per replica; 0 = this replica serves tasks but runs none [256]",
+        "Tasks executing at once per replica; 0 = this replica serves tasks but runs none (needs redis_url) [256]",
     ),
     s(
         "tasks.lease_ms",
         Kind::Int,
-        "Lease of a running task; a replica that stops renewing it for this long loses the task to another [30000]",
+        "Lease of a running task; a replica that stops renewing it for this long loses the task to another; at least twice store.command_timeout_ms with Redis [30000]",
     ),
     s("tasks.max_attempts", Kind::Int, "Executions started per task before it fails with a clear error [3]"),
     s(
@@ -180,7 +180,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "On SIGTERM/SIGINT, how long /readyz reports 503 before the listener closes, so load balancers stop routing first [0]",
     ),
-    s("shutdown.grace_secs", Kind::Int, "On SIGTERM/SIGINT, how long in-flight requests may finish [20]"),
+    s(
+        "shutdown.grace_secs",
+        Kind::Int,
+        "On SIGTERM/SIGINT, how long in-flight requests and running tasks may finish (tasks still running are then handed to other replicas) [20]",
+    ),
 ];
 
 /// Looks a setting up by its TOML key.

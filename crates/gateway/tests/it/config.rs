@@ -64,6 +64,9 @@ fn sources_layer_file_then_environment_then_flags() {
     assert_eq!(c.toolset, ["demo"]);
 }
 
+/// A valid sealing key for multi-replica cases.
+const KEY: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
 #[test]
 fn errors_name_the_setting() {
     type Loader = Box<dyn Fn() -> Result<Config, GatewayError>>;
@@ -120,6 +123,15 @@ fn errors_name_the_setting() {
             "auth.authorization_servers",
         ),
         (Box::new(|| load_from_str("[auth]\nmode = \"kerberos\"\n")), "configuration"),
+        (Box::new(|| load_from_str("[tasks]\nmax_running = 0\n")), "tasks.max_running"),
+        (
+            Box::new(|| {
+                load_from_str(&format!(
+                    "redis_url = \"redis://127.0.0.1:6379\"\n[seal]\nkeys = [\"{KEY}\"]\n[tasks]\nlease_ms = 3000\n"
+                ))
+            }),
+            "tasks.lease_ms",
+        ),
     ];
     for (load, needle) in cases {
         let text = error_text(load().expect_err(needle));

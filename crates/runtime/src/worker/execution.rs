@@ -1,5 +1,6 @@
 //! One job, start to end: claim the task, run its tool under the watchdog, record what came
-//! out (a result, a failure, or a request for input), or let go when told to stop.
+//! out (a result, a failure, or a request for input), or let go when told to stop (handing
+//! the task back on shutdown).
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -68,12 +69,27 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     let cx = ToolContext::for_task(principal, capabilities, status_tx, cancel.clone());
     tracing::debug!("task run started");
     let ended = tokio::select! {
-        outcome = tool.call(call, &cx) => Ok(outcome),
+        // The watchdog first: when both are ready, a stop (shutdown, cancel) wins.
+        biased;
         stop = watch(&shared.store, &lease, shared.options.lease, status_rx, events, &shared.shutdown) => Err(stop),
+        outcome = tool.call(call, &cx) => Ok(outcome),
     };
     cancel.cancel();
+    // The tool sees shutdown through its cancellation token and may end at once, failing: that
+    // is not the task's outcome, so the task is handed back like any run stopped by shutdown.
+    let ended = match ended {
+        Ok(_) if shared.shutdown.is_cancelled() => Err(Stop::Shutdown),
+        other => other,
+    };
     match ended {
         Ok(outcome) => settle(shared, &job, &lease, outcome, &task).await,
+        // Shutting down: hand the task back so another replica runs it now, not once the
+        // lease has lapsed, and without spending one of its attempts.
+        Err(Stop::Shutdown) => match shared.store.release(&lease, &job).await {
+            Ok(Settled::Done) => tracing::info!("task handed back for another replica (shutdown)"),
+            Ok(other) => tracing::debug!(?other, "task not handed back: it moved on meanwhile"),
+            Err(e) => tracing::warn!(error = %e, "handing a task back failed; it is taken over once its lease lapses"),
+        },
         Err(stop) => {
             tracing::info!(?stop, "task run stopped before its tool finished");
             if matches!(stop, Stop::Cancelled | Stop::Gone)

@@ -4,9 +4,10 @@
 //!
 //! Invariants: at most `max_running` jobs run at once per replica; a run stops within a
 //! moment of its task being cancelled (an event, with lease renewal as the fallback), expiring,
-//! or being taken over; only the current lease holder can record an outcome; on shutdown,
-//! running jobs are abandoned without writing and their leases lapse, so another replica
-//! finishes them.
+//! or being taken over; only the current lease holder can record an outcome; when the
+//! shutdown grace period ends, running jobs are handed back (re-enqueued, the attempt not
+//! counted) so another replica finishes them, or, if Redis cannot be reached, their leases
+//! lapse and they are reclaimed.
 
 mod execution;
 mod watchdog;
@@ -69,7 +70,7 @@ pub struct Workers {
 
 impl Workers {
     /// Starts the reader and reclaim loops. They take no new jobs once `stopping` is
-    /// cancelled; running jobs are abandoned (leases left to lapse) once `shutdown` is.
+    /// cancelled; running jobs are stopped and handed back once `shutdown` is.
     pub fn start(
         store: AnyStore,
         catalog: Arc<Catalog>,
@@ -110,14 +111,17 @@ impl Workers {
         self.max_running - self.slots.available_permits()
     }
 
-    /// Waits (up to `timeout`) for the loops and runs to end after shutdown was signalled.
-    pub async fn stopped(&self, timeout: Duration) {
+    /// Waits for the loops and every run to end; call once `stopping` is cancelled (no new
+    /// runs start after that).
+    pub async fn finished(&self) {
         self.runs.close();
-        let _ = tokio::time::timeout(timeout, async {
-            self.loops.wait().await;
-            self.runs.wait().await;
-        })
-        .await;
+        self.loops.wait().await;
+        self.runs.wait().await;
+    }
+
+    /// [`Workers::finished`], waiting at most `timeout`.
+    pub async fn stopped(&self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.finished()).await;
     }
 }
 
@@ -139,12 +143,14 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
                 backoff = Duration::from_millis(100);
                 let mut first = Some(first);
                 for job in jobs {
+                    // The read may return more than there was room for: those jobs are ours
+                    // now, so they wait here for a slot (on shutdown they are left pending,
+                    // and reclaimed by another replica).
                     let permit = match first.take() {
                         Some(p) => p,
-                        None => match shared.slots.clone().try_acquire_owned() {
-                            Ok(p) => p,
-                            // No room after all: the job stays pending and is reclaimed later.
-                            Err(_) => break,
+                        None => match wait_for_slot(&shared).await {
+                            Some(p) => p,
+                            None => break,
                         },
                     };
                     spawn_run(&shared, job, permit);
@@ -164,13 +170,29 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
     alive.store(false, Ordering::Release);
 }
 
-/// Takes over jobs whose worker stopped renewing (it died, or lost Redis).
+/// How often a replica tidies the queue's list of workers, and how long a worker that holds
+/// nothing must have been silent to be forgotten (a replaced replica).
+const FORGET_EVERY: Duration = Duration::from_secs(600);
+const FORGET_AFTER: Duration = Duration::from_secs(3600);
+
+/// Takes over jobs whose worker stopped renewing (it died, or lost Redis), and now and then
+/// forgets workers long gone.
 async fn reclaim_loop(shared: Shared) {
     let every = (shared.options.lease / 2).max(Duration::from_millis(100));
+    let mut next_forget = tokio::time::Instant::now() + FORGET_EVERY;
     loop {
         tokio::select! {
             () = tokio::time::sleep(every) => {}
             () = shared.stopping.cancelled() => return,
+        }
+        if tokio::time::Instant::now() >= next_forget {
+            next_forget = tokio::time::Instant::now() + FORGET_EVERY;
+            let after = FORGET_AFTER.max(shared.options.lease * 10);
+            match shared.store.forget_idle_workers(after).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(workers = n, "forgot queue workers idle for over {after:?}"),
+                Err(e) => tracing::warn!(error = %e, "tidying the queue's workers failed"),
+            }
         }
         let room = shared.slots.available_permits();
         if room == 0 {
@@ -179,13 +201,21 @@ async fn reclaim_loop(shared: Shared) {
         match shared.store.reclaim(&shared.options.worker_id, shared.options.lease, room).await {
             Ok(jobs) => {
                 for job in jobs {
-                    let Ok(permit) = shared.slots.clone().try_acquire_owned() else { break };
+                    let Some(permit) = wait_for_slot(&shared).await else { break };
                     tracing::info!(task = %job.task, "reclaimed a job whose worker stopped");
                     spawn_run(&shared, job, permit);
                 }
             }
             Err(e) => tracing::warn!(error = %e, "reclaiming stale jobs failed"),
         }
+    }
+}
+
+/// A free run slot, or `None` once shutdown began.
+async fn wait_for_slot(shared: &Shared) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    tokio::select! {
+        permit = shared.slots.clone().acquire_owned() => permit.ok(),
+        () = shared.stopping.cancelled() => None,
     }
 }
 

@@ -139,6 +139,10 @@ impl TaskStore for MemoryStore {
             })
         }))
     }
+
+    async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
+        Ok(self.with(|s, _| s.release(lease, job)))
+    }
 }
 
 impl JobQueue for MemoryStore {
@@ -164,6 +168,11 @@ impl JobQueue for MemoryStore {
 
     async fn reclaim(&self, worker: &str, idle: Duration, max: usize) -> Result<Vec<Job>, StoreError> {
         Ok(self.with(|s, now| s.reclaim(worker, millis(idle), max, now)))
+    }
+
+    /// Workers are not tracked apart from the jobs they hold: nothing to forget.
+    async fn forget_idle_workers(&self, _: Duration) -> Result<usize, StoreError> {
+        Ok(0)
     }
 }
 

@@ -168,7 +168,6 @@ impl State {
     }
 
     pub(super) fn claim(&mut self, job: &Job, worker: &str, lease: u64, max_attempts: u32, now: u64) -> Claim {
-        let _ = worker;
         let Some(entry) = self.tasks.get_mut(&job.task) else {
             self.ack(job);
             return Claim::Skip(Skip::Gone);
@@ -205,7 +204,12 @@ impl State {
         entry.lease_token += 1;
         entry.lease_until = now.saturating_add(lease);
         Claim::Run {
-            lease: Lease { task: job.task.clone(), token: entry.lease_token },
+            lease: Lease {
+                task: job.task.clone(),
+                token: entry.lease_token,
+                entry: job.entry.clone(),
+                worker: worker.to_owned(),
+            },
             task: Box::new(entry.record.clone()),
         }
     }
@@ -224,6 +228,11 @@ impl State {
         {
             entry.record.status_message = Some(message.to_owned());
             entry.record.updated_ms = now;
+        }
+        // Like XCLAIM in Redis: a renewed job is not idle, so reclaim scans skip it.
+        if let Some(pending) = self.pending.get_mut(&lease.entry) {
+            pending.worker.clone_from(&lease.worker);
+            pending.delivered = now;
         }
         Renewal::Held
     }
@@ -254,6 +263,26 @@ impl State {
         let status = entry.record.status;
         self.events.push((lease.task.clone(), TaskEvent::Status(status)));
         self.ack(job);
+        Settled::Done
+    }
+
+    /// Gives a running task back (see `TaskStore::release`).
+    pub(super) fn release(&mut self, lease: &Lease, job: &Job) -> Settled {
+        let Some(entry) = self.tasks.get_mut(&lease.task) else {
+            self.ack(job);
+            return Settled::Gone;
+        };
+        if entry.lease_token != lease.token {
+            return Settled::Lost;
+        }
+        if entry.record.status != TaskStatus::Working {
+            self.ack(job);
+            return Settled::AlreadyTerminal;
+        }
+        entry.lease_until = 0;
+        entry.record.attempts = entry.record.attempts.saturating_sub(1);
+        self.ack(job);
+        self.enqueue(lease.task.clone());
         Settled::Done
     }
 

@@ -13,6 +13,7 @@ mod record;
 mod scripts;
 mod subscriber;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,7 +64,15 @@ struct Inner {
     shards: u16,
     timeout: Duration,
     reader: Mutex<Option<redis::aio::MultiplexedConnection>>,
+    /// Where the next reclaim scan resumes: the shard, and the `XAUTOCLAIM` cursor of each.
+    reclaim: std::sync::Mutex<ReclaimCursor>,
     subscriber: Arc<Subscriber>,
+}
+
+/// Progress of the reclaim scan over the shards' pending entries.
+struct ReclaimCursor {
+    shard: u16,
+    starts: Vec<String>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -92,6 +101,10 @@ impl RedisStore {
                 shards: options.shards,
                 timeout: options.command_timeout,
                 reader: Mutex::new(None),
+                reclaim: std::sync::Mutex::new(ReclaimCursor {
+                    shard: 0,
+                    starts: vec!["0-0".to_owned(); usize::from(options.shards)],
+                }),
                 subscriber,
             }),
         };
@@ -255,6 +268,7 @@ impl TaskStore for RedisStore {
                         task.poll_interval_ms.to_string(),
                         task.idempotency_window_ms.to_string(),
                         if force { "1" } else { "0" }.to_owned(),
+                        task.index_horizon_ms.unwrap_or(0).to_string(),
                     ],
                 )
                 .await?,
@@ -321,9 +335,11 @@ impl TaskStore for RedisStore {
         all.sort();
         let more = all.len() > limit;
         all.truncate(limit);
-        let ids: Vec<TaskId> =
-            all.iter().filter_map(|m| m.split_once(':').and_then(|(_, id)| TaskId::parse(id))).collect();
-        let task_keys: Vec<String> = ids.iter().map(|id| self.inner.keys.task(id)).collect();
+        let entries: Vec<(&String, TaskId)> = all
+            .iter()
+            .filter_map(|m| m.split_once(':').and_then(|(_, id)| TaskId::parse(id)).map(|id| (m, id)))
+            .collect();
+        let task_keys: Vec<String> = entries.iter().map(|(_, id)| self.inner.keys.task(id)).collect();
         let records: Vec<Vec<Value>> = if task_keys.is_empty() {
             Vec::new()
         } else {
@@ -334,11 +350,20 @@ impl TaskStore for RedisStore {
             self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async(conn))).await?
         };
         let mut tasks = Vec::with_capacity(records.len());
-        for pairs in &records {
-            // A missing record expired; its index entry goes with the index's own expiry.
-            if let Some(record) = decode(pairs)? {
-                tasks.push(record);
+        let mut dead = redis::pipe();
+        let mut any_dead = false;
+        for (pairs, (member, id)) in records.iter().zip(&entries) {
+            match decode(pairs)? {
+                Some(record) => tasks.push(record),
+                // The task expired: drop its index entry now (one extra round trip, only then).
+                None => {
+                    dead.cmd("ZREM").arg(self.inner.keys.owner(id.shard(), owner)).arg(member.as_str()).ignore();
+                    any_dead = true;
+                }
             }
+        }
+        if any_dead {
+            self.call(Retry::Yes, &dead, |conn, pipe| Box::pin(pipe.query_async::<()>(conn))).await?;
         }
         let next = if more { all.last().map(|m| ListCursor(m.clone())) } else { None };
         Ok(Page { tasks, next })
@@ -385,7 +410,9 @@ impl TaskStore for RedisStore {
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a token".to_owned() })?;
                 let record = decode(&out[2..])?
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a record".to_owned() })?;
-                Claim::Run { lease: Lease { task: job.task.clone(), token }, task: Box::new(record) }
+                let lease =
+                    Lease { task: job.task.clone(), token, entry: job.entry.clone(), worker: worker.to_owned() };
+                Claim::Run { lease, task: Box::new(record) }
             }
             Some("gone") => Claim::Skip(Skip::Gone),
             Some("terminal") => Claim::Skip(Skip::Terminal),
@@ -401,12 +428,14 @@ impl TaskStore for RedisStore {
             .script(
                 Retry::No,
                 &scripts::RENEW,
-                vec![self.inner.keys.task(&lease.task)],
+                vec![self.inner.keys.task(&lease.task), self.inner.keys.jobs(lease.task.shard())],
                 vec![
                     lease.token.to_string(),
                     millis(duration).to_string(),
                     if message.is_some() { "1" } else { "0" }.to_owned(),
                     message.unwrap_or_default().to_owned(),
+                    lease.entry.clone(),
+                    lease.worker.clone(),
                 ],
             )
             .await?;
@@ -449,6 +478,30 @@ impl TaskStore for RedisStore {
         )
         .await
     }
+
+    async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
+        let keys = &self.inner.keys;
+        let out = self
+            .script(
+                Retry::No,
+                &scripts::RELEASE,
+                vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
+                vec![lease.token.to_string(), job.entry.clone()],
+            )
+            .await?;
+        settled(&out)
+    }
+}
+
+/// Decodes the reply of `settle.lua` / `release.lua`.
+fn settled(out: &Value) -> Result<Settled, StoreError> {
+    Ok(match item(std::slice::from_ref(out), 0).as_deref() {
+        Some("done") => Settled::Done,
+        Some("terminal") => Settled::AlreadyTerminal,
+        Some("lost") => Settled::Lost,
+        Some("gone") => Settled::Gone,
+        _ => return Err(StoreError::Corrupt { detail: "unexpected settle reply".to_owned() }),
+    })
 }
 
 impl RedisStore {
@@ -476,13 +529,7 @@ impl RedisStore {
                 ],
             )
             .await?;
-        Ok(match item(&[out], 0).as_deref() {
-            Some("done") => Settled::Done,
-            Some("terminal") => Settled::AlreadyTerminal,
-            Some("lost") => Settled::Lost,
-            Some("gone") => Settled::Gone,
-            _ => return Err(StoreError::Corrupt { detail: "unexpected settle reply".to_owned() }),
-        })
+        settled(&out)
     }
 }
 
@@ -505,9 +552,11 @@ impl JobQueue for RedisStore {
         let Some(conn) = reader.as_mut() else { return Ok(Vec::new()) };
         let streams: Vec<String> = (0..inner.shards).map(|s| inner.keys.jobs(u8::try_from(s).unwrap_or(0))).collect();
         let ids = vec![">"; streams.len()];
+        // COUNT applies per stream: spread `max` over the shards (rounding up, so each gets one).
+        let per_stream = max.max(1).div_ceil(streams.len().max(1));
         let options = StreamReadOptions::default()
             .group(GROUP, worker)
-            .count(max.max(1))
+            .count(per_stream)
             .block(usize::try_from(block.as_millis()).unwrap_or(usize::MAX));
         let read: redis::RedisResult<Option<StreamReadReply>> = conn.xread_options(&streams, &ids, &options).await;
         match read {
@@ -534,45 +583,96 @@ impl JobQueue for RedisStore {
     }
 
     async fn reclaim(&self, worker: &str, idle: Duration, max: usize) -> Result<Vec<Job>, StoreError> {
-        let streams: Vec<String> =
-            (0..self.inner.shards).map(|s| self.inner.keys.jobs(u8::try_from(s).unwrap_or(0))).collect();
-        let worker = worker.to_owned();
-        let mut pipe = redis::pipe();
-        for stream in &streams {
-            pipe.cmd("XAUTOCLAIM")
-                .arg(stream)
-                .arg(GROUP)
-                .arg(&worker)
-                .arg(millis(idle))
-                .arg("0-0")
-                .arg("COUNT")
-                .arg(max.max(1));
-        }
-        let replies: Vec<Value> = self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async(conn))).await?;
+        // One shard at a time, asking each only for the room left: whatever XAUTOCLAIM returns
+        // is claimed for us (its idle time reset), so it must not be fetched and then dropped.
+        let shards = self.inner.shards;
+        let (first, starts) = {
+            let cursor = self.inner.reclaim.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            (cursor.shard, cursor.starts.clone())
+        };
         let mut jobs = Vec::new();
-        for reply in replies {
+        for step in 0..shards {
+            let remaining = max.saturating_sub(jobs.len());
+            if remaining == 0 {
+                break;
+            }
+            let shard = (first + step) % shards;
+            let stream = self.inner.keys.jobs(u8::try_from(shard).unwrap_or(u8::MAX));
+            let start = starts.get(usize::from(shard)).cloned().unwrap_or_else(|| "0-0".to_owned());
+            let mut cmd = redis::cmd("XAUTOCLAIM");
+            cmd.arg(&stream).arg(GROUP).arg(worker).arg(millis(idle)).arg(&start).arg("COUNT").arg(remaining);
+            let reply: Value = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
             // [next-start-id, [[entry-id, [field, value, ...]], ...], [deleted ids]]
             let Value::Array(parts) = reply else { continue };
-            let Some(Value::Array(entries)) = parts.get(1) else { continue };
-            for entry in entries {
-                let Value::Array(pair) = entry else { continue };
-                let (Some(entry_id), Some(Value::Array(fields))) = (item(pair, 0), pair.get(1)) else { continue };
-                let task = fields.chunks(2).find_map(|kv| match kv {
-                    [k, v] if item(std::slice::from_ref(k), 0).as_deref() == Some("task") => {
-                        item(std::slice::from_ref(v), 0).and_then(|s| TaskId::parse(&s))
-                    }
-                    _ => None,
-                });
-                if let Some(task) = task {
-                    jobs.push(Job { task, entry: entry_id });
-                }
-                if jobs.len() >= max {
-                    return Ok(jobs);
-                }
+            let next = item(&parts, 0).unwrap_or_else(|| "0-0".to_owned());
+            if let Some(Value::Array(entries)) = parts.get(1) {
+                jobs.extend(entries.iter().filter_map(claimed_job));
             }
+            let mut cursor = self.inner.reclaim.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(slot) = cursor.starts.get_mut(usize::from(shard)) {
+                *slot = next.clone();
+            }
+            // Resume here next time unless this shard's scan completed.
+            cursor.shard = if next == "0-0" { (shard + 1) % shards } else { shard };
         }
         Ok(jobs)
     }
+
+    async fn forget_idle_workers(&self, idle: Duration) -> Result<usize, StoreError> {
+        let mut forgotten = 0;
+        for shard in 0..self.inner.shards {
+            let stream = self.inner.keys.jobs(u8::try_from(shard).unwrap_or(u8::MAX));
+            let names = self.idle_consumers(&stream, idle).await?;
+            if names.is_empty() {
+                continue;
+            }
+            let mut pipe = redis::pipe();
+            for name in &names {
+                // A consumer that holds nothing loses nothing; a live one is recreated by its
+                // next read.
+                pipe.cmd("XGROUP").arg("DELCONSUMER").arg(&stream).arg(GROUP).arg(name).ignore();
+            }
+            self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async::<()>(conn))).await?;
+            forgotten += names.len();
+        }
+        Ok(forgotten)
+    }
+}
+
+impl RedisStore {
+    /// One shard's consumers that hold nothing and were idle longer than `idle`.
+    async fn idle_consumers(&self, stream: &str, idle: Duration) -> Result<Vec<String>, StoreError> {
+        let mut cmd = redis::cmd("XINFO");
+        cmd.arg("CONSUMERS").arg(stream).arg(GROUP);
+        let consumers: Vec<HashMap<String, Value>> =
+            self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        let number = |c: &HashMap<String, Value>, field: &str| match c.get(field) {
+            Some(Value::Int(n)) => Some(*n),
+            _ => None,
+        };
+        Ok(consumers
+            .iter()
+            .filter(|c| {
+                // `inactive` (Redis 7.2+: since the last successful read) where known, else `idle`.
+                let quiet = number(c, "inactive").filter(|n| *n >= 0).or_else(|| number(c, "idle"));
+                number(c, "pending") == Some(0) && quiet.is_some_and(|ms| ms.unsigned_abs() > millis(idle))
+            })
+            .filter_map(|c| c.get("name").and_then(|v| item(std::slice::from_ref(v), 0)))
+            .collect())
+    }
+}
+
+/// A job from one `XAUTOCLAIM` entry: `[entry-id, [field, value, ...]]`.
+fn claimed_job(entry: &Value) -> Option<Job> {
+    let Value::Array(pair) = entry else { return None };
+    let (Some(entry_id), Some(Value::Array(fields))) = (item(pair, 0), pair.get(1)) else { return None };
+    let task = fields.chunks(2).find_map(|kv| match kv {
+        [k, v] if item(std::slice::from_ref(k), 0).as_deref() == Some("task") => {
+            item(std::slice::from_ref(v), 0).and_then(|s| TaskId::parse(&s))
+        }
+        _ => None,
+    })?;
+    Some(Job { task, entry: entry_id })
 }
 
 fn jobs_of(entries: impl Iterator<Item = redis::streams::StreamId>) -> Vec<Job> {

@@ -10,8 +10,9 @@ pub(super) static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 pub(super) static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/claim.lua")));
 pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/renew.lua")));
 pub(super) static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/settle.lua")));
+pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 5] {
-    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE]
+pub(super) fn all() -> [&'static Script; 6] {
+    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE, &RELEASE]
 }

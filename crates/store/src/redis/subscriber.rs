@@ -64,89 +64,129 @@ impl Watcher for Subscriber {
     }
 }
 
+/// How often an idle subscriber connection is checked with `PING`: a connection that died
+/// silently would otherwise stop delivering events without any error.
+const PING_EVERY: Duration = Duration::from_secs(10);
+
 async fn run(client: Client, keys: Keys, hub: Hub, mut commands: mpsc::UnboundedReceiver<Command>, timeout: Duration) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        let pubsub = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
-            Ok(Ok(p)) => p,
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "event subscriber cannot connect to Redis; retrying");
-                if !drain_failing(&mut commands, &e.to_string()).await {
-                    return;
+        match serve(&client, &keys, &hub, &mut commands, timeout).await {
+            Served::Stopped => return,
+            Served::Lost { healthy } => {
+                if healthy {
+                    backoff = Duration::from_millis(100);
                 }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-                continue;
-            }
-            Err(_) => {
-                if !drain_failing(&mut commands, "connect timed out").await {
-                    return;
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-                continue;
-            }
-        };
-        let (mut sink, mut stream) = pubsub.split();
-        let mut subscribed: HashSet<String> = HashSet::new();
-        let mut healthy = true;
-        for id in hub.watched() {
-            let channel = keys.channel(&id);
-            if sink.subscribe(&channel).await.is_err() {
-                healthy = false;
-                break;
-            }
-            subscribed.insert(channel);
-        }
-        if !healthy {
-            continue;
-        }
-        // Whatever happened while we were away was not delivered.
-        hub.resync_all();
-        backoff = Duration::from_millis(100);
-        loop {
-            tokio::select! {
-                command = commands.recv() => match command {
-                    None => return,
-                    Some(Command::Subscribe(channel, ack)) => {
-                        if subscribed.contains(&channel) {
-                            let _ = ack.send(Ok(()));
-                            continue;
-                        }
-                        match sink.subscribe(&channel).await {
-                            Ok(()) => {
-                                subscribed.insert(channel);
-                                let _ = ack.send(Ok(()));
-                            }
-                            Err(e) => {
-                                let _ = ack.send(Err(e.into()));
-                                break;
-                            }
-                        }
-                    }
-                    Some(Command::Unsubscribe(id)) => {
-                        // A new local subscriber may have arrived since the last one left.
-                        if hub.watched().contains(&id) {
-                            continue;
-                        }
-                        let channel = keys.channel(&id);
-                        if subscribed.remove(&channel) && sink.unsubscribe(&channel).await.is_err() {
-                            break;
-                        }
-                    }
-                },
-                message = stream.next() => match message {
-                    None => break,
-                    Some(message) => {
-                        let Some(id) = keys.task_of_channel(message.get_channel_name()) else { continue };
-                        let payload: String = message.get_payload().unwrap_or_default();
-                        let event = parse_status(&payload).map_or(TaskEvent::Resync, TaskEvent::Status);
-                        hub.deliver(&id, event);
-                    }
-                },
             }
         }
         tracing::warn!("event subscriber lost its Redis connection; reconnecting");
+        // Pending subscribes fail fast while we wait, rather than time out.
+        if !drain_failing(&mut commands, "event subscriber reconnecting").await {
+            return;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// How one connection ended.
+enum Served {
+    /// The store is gone.
+    Stopped,
+    /// The connection failed; `healthy` if it had been fully set up first.
+    Lost { healthy: bool },
+}
+
+/// Connects, subscribes to every watched channel, then serves commands and messages until the
+/// connection fails. Every call on the connection is bounded by `timeout`.
+async fn serve(
+    client: &Client,
+    keys: &Keys,
+    hub: &Hub,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    timeout: Duration,
+) -> Served {
+    let bounded = |what: &'static str| {
+        move |r: Result<redis::RedisResult<()>, tokio::time::error::Elapsed>| match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::from(e)),
+            Err(_) => Err(StoreError::Unavailable { detail: format!("{what} timed out") }),
+        }
+    };
+    let pubsub = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "event subscriber cannot connect to Redis");
+            return Served::Lost { healthy: false };
+        }
+        Err(_) => {
+            tracing::warn!("event subscriber connect timed out");
+            return Served::Lost { healthy: false };
+        }
+    };
+    let (mut sink, mut stream) = pubsub.split();
+    let mut subscribed: HashSet<String> = HashSet::new();
+    for id in hub.watched() {
+        let channel = keys.channel(&id);
+        if bounded("subscribe")(tokio::time::timeout(timeout, sink.subscribe(&channel)).await).is_err() {
+            return Served::Lost { healthy: false };
+        }
+        subscribed.insert(channel);
+    }
+    // Whatever happened while we were away was not delivered.
+    hub.resync_all();
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ping.reset();
+    loop {
+        tokio::select! {
+            command = commands.recv() => match command {
+                None => return Served::Stopped,
+                Some(Command::Subscribe(channel, ack)) => {
+                    if subscribed.contains(&channel) {
+                        let _ = ack.send(Ok(()));
+                        continue;
+                    }
+                    match bounded("subscribe")(tokio::time::timeout(timeout, sink.subscribe(&channel)).await) {
+                        Ok(()) => {
+                            subscribed.insert(channel);
+                            let _ = ack.send(Ok(()));
+                        }
+                        Err(e) => {
+                            let _ = ack.send(Err(e));
+                            return Served::Lost { healthy: true };
+                        }
+                    }
+                }
+                Some(Command::Unsubscribe(id)) => {
+                    // A new local subscriber may have arrived since the last one left.
+                    if hub.is_watched(&id) {
+                        continue;
+                    }
+                    let channel = keys.channel(&id);
+                    if subscribed.remove(&channel)
+                        && bounded("unsubscribe")(tokio::time::timeout(timeout, sink.unsubscribe(&channel)).await).is_err()
+                    {
+                        return Served::Lost { healthy: true };
+                    }
+                }
+            },
+            message = stream.next() => match message {
+                None => return Served::Lost { healthy: true },
+                Some(message) => {
+                    let Some(id) = keys.task_of_channel(message.get_channel_name()) else { continue };
+                    let payload: String = message.get_payload().unwrap_or_default();
+                    let event = parse_status(&payload).map_or(TaskEvent::Resync, TaskEvent::Status);
+                    hub.deliver(&id, event);
+                }
+            },
+            _ = ping.tick() => {
+                let pong = tokio::time::timeout(timeout, sink.ping::<redis::Value>()).await;
+                if !matches!(pong, Ok(Ok(_))) {
+                    return Served::Lost { healthy: true };
+                }
+            }
+        }
     }
 }
 

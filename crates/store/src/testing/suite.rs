@@ -30,6 +30,7 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         poll_interval_ms: 500,
         idempotency,
         idempotency_window_ms: 60_000,
+        index_horizon_ms: Some(3_600_000),
     }
 }
 
@@ -65,6 +66,9 @@ where
     lifetime_ends(&make().await).await;
     park_waits_for_input(&make().await).await;
     published_events_reach_subscribers(&make().await).await;
+    released_tasks_run_again_at_once(&make().await).await;
+    renewed_jobs_are_not_reclaimed(&make().await).await;
+    reclaim_reaches_every_pending_job(&make().await).await;
 }
 
 async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
@@ -222,6 +226,58 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     assert_eq!(parked.input_requests.as_deref(), Some(requests));
     assert_eq!(parked.state.as_deref(), Some(r#"{"step":1}"#));
     assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Parked));
+}
+
+async fn released_tasks_run_again_at_once<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("handover", 1)).await.expect("create").record().clone();
+    let job = next_job(store, "leaving", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "leaving", LEASE, 1).await.expect("claim") else { panic!("runs") };
+    assert_eq!(store.release(&lease, &job).await.expect("release"), Settled::Done);
+    let released = store.get(&record.id).await.expect("get").expect("exists");
+    assert_eq!((released.status, released.attempts), (TaskStatus::Working, 0), "the attempt does not count");
+    // A fresh job is readable at once, and runs although only one attempt is allowed.
+    let again = next_job(store, "staying", &record.id).await;
+    assert_ne!(again.entry, job.entry);
+    let Claim::Run { lease: new, task } = store.claim(&again, "staying", LEASE, 1).await.expect("claim") else {
+        panic!("a released task runs again at once")
+    };
+    assert_eq!((new.token, task.attempts), (lease.token + 1, 1));
+    assert_eq!(store.release(&lease, &job).await.expect("release"), Settled::Lost, "only the holder releases");
+    let outcome = TaskOutcome::Result("{}".to_owned());
+    assert_eq!(store.finish(&new, &again, TaskStatus::Completed, outcome).await.expect("finish"), Settled::Done);
+    assert_eq!(store.release(&new, &again).await.expect("release"), Settled::AlreadyTerminal);
+}
+
+async fn renewed_jobs_are_not_reclaimed<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("longrun", 1)).await.expect("create").record().clone();
+    let job = next_job(store, "busy", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "busy", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(store.renew(&lease, LEASE, None).await.expect("renew"), Renewal::Held);
+    let idle = Duration::from_millis(300);
+    let reclaimed = store.reclaim("other", idle, 10).await.expect("reclaim");
+    assert!(reclaimed.iter().all(|j| j.task != record.id), "a renewed job is not idle: {reclaimed:?}");
+    // Without renewals it is idle again after a while, and reclaimed.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let reclaimed = store.reclaim("other", idle, 10).await.expect("reclaim");
+    assert!(reclaimed.iter().any(|j| j.task == record.id), "{reclaimed:?}");
+}
+
+async fn reclaim_reaches_every_pending_job<S: TaskStore + JobQueue>(store: &S) {
+    let mut ids = std::collections::BTreeSet::new();
+    for call in 0..6 {
+        let record = store.create(new_task("many", call)).await.expect("create").record().clone();
+        next_job(store, "vanished", &record.id).await;
+        ids.insert(record.id);
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..ids.len() {
+        let jobs = store.reclaim("rescuer", Duration::from_millis(300), 1).await.expect("reclaim");
+        assert!(jobs.len() <= 1, "at most max: {jobs:?}");
+        seen.extend(jobs.into_iter().map(|j| j.task));
+    }
+    assert_eq!(seen, ids, "one job per call, each in turn");
 }
 
 async fn published_events_reach_subscribers<S: EventBus>(store: &S) {

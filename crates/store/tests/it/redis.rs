@@ -15,6 +15,25 @@ pub(crate) fn options(server: &RedisServer) -> RedisOptions {
     }
 }
 
+/// A task to create: `owner`'s call with this idempotency digest (its first byte picks the
+/// shard), a minute to live, no idempotency window unless a test sets one.
+fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
+    mcpgate_store::NewTask {
+        owner: owner.to_owned(),
+        issuer: String::new(),
+        subject: owner.to_owned(),
+        era: mcpgate_protocol::Era::Modern,
+        tool: "t".to_owned(),
+        arguments: "{}".to_owned(),
+        capabilities: "{}".to_owned(),
+        ttl_ms: Some(60_000),
+        poll_interval_ms: 100,
+        idempotency,
+        idempotency_window_ms: 0,
+        index_horizon_ms: None,
+    }
+}
+
 fn rand_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -92,19 +111,7 @@ async fn every_operation_is_one_round_trip() {
     let server = RedisServer::start();
     let store = RedisStore::connect(options(&server)).await.expect("connects");
     let mut monitor = Monitor::start(server.port()).await;
-    let task = NewTask {
-        owner: "rt".to_owned(),
-        issuer: String::new(),
-        subject: "rt".to_owned(),
-        era: mcpgate_protocol::Era::Modern,
-        tool: "t".to_owned(),
-        arguments: "{}".to_owned(),
-        capabilities: "{}".to_owned(),
-        ttl_ms: Some(60_000),
-        poll_interval_ms: 100,
-        idempotency: [3; 32],
-        idempotency_window_ms: 60_000,
-    };
+    let task = NewTask { idempotency_window_ms: 60_000, ..new_task("rt", [3; 32]) };
     let mut count = async |what: &str| {
         let seen = monitor.commands_since_last().await;
         assert_eq!(seen.len(), 1, "{what} took {} round trips: {seen:#?}", seen.len());
@@ -157,19 +164,7 @@ async fn the_store_recovers_when_redis_restarts() {
     // Redis came back empty: consumer groups and scripts are recreated on demand.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let created = loop {
-        let task = NewTask {
-            owner: "o".to_owned(),
-            issuer: String::new(),
-            subject: "o".to_owned(),
-            era: mcpgate_protocol::Era::Legacy,
-            tool: "t".to_owned(),
-            arguments: "{}".to_owned(),
-            capabilities: "{}".to_owned(),
-            ttl_ms: Some(60_000),
-            poll_interval_ms: 100,
-            idempotency: [9; 32],
-            idempotency_window_ms: 60_000,
-        };
+        let task = NewTask { era: mcpgate_protocol::Era::Legacy, ..new_task("o", [9; 32]) };
         match store.create(task).await {
             Ok(c) => break c,
             Err(e) => assert!(tokio::time::Instant::now() < deadline, "store did not recover: {e}"),
@@ -184,4 +179,76 @@ async fn the_store_recovers_when_redis_restarts() {
         }
         assert!(tokio::time::Instant::now() < deadline, "the queue did not recover");
     }
+}
+
+#[tokio::test]
+async fn owner_indexes_drop_expired_tasks() {
+    use mcpgate_store::{NewTask, TaskStore as _};
+
+    let server = RedisServer::start();
+    let opts = options(&server);
+    let prefix = opts.prefix.clone();
+    let store = RedisStore::connect(opts).await.expect("connects");
+    let task = |call: u8, ttl_ms: u64, horizon: Option<u64>| NewTask {
+        ttl_ms: Some(ttl_ms),
+        index_horizon_ms: horizon,
+        // One shard (the first byte picks it), so one owner index holds every entry.
+        ..new_task(
+            "indexed",
+            [0, call, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        )
+    };
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut conn = client.get_multiplexed_async_connection().await.expect("connection");
+    let index_size = async |conn: &mut redis::aio::MultiplexedConnection| -> usize {
+        let keys: Vec<String> =
+            redis::cmd("KEYS").arg(format!("{prefix}:*:owner:*")).query_async(&mut *conn).await.expect("keys");
+        assert!(keys.len() <= 1, "one shard, one index: {keys:?}");
+        match keys.first() {
+            Some(key) => redis::cmd("ZCARD").arg(key).query_async(&mut *conn).await.expect("zcard"),
+            None => 0,
+        }
+    };
+
+    // Entries older than the horizon go when the owner creates again.
+    store.create(task(1, 200, Some(300))).await.expect("create");
+    store.create(task(2, 200, Some(300))).await.expect("create");
+    assert_eq!(index_size(&mut conn).await, 2);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    store.create(task(3, 60_000, Some(300))).await.expect("create");
+    assert_eq!(index_size(&mut conn).await, 1, "expired entries pruned on create");
+
+    // Without a horizon (unlimited lifetimes allowed), listing drops entries of expired tasks.
+    store.create(task(4, 200, None)).await.expect("create");
+    assert_eq!(index_size(&mut conn).await, 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let page = store.list("indexed", None, 10).await.expect("list");
+    assert_eq!(page.tasks.len(), 1);
+    assert_eq!(index_size(&mut conn).await, 1, "expired entries pruned on list");
+}
+
+#[tokio::test]
+async fn workers_long_gone_are_forgotten() {
+    use mcpgate_store::{JobQueue as _, TaskStore as _};
+
+    let server = RedisServer::start();
+    let mut opts = options(&server);
+    opts.shards = 1;
+    let store = RedisStore::connect(opts).await.expect("connects");
+    // "holder" takes a job and keeps it; "idler" took one and is done with it.
+    let task = |call: u8| new_task("o", [call; 32]);
+    store.create(task(1)).await.expect("create");
+    store.create(task(2)).await.expect("create");
+    let held = store.read("holder", 1, Duration::from_millis(100)).await.expect("read");
+    assert_eq!(held.len(), 1);
+    let done = store.read("idler", 1, Duration::from_millis(100)).await.expect("read");
+    store.ack(&done[0]).await.expect("ack");
+    assert_eq!(store.forget_idle_workers(Duration::from_secs(60)).await.expect("forget"), 0, "none idle long");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.read("active", 10, Duration::from_millis(10)).await.expect("read");
+    assert_eq!(store.forget_idle_workers(Duration::from_millis(200)).await.expect("forget"), 1, "only the idler");
+    // The holder's job is still pending, so it can still be reclaimed.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let reclaimed = store.reclaim("rescuer", Duration::from_millis(200), 10).await.expect("reclaim");
+    assert_eq!(reclaimed.len(), 1);
 }

@@ -34,6 +34,12 @@ use crate::state::AppState;
 /// Tasks per `tasks/list` page.
 const LIST_PAGE: usize = 50;
 
+/// A `tasks/result` waiter re-reads its task at least this often, should an event be lost
+/// (pub/sub delivers at most once), and at most this often when its clock and Redis's
+/// disagree about the expiry.
+const RECHECK_MAX: Duration = Duration::from_secs(30);
+const RECHECK_MIN: Duration = Duration::from_secs(1);
+
 /// The lifetime a client asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::mcp) enum TtlRequest {
@@ -107,6 +113,7 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
             poll_interval_ms: tasks.poll_interval_ms,
             idempotency,
             idempotency_window_ms: tasks.idempotency_window_ms,
+            index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
         })
         .await?;
     let record = created.record();
@@ -218,27 +225,26 @@ pub(in crate::mcp) fn result(
                 if record.status.is_terminal() {
                     return task_view::legacy_result(&record).map(Bytes::from);
                 }
-                let expiry = record.ttl_ms.map(|ttl| record.created_ms.saturating_add(ttl).saturating_sub(now_ms()));
+                // At its expiry the task disappears, and the re-read answers "not found".
+                let recheck = record
+                    .ttl_ms
+                    .map_or(RECHECK_MAX, |ttl| {
+                        let left = record.created_ms.saturating_add(ttl).saturating_sub(now_ms());
+                        Duration::from_millis(left.saturating_add(50))
+                    })
+                    .clamp(RECHECK_MIN, RECHECK_MAX);
                 tokio::select! {
                     event = events.next() => {
                         if event == TaskEvent::Resync {
                             tracing::debug!(task = %id, "re-reading task after missed events");
                         }
                     }
-                    // At its expiry the task disappears; the re-read answers "not found".
-                    () = sleep_or_forever(expiry) => {}
+                    () = tokio::time::sleep(recheck) => {}
                     () = cancel.cancelled() => return Err(GatewayError::ShuttingDown),
                 }
             }
         })
     }))
-}
-
-async fn sleep_or_forever(ms: Option<u64>) {
-    match ms {
-        Some(ms) => tokio::time::sleep(Duration::from_millis(ms.saturating_add(50))).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Modern task methods need the request to declare the extension (checked before any lookup).
