@@ -77,8 +77,11 @@ async fn every_step_of_a_flow_on_a_different_replica() -> anyhow::Result<()> {
         modern(&client, &a, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60}})).await?;
     let id = task_id(&created);
     assert_eq!(modern(&client, &b, "tasks/get", json!({"taskId": id})).await?["result"]["status"], "working");
+    executing_replica_soon(&client, &cluster).await?;
     modern(&client, &c, "tasks/cancel", json!({"taskId": id})).await?;
     assert_eq!(settle(&client, &d, &id, Duration::from_secs(5)).await?["status"], "cancelled");
+    // The executing replica stops the tool (it heard the cancel event).
+    no_replica_runs_soon(&client, &cluster, Duration::from_secs(3)).await?;
 
     // Legacy: session from A, task on B, get on C, blocking result on D, refused cancel on A.
     let session = legacy_session(&client, &a).await?;
@@ -137,6 +140,16 @@ async fn executing_replica_soon(client: &Client, cluster: &Cluster) -> anyhow::R
         anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits (bounded) until no replica runs a task.
+async fn no_replica_runs_soon(client: &Client, cluster: &Cluster, within: Duration) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + within;
+    while let Some(i) = executing_replica(client, cluster).await? {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica {i} still runs the task after {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,11 +284,14 @@ async fn tasks_expire_on_every_replica() -> anyhow::Result<()> {
     .await?;
     assert_eq!(created["result"]["ttlMs"], 1000, "{created}");
     let id = task_id(&created);
+    executing_replica_soon(&client, &cluster).await?;
     tokio::time::sleep(Duration::from_millis(1300)).await;
     for i in 0..2 {
         let gone = modern(&client, &cluster.replica_url(i), "tasks/get", json!({"taskId": id})).await?;
         assert_eq!(gone["error"]["code"], -32602, "replica {i}: {gone}");
     }
+    // The run of the expired task stops too (long before its next lease renewal).
+    no_replica_runs_soon(&client, &cluster, Duration::from_secs(3)).await?;
     Ok(())
 }
 

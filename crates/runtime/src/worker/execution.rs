@@ -68,10 +68,14 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     let principal = Principal::new(&task.issuer, &task.subject, Vec::new());
     let cx = ToolContext::for_task(principal, capabilities, status_tx, cancel.clone());
     tracing::debug!("task run started");
+    let expires = task.ttl_ms.map(|ttl| {
+        let left = task.created_ms.saturating_add(ttl).saturating_sub(wall_clock_ms());
+        tokio::time::Instant::now() + std::time::Duration::from_millis(left.saturating_add(50))
+    });
     let ended = tokio::select! {
         // The watchdog first: when both are ready, a stop (shutdown, cancel) wins.
         biased;
-        stop = watch(&shared.store, &lease, shared.options.lease, status_rx, events, &shared.shutdown) => Err(stop),
+        stop = watch(&shared.store, &lease, shared.options.lease, status_rx, events, &shared.shutdown, expires) => Err(stop),
         outcome = tool.call(call, &cx) => Ok(outcome),
     };
     cancel.cancel();
@@ -99,6 +103,13 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
             }
         }
     }
+}
+
+/// Milliseconds since the Unix epoch.
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn build_call(task: &TaskRecord) -> Result<ToolCall, Failure> {

@@ -13,7 +13,7 @@ mod execution;
 mod watchdog;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -51,6 +51,8 @@ struct Shared {
     options: WorkerOptions,
     errors: ErrorMapper,
     slots: Arc<Semaphore>,
+    /// Runs in progress (slots also count the reader's reservation while it waits for jobs).
+    running: Arc<AtomicUsize>,
     runs: TaskTracker,
     /// Stop taking jobs (shutdown began).
     stopping: CancellationToken,
@@ -64,8 +66,7 @@ pub struct Workers {
     loops: TaskTracker,
     runs: TaskTracker,
     alive: Arc<AtomicBool>,
-    slots: Arc<Semaphore>,
-    max_running: usize,
+    running: Arc<AtomicUsize>,
 }
 
 impl Workers {
@@ -86,7 +87,8 @@ impl Workers {
             catalog,
             options,
             errors,
-            slots: slots.clone(),
+            slots,
+            running: Arc::new(AtomicUsize::new(0)),
             runs: TaskTracker::new(),
             stopping,
             shutdown,
@@ -98,7 +100,7 @@ impl Workers {
             loops.spawn(reclaim_loop(shared.clone()));
         }
         loops.close();
-        Self { loops, runs: shared.runs, alive, slots, max_running }
+        Self { loops, runs: shared.runs, alive, running: shared.running }
     }
 
     /// Whether the queue reader is running.
@@ -108,7 +110,7 @@ impl Workers {
 
     /// Jobs running right now.
     pub fn running(&self) -> usize {
-        self.max_running - self.slots.available_permits()
+        self.running.load(Ordering::Relaxed)
     }
 
     /// Waits for the loops and every run to end; call once `stopping` is cancelled (no new
@@ -221,8 +223,26 @@ async fn wait_for_slot(shared: &Shared) -> Option<tokio::sync::OwnedSemaphorePer
 
 fn spawn_run(shared: &Shared, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
     let run_shared = shared.clone();
+    let counted = Counted::new(shared.running.clone());
     shared.runs.spawn(async move {
         execution::run(&run_shared, job).await;
+        drop(counted);
         drop(permit);
     });
+}
+
+/// One run in the `running` count, for as long as it lives (even if the run panics).
+struct Counted(Arc<AtomicUsize>);
+
+impl Counted {
+    fn new(count: Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }

@@ -27,6 +27,8 @@ pub(super) enum Stop {
 const MESSAGE_EVERY: Duration = Duration::from_secs(1);
 /// Retry interval of a failed renewal.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// Once a task's lifetime is over by our clock, how often the store is asked whether it is.
+const EXPIRY_RECHECK: Duration = Duration::from_secs(1);
 
 /// Runs until the run must stop; never returns while the run may go on.
 pub(super) async fn watch(
@@ -36,6 +38,7 @@ pub(super) async fn watch(
     mut status: watch::Receiver<Option<String>>,
     mut events: Option<Subscription>,
     shutdown: &CancellationToken,
+    mut expires: Option<Instant>,
 ) -> Stop {
     let renew_every = duration / 3;
     let mut next_renew = Instant::now() + renew_every;
@@ -53,6 +56,8 @@ pub(super) async fn watch(
                 TaskEvent::Status(_) => continue,
             },
             () = sleep_until(next_renew) => {}
+            // At the task's expiry ask the store (its clock decides), then every second.
+            () = sleep_until_some(expires) => expires = Some(Instant::now() + EXPIRY_RECHECK),
             changed = status.changed(), if messages_open => {
                 if changed.is_err() {
                     messages_open = false;
@@ -84,6 +89,14 @@ pub(super) async fn watch(
                 next_renew = Instant::now() + RETRY_EVERY;
             }
         }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
