@@ -60,7 +60,9 @@ pub async fn serve(
     tokio::select! {
         result = &mut server => {
             // Every connection closed within the grace period. Running tasks may use the rest
-            // of it; then they are stopped and handed back to other replicas.
+            // of it; then they are stopped and handed back to other replicas. (Should the server
+            // end on its own, this starts the shutdown and its grace period.)
+            state.stopping.cancel();
             tokio::select! {
                 () = state.workers.finished() => {}
                 () = &mut grace_over => tracing::info!("shutdown grace period over; handing running tasks back"),

@@ -252,7 +252,7 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
             "0 (run no tasks) needs redis_url: without a shared store no other replica can run them",
         ));
     }
-    if c.is_multi_replica() && c.tasks.lease_ms < 2 * c.store.command_timeout_ms {
+    if c.is_multi_replica() && c.tasks.lease_ms < c.store.command_timeout_ms.saturating_mul(2) {
         return Err(invalid_key(
             "tasks.lease_ms",
             &format!(

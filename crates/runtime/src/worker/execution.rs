@@ -81,8 +81,9 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     cancel.cancel();
     // The tool sees shutdown through its cancellation token and may end at once, failing: that
     // is not the task's outcome, so the task is handed back like any run stopped by shutdown.
+    // A result it did produce is kept.
     let ended = match ended {
-        Ok(_) if shared.shutdown.is_cancelled() => Err(Stop::Shutdown),
+        Ok(Outcome::Failed(_)) if shared.shutdown.is_cancelled() => Err(Stop::Shutdown),
         other => other,
     };
     match ended {

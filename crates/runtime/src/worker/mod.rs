@@ -132,8 +132,9 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
     let mut backoff = Duration::from_millis(100);
     loop {
         let first = tokio::select! {
-            permit = shared.slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
+            biased;
             () = shared.stopping.cancelled() => break,
+            permit = shared.slots.clone().acquire_owned() => match permit { Ok(p) => p, Err(_) => break },
         };
         let room = 1 + shared.slots.available_permits().min(31);
         let read = tokio::select! {
@@ -196,7 +197,8 @@ async fn reclaim_loop(shared: Shared) {
                 Err(e) => tracing::warn!(error = %e, "tidying the queue's workers failed"),
             }
         }
-        let room = shared.slots.available_permits();
+        // Free slots, not free permits: the reader holds a permit while it waits for jobs.
+        let room = shared.options.max_running.saturating_sub(shared.running.load(Ordering::Relaxed));
         if room == 0 {
             continue;
         }
@@ -216,8 +218,9 @@ async fn reclaim_loop(shared: Shared) {
 /// A free run slot, or `None` once shutdown began.
 async fn wait_for_slot(shared: &Shared) -> Option<tokio::sync::OwnedSemaphorePermit> {
     tokio::select! {
-        permit = shared.slots.clone().acquire_owned() => permit.ok(),
+        biased;
         () = shared.stopping.cancelled() => None,
+        permit = shared.slots.clone().acquire_owned() => permit.ok(),
     }
 }
 

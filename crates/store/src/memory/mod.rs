@@ -141,7 +141,11 @@ impl TaskStore for MemoryStore {
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
-        Ok(self.with(|s, _| s.release(lease, job)))
+        let settled = self.with(|s, _| s.release(lease, job));
+        if settled == Settled::Done {
+            self.jobs_ready.notify_waiters();
+        }
+        Ok(settled)
     }
 }
 

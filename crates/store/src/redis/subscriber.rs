@@ -80,11 +80,9 @@ async fn run(client: Client, keys: Keys, hub: Hub, mut commands: mpsc::Unbounded
             }
         }
         tracing::warn!("event subscriber lost its Redis connection; reconnecting");
-        // Pending subscribes fail fast while we wait, rather than time out.
-        if !drain_failing(&mut commands, "event subscriber reconnecting").await {
+        if !pause_failing(&mut commands, backoff).await {
             return;
         }
-        tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }
 }
@@ -190,17 +188,21 @@ async fn serve(
     }
 }
 
-/// While disconnected, fails pending subscribes fast instead of letting them time out.
-/// Returns false when the store is gone.
-async fn drain_failing(commands: &mut mpsc::UnboundedReceiver<Command>, why: &str) -> bool {
+/// Waits `pause` before reconnecting; subscribes arriving meanwhile fail at once rather than
+/// time out. Returns false when the store is gone.
+async fn pause_failing(commands: &mut mpsc::UnboundedReceiver<Command>, pause: Duration) -> bool {
+    let until = tokio::time::Instant::now() + pause;
     loop {
-        match commands.try_recv() {
-            Ok(Command::Subscribe(_, ack)) => {
-                let _ = ack.send(Err(StoreError::Unavailable { detail: why.to_owned() }));
-            }
-            Ok(Command::Unsubscribe(_)) => {}
-            Err(mpsc::error::TryRecvError::Empty) => return true,
-            Err(mpsc::error::TryRecvError::Disconnected) => return false,
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => return true,
+            command = commands.recv() => match command {
+                None => return false,
+                Some(Command::Subscribe(_, ack)) => {
+                    let _ = ack.send(Err(StoreError::Unavailable { detail: "event subscriber reconnecting".to_owned() }));
+                }
+                // Nothing is subscribed while disconnected; the reconnect subscribes what is watched.
+                Some(Command::Unsubscribe(_)) => {}
+            },
         }
     }
 }
