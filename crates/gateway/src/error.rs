@@ -167,6 +167,13 @@ pub enum GatewayError {
         /// What is wrong.
         detail: String,
     },
+    /// A `requestState` that did not open: tampered, expired, replayed, or minted for another
+    /// caller or another call. One message for every case; the reason goes to the log only.
+    #[error("Invalid params: invalid requestState")]
+    InvalidRequestState {
+        /// Why (logged, never sent).
+        reason: &'static str,
+    },
     /// The task store cannot be reached (Redis down or slow); retry later.
     #[error("Internal error: task store unavailable, retry shortly")]
     Store {
@@ -370,6 +377,7 @@ impl GatewayError {
                 None,
                 Some((header::RETRY_AFTER, "1".to_owned())),
             ),
+            E::InvalidRequestState { .. } => (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None),
             E::TaskNotFound { .. } | E::TaskTerminal { .. } => {
                 (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None)
             }

@@ -18,13 +18,14 @@ const METHODS: usize = Method::ALL.len() + EXTRA_LABELS.len();
 const ERAS: [&str; 3] = ["modern", "legacy", "none"];
 const OUTCOMES: [&str; 3] = ["ok", "client_error", "server_error"];
 const BUCKETS: [f64; 13] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
-const SEAL_REASONS: [OpenFailure; 6] = [
+const SEAL_REASONS: [OpenFailure; 7] = [
     OpenFailure::TooLong,
     OpenFailure::Malformed,
     OpenFailure::UnsupportedVersion,
     OpenFailure::UnknownKey,
     OpenFailure::Integrity,
     OpenFailure::Expired,
+    OpenFailure::Replayed,
 ];
 
 /// What a request is counted as.

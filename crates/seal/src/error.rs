@@ -60,6 +60,9 @@ pub enum OpenFailure {
     Integrity,
     /// Authentic but past its expiry.
     Expired,
+    /// Authentic and current, but single-use and already used (found by the caller, which
+    /// keeps the record of used tokens; the sealer itself never says this).
+    Replayed,
 }
 
 impl OpenFailure {
@@ -72,6 +75,7 @@ impl OpenFailure {
             Self::UnknownKey => "unknown_key",
             Self::Integrity => "integrity",
             Self::Expired => "expired",
+            Self::Replayed => "replayed",
         }
     }
 }

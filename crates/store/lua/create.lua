@@ -10,6 +10,8 @@
 -- ARGV[9]  ttl ms (-1 = unlimited)      ARGV[10] poll interval ms
 -- ARGV[11] idempotency window ms        ARGV[12] "1" to ignore an existing idempotency key
 -- ARGV[13] index horizon ms: owner index entries older than this are dropped (0 = keep all)
+-- ARGV[14] continuation state JSON for the first run ('' = none)
+-- ARGV[15..] answer key, answer JSON, ... gathered before creation (stored as ans:<key>)
 -- returns  {1, created_ms}     the task was created (also when this very script already ran:
 --                              a retry after a lost reply must not reset the record)
 --          {0, existing_id}    the same call created that task within the window
@@ -34,6 +36,12 @@ redis.call('HSET', KEYS[1],
   'tool', ARGV[6], 'args', ARGV[7], 'caps', ARGV[8], 'status', 'working',
   'created', now, 'updated', now, 'ttl', ttl, 'poll', ARGV[10],
   'attempts', 0, 'token', 0, 'lease_until', 0)
+if ARGV[14] ~= '' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[14])
+end
+for i = 15, #ARGV - 1, 2 do
+  redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 1])
+end
 if ttl >= 0 then
   redis.call('PEXPIREAT', KEYS[1], now + ttl)
 end

@@ -6,7 +6,9 @@
 -- ARGV[1]  fencing token         ARGV[2]  job entry id       ARGV[3]  event channel
 -- ARGV[4]  new status: completed | failed | input_required
 -- then, for completed/failed:  ARGV[5] 'result' | 'error'    ARGV[6] outcome JSON
--- or, for input_required:      ARGV[5] requests JSON        ARGV[6] state JSON ('' = none)
+-- or, for input_required:      ARGV[5] state JSON ('' = none)
+--                              ARGV[6..] request key, request JSON, key, JSON, ...
+--                              (each stored as field req:<key>; 'pending' counts them)
 -- returns  'done' | 'terminal' | 'lost' | 'gone'
 
 local t = redis.call('TIME')
@@ -38,11 +40,16 @@ end
 
 local status = ARGV[4]
 if status == 'input_required' then
-  redis.call('HSET', KEYS[1], 'status', status, 'requests', ARGV[5], 'updated', now, 'lease_until', 0)
-  if ARGV[6] == '' then
+  local pending = 0
+  for i = 6, #ARGV - 1, 2 do
+    redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 1])
+    pending = pending + 1
+  end
+  redis.call('HSET', KEYS[1], 'status', status, 'pending', pending, 'updated', now, 'lease_until', 0)
+  if ARGV[5] == '' then
     redis.call('HDEL', KEYS[1], 'state')
   else
-    redis.call('HSET', KEYS[1], 'state', ARGV[6])
+    redis.call('HSET', KEYS[1], 'state', ARGV[5])
   end
 else
   redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0)

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, TaskStore};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
 use crate::model::{
-    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, TaskEvent, TaskId, TaskOutcome,
-    TaskRecord,
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, TaskEvent,
+    TaskId, TaskOutcome, TaskRecord,
 };
 use crate::redis::RedisStore;
 
@@ -90,10 +90,14 @@ impl TaskStore for AnyStore {
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &str,
+        input_requests: &RawByKey,
         state: Option<&str>,
     ) -> Result<Settled, StoreError> {
         delegate!(self, s => s.park(lease, job, input_requests, state))
+    }
+
+    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
+        delegate!(self, s => s.answer(id, owner, answers))
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
@@ -116,6 +120,12 @@ impl JobQueue for AnyStore {
 
     async fn forget_idle_workers(&self, idle: Duration) -> Result<usize, StoreError> {
         delegate!(self, s => s.forget_idle_workers(idle))
+    }
+}
+
+impl OnceMarks for AnyStore {
+    async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
+        delegate!(self, s => s.first_use(id, expires_at_ms))
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::model::{
-    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, TaskId,
+    TaskOutcome, TaskRecord,
 };
 use mcpgate_protocol::task::TaskStatus;
 
@@ -72,21 +73,40 @@ pub trait TaskStore: Send + Sync {
         outcome: TaskOutcome,
     ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
 
-    /// Parks a task as `input_required` with its outstanding requests and continuation state
-    /// and acknowledges the job, in one atomic step, only with the current lease.
+    /// Parks a task as `input_required` with its outstanding requests (raw JSON by key) and
+    /// continuation state and acknowledges the job, in one atomic step (one round trip), only
+    /// with the current lease. The worker is released: an answer re-enqueues the task.
     fn park(
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &str,
+        input_requests: &RawByKey,
         state: Option<&str>,
     ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
+
+    /// Records `owner`'s answers to a parked task (one round trip, atomic): answers to keys
+    /// not outstanding are ignored; answered keys stop being outstanding and join the task's
+    /// collected answers; once none remain the task is `working` again and its job enqueued,
+    /// so any worker resumes it.
+    fn answer(
+        &self,
+        id: &TaskId,
+        owner: &str,
+        answers: &RawByKey,
+    ) -> impl Future<Output = Result<Answered, StoreError>> + Send;
 
     /// Gives a running task back without an outcome (its worker is shutting down), in one
     /// atomic step, only with the current lease: the task stays `working`, the attempt does
     /// not count, and its job is enqueued afresh so any worker takes it over at once instead
     /// of after the lease lapses.
     fn release(&self, lease: &Lease, job: &Job) -> impl Future<Output = Result<Settled, StoreError>> + Send;
+}
+
+/// One-time marks with an expiry (single-use tokens).
+pub trait OnceMarks: Send + Sync {
+    /// Marks `id` as used until `expires_at_ms` (Unix ms); true if it was not marked before.
+    /// Atomic: of two concurrent calls with one id, exactly one gets true. One round trip.
+    fn first_use(&self, id: &str, expires_at_ms: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// The queue of jobs, consumed by every replica's workers.

@@ -18,7 +18,7 @@ mod redis;
 pub mod testing;
 
 pub use any::AnyStore;
-pub use contract::{EventBus, JobQueue, TaskStore};
+pub use contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;

@@ -94,6 +94,11 @@ pub struct NewTask {
     pub idempotency: [u8; 32],
     /// How long a retry is recognised as the same call.
     pub idempotency_window_ms: u64,
+    /// Answers gathered before the task was created (multi-round input that had to finish
+    /// first), passed to the tool's first run.
+    pub input_responses: RawByKey,
+    /// Continuation state from those rounds, for the tool's first run.
+    pub state: Option<String>,
     /// The longest lifetime any task of the deployment can have (`None` when unlimited
     /// lifetimes are allowed): owner-index entries older than this are pruned on create.
     pub index_horizon_ms: Option<u64>,
@@ -143,12 +148,30 @@ pub struct TaskRecord {
     pub outcome: Option<TaskOutcome>,
     /// Executions started so far.
     pub attempts: u32,
-    /// Outstanding input requests (JSON object), while `input_required`.
-    pub input_requests: Option<String>,
+    /// Outstanding input requests by key (each raw JSON), while `input_required`.
+    pub input_requests: RawByKey,
     /// The tool's continuation state (JSON), while waiting for input.
     pub state: Option<String>,
-    /// Answers collected so far (JSON object).
-    pub input_responses: Option<String>,
+    /// Answers collected so far, over every round, by key (each raw JSON).
+    pub input_responses: RawByKey,
+}
+
+/// JSON values by key, kept raw: the store never re-encodes what tools and clients wrote.
+pub type RawByKey = std::collections::BTreeMap<String, String>;
+
+/// Result of [`crate::TaskStore::answer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// Unknown, expired, or another owner's task.
+    NotFound,
+    /// The task waits for no input (any status but `input_required`); nothing was recorded.
+    NotWaiting(mcpgate_protocol::task::TaskStatus),
+    /// The answer under this outstanding key does not fit its request; nothing was recorded.
+    Invalid(String),
+    /// Answers recorded; this many requests are still outstanding.
+    Waiting(usize),
+    /// Every request is answered: the task is `working` again and its job enqueued.
+    Resumed,
 }
 
 /// Result of [`crate::TaskStore::create`].

@@ -201,6 +201,8 @@ pub struct SealConfig {
     pub session_ttl_secs: u64,
     /// requestState lifetime.
     pub request_state_ttl_secs: u64,
+    /// Refuse a requestState presented a second time (records each one used in the store).
+    pub request_state_single_use: bool,
     /// Longest sealed value.
     pub max_bytes: u64,
 }
@@ -211,6 +213,7 @@ impl Default for SealConfig {
             keys: Vec::new(),
             session_ttl_secs: 86_400,
             request_state_ttl_secs: 600,
+            request_state_single_use: false,
             max_bytes: mcpgate_seal::DEFAULT_MAX_TOKEN_LEN as u64,
         }
     }

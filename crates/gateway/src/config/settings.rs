@@ -139,6 +139,12 @@ pub const SETTINGS: &[Setting] = &[
     ),
     s("seal.session_ttl_secs", Kind::Int, "Lifetime of a legacy sealed session id [86400]"),
     s("seal.request_state_ttl_secs", Kind::Int, "Lifetime of a sealed MRTR requestState [600]"),
+    s(
+        "seal.request_state_single_use",
+        Kind::Bool,
+        "Refuse a requestState presented twice (each use is recorded in the store until it expires; a client \
+         retrying a lost reply must then start the call over) [false]",
+    ),
     s("seal.max_bytes", Kind::Int, "Longest sealed value minted or accepted [16384]"),
     s("tasks.default_ttl_ms", Kind::Int, "Lifetime of a task when the client asks for none [3600000]"),
     s("tasks.max_ttl_ms", Kind::Int, "Longest task lifetime granted; longer requests are clamped to it [86400000]"),

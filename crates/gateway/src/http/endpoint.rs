@@ -18,7 +18,7 @@ use super::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use super::negotiate::{Accept, BodyLimits, check_content_type, read_body};
 use super::reply;
 use crate::error::{ErrorReply, GatewayError};
-use crate::mcp::{Reply, Ticket, dispatch};
+use crate::mcp::{Reply, Ticket, answer_task_input, dispatch};
 use crate::metrics::{MethodLabel, Outcome};
 use crate::state::AppState;
 
@@ -101,7 +101,17 @@ async fn handle(
                 let error = ProtocolError::InvalidRequest { reason, id: Some(response.id.clone()) };
                 return Err(ErrorReply { error: error.into(), id: Some(response.id), era: Some(Era::Modern) });
             }
-            return Ok((reply::accepted(), Record::Now(None)));
+            // A 2025-11-25 client answering an input request of a task's tasks/result stream.
+            // A response that cannot be accepted gets an HTTP error status and an error
+            // without an id (it answers no request of the client's).
+            if let Err(error) = answer_task_input(state, &principal, &response).await {
+                let error = match error {
+                    GatewayError::Store { .. } => error,
+                    other => ProtocolError::InvalidRequest { reason: other.to_string(), id: None }.into(),
+                };
+                return Err(ErrorReply { error, id: None, era: Some(Era::Legacy) });
+            }
+            return Ok((reply::accepted(), Record::Now(Some(Era::Legacy))));
         }
         Incoming::Request(request) => request,
     };

@@ -121,12 +121,13 @@ pub async fn dispatch(
         Some(Method::ToolsCall) => {
             let (cx, params) = admitted!(mcpgate_protocol::tool::CallToolParams);
             let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
-            match handlers::call_tool(state, headers, &cx, params).map_err(fail(&cx))? {
+            match handlers::call_tool(state, headers, &cx, params).await.map_err(fail(&cx))? {
                 handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
                 handlers::ToolPlan::Task(plan) => {
                     let result = handlers::tasks::create(state, &cx, plan).await;
                     return simple(cx, result);
                 }
+                handlers::ToolPlan::Ask(result) => return simple(cx, Ok(result)),
             }
         }
         Some(Method::TasksGet) => {
@@ -158,12 +159,12 @@ pub async fn dispatch(
         }
         Some(Method::PromptsGet) => {
             let (cx, params) = admitted!(mcpgate_protocol::prompt::GetPromptParams);
-            let prepared = handlers::get_prompt(state, &cx, params).map_err(fail(&cx))?;
+            let prepared = handlers::get_prompt(state, &cx, params).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
         Some(Method::ResourcesRead) => {
             let (cx, params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
-            let prepared = handlers::read_resource(state, &cx, params).map_err(fail(&cx))?;
+            let prepared = handlers::read_resource(state, &cx, params).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
         // Unknown methods: era rules first, then "not found".

@@ -6,9 +6,12 @@ mod context;
 mod dispatch;
 mod handlers;
 mod render;
+mod request_state;
 pub mod session;
+mod task_input;
 mod task_view;
 
 pub use context::CallContext;
 pub use dispatch::{Reply, Ticket, dispatch};
 pub use handlers::discover_result;
+pub use task_input::answer as answer_task_input;

@@ -51,10 +51,7 @@ pub(super) fn detailed(record: &TaskRecord) -> Result<DetailedTask, GatewayError
         meta: None,
     };
     match (record.status, &record.outcome) {
-        (TaskStatus::InputRequired, _) => {
-            let requests = record.input_requests.as_deref().unwrap_or("{}");
-            view.input_requests = Some(parse::<InputRequests>(requests, "input requests")?);
-        }
+        (TaskStatus::InputRequired, _) => view.input_requests = Some(input_requests(record)?),
         (TaskStatus::Completed, Some(TaskOutcome::Result(json))) => {
             let mut result = parse::<Map<String, Value>>(json, "result")?;
             result.insert("resultType".to_owned(), Value::String("complete".to_owned()));
@@ -64,6 +61,11 @@ pub(super) fn detailed(record: &TaskRecord) -> Result<DetailedTask, GatewayError
         _ => {}
     }
     Ok(view)
+}
+
+/// A parked task's outstanding input requests.
+pub(super) fn input_requests(record: &TaskRecord) -> Result<InputRequests, GatewayError> {
+    record.input_requests.iter().map(|(key, json)| Ok((key.clone(), parse(json, "input request")?))).collect()
 }
 
 /// What legacy `tasks/result` answers for a terminal task: the stored result with the

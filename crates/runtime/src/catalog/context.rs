@@ -38,6 +38,20 @@ impl Notifier {
         Self { sink: Some(sink) }
     }
 
+    /// Whether this request has a response stream (SSE) to write to.
+    pub fn is_streaming(&self) -> bool {
+        self.sink.as_ref().is_some_and(|s| !s.is_closed())
+    }
+
+    /// Sends a message that must arrive (a server→client request of a legacy stream),
+    /// waiting for room; false when there is no stream or the client left.
+    pub async fn send_message(&self, message: Bytes) -> bool {
+        match &self.sink {
+            Some(sink) => sink.send(Frame::Notification(message)).await.is_ok(),
+            None => false,
+        }
+    }
+
     /// Queues a notification without waiting: progress and logs are advisory, so when a
     /// client reads slower than the tool reports, notifications are dropped rather than
     /// stalling the tool (a closed stream means the client left; cancellation handles that).

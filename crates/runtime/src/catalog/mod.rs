@@ -5,6 +5,7 @@
 //! every replica); the rendered lists never change after start-up, as 2026-07-28 requires
 //! (lists must not vary as a side effect of other requests).
 
+pub mod ask;
 mod context;
 mod header_params;
 mod input_check;

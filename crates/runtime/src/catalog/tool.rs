@@ -8,6 +8,7 @@ use std::pin::Pin;
 use serde_json::Value;
 
 use mcpgate_protocol::JsonObject;
+use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::input::InputResponses;
 use mcpgate_protocol::tool::{CallToolResult, TaskSupport, Tool as ToolInfo, ToolAnnotations};
 
@@ -108,7 +109,8 @@ impl ToolDescriptor {
 pub struct ToolCall {
     /// Arguments (always a JSON object).
     pub arguments: Value,
-    /// Answers to the previous round's input requests.
+    /// Answers to input requests: those of the previous round, plus (within one call's
+    /// rounds, or one task) those of every earlier round, so no question is asked twice.
     pub input_responses: InputResponses,
     /// The continuation state the previous round returned.
     pub state: Option<Value>,
@@ -128,5 +130,14 @@ pub trait Tool: Send + Sync + 'static {
     fn check(&self, arguments: &Value) -> Result<(), Failure> {
         let _ = arguments;
         Ok(())
+    }
+
+    /// What the tool must know before it can run as a task at all, asked with multi-round
+    /// input while the `tools/call` is still synchronous; the task is created once this says
+    /// `Complete(())`, and its first run receives the answers and state gathered here.
+    /// `NeedInput` asks (keys unique across rounds), `Failed` refuses. The default is ready.
+    fn preflight(&self, call: &ToolCall, capabilities: &ClientCapabilities) -> Outcome<()> {
+        let _ = (call, capabilities);
+        Outcome::Complete(())
     }
 }

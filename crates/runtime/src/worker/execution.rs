@@ -116,11 +116,13 @@ fn wall_clock_ms() -> u64 {
 fn build_call(task: &TaskRecord) -> Result<ToolCall, Failure> {
     let arguments: Value = serde_json::from_str(&task.arguments)
         .map_err(|_| Failure::Internal("stored task arguments are not JSON".to_owned()))?;
-    let input_responses: InputResponses = match &task.input_responses {
-        Some(json) => serde_json::from_str(json)
-            .map_err(|_| Failure::Internal("stored input responses are not readable".to_owned()))?,
-        None => InputResponses::new(),
-    };
+    let mut input_responses = InputResponses::new();
+    for (key, json) in &task.input_responses {
+        // Answers were validated before they were stored.
+        let answer = serde_json::from_str(json)
+            .map_err(|_| Failure::Internal(format!("stored answer {key:?} is not readable")))?;
+        input_responses.insert(key.clone(), answer);
+    }
     let state = match &task.state {
         Some(json) => {
             Some(serde_json::from_str(json).map_err(|_| Failure::Internal("stored state is not JSON".to_owned()))?)
@@ -154,13 +156,35 @@ async fn settle(
             let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
             if let Some(failure) = missing_capabilities(&capabilities, &requests) {
                 failed(shared, job, lease, &failure).await
+            } else if let Some(key) = requests.keys().find(|k| task.input_responses.contains_key(*k)) {
+                // Keys name requests for the task's whole life: a client may still hold an
+                // answer to the earlier one.
+                let failure = Failure::Internal(format!("tool {} asked again for input key {key:?}", task.tool));
+                failed(shared, job, lease, &failure).await
+            } else if requests.is_empty() {
+                let failure = Failure::Internal(format!("tool {} asked for input but named none", task.tool));
+                failed(shared, job, lease, &failure).await
             } else {
-                let requests = serde_json::to_string(&requests).unwrap_or_else(|_| "{}".to_owned());
+                let mut raw = mcpgate_store::RawByKey::new();
+                for (key, request) in &requests {
+                    match serde_json::to_string(request) {
+                        Ok(json) => raw.insert(key.clone(), json),
+                        Err(e) => {
+                            let failure = Failure::Internal(format!("unserializable input request: {e}"));
+                            return record(failed(shared, job, lease, &failure).await);
+                        }
+                    };
+                }
                 let state = state.map(|s| s.to_string());
-                store.park(lease, job, &requests, state.as_deref()).await
+                store.park(lease, job, &raw, state.as_deref()).await
             }
         }
     };
+    record(settled);
+}
+
+/// Logs how recording an outcome went.
+fn record(settled: Result<Settled, mcpgate_store::StoreError>) {
     match settled {
         Ok(Settled::Done) => tracing::debug!("task run recorded"),
         Ok(Settled::AlreadyTerminal) => tracing::debug!("task ended elsewhere first (e.g. cancelled); outcome dropped"),

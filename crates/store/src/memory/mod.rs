@@ -14,12 +14,12 @@ use tokio::sync::Notify;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, TaskStore};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{
-    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, TaskEvent, TaskId, TaskOutcome,
-    TaskRecord,
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, TaskEvent,
+    TaskId, TaskOutcome, TaskRecord,
 };
 use state::State;
 
@@ -128,16 +128,24 @@ impl TaskStore for MemoryStore {
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &str,
+        input_requests: &RawByKey,
         state: Option<&str>,
     ) -> Result<Settled, StoreError> {
         Ok(self.with(|s, now| {
             s.settle(lease, job, now, |record| {
                 record.status = TaskStatus::InputRequired;
-                record.input_requests = Some(input_requests.to_owned());
+                record.input_requests.clone_from(input_requests);
                 record.state = state.map(str::to_owned);
             })
         }))
+    }
+
+    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
+        let answered = self.with(|s, now| s.answer(id, owner, answers, now));
+        if answered == Answered::Resumed {
+            self.jobs_ready.notify_waiters();
+        }
+        Ok(answered)
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
@@ -188,5 +196,11 @@ impl EventBus for MemoryStore {
     async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
         self.hub.deliver(id, event);
         Ok(())
+    }
+}
+
+impl OnceMarks for MemoryStore {
+    async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
+        Ok(self.with(|s, _| s.first_use(id, expires_at_ms)))
     }
 }

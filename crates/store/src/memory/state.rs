@@ -1,15 +1,16 @@
 //! The state of the embedded store and its transitions, as plain synchronous code run under
 //! the store's lock.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 
 use serde_json::json;
 
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::model::{
-    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, Skip, TaskEvent, TaskId,
-    TaskOutcome, TaskRecord,
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, Skip,
+    TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 
 /// Most dead-lettered jobs kept in memory.
@@ -37,6 +38,8 @@ pub(super) struct State {
     queue: VecDeque<Job>,
     pending: HashMap<String, Pending>,
     dead: VecDeque<Job>,
+    once: HashMap<String, u64>,
+    once_order: BinaryHeap<Reverse<(u64, String)>>,
     next_entry: u64,
     /// Events produced by the current operation, delivered after the lock is released.
     pub(super) events: Vec<(TaskId, TaskEvent)>,
@@ -54,6 +57,8 @@ impl State {
             queue: VecDeque::new(),
             pending: HashMap::new(),
             dead: VecDeque::new(),
+            once: HashMap::new(),
+            once_order: BinaryHeap::new(),
             next_entry: 0,
             events: Vec::new(),
         }
@@ -73,6 +78,14 @@ impl State {
                 if index.is_empty() {
                     self.owners.remove(&entry.record.owner);
                 }
+            }
+        }
+        while let Some(Reverse((at, _))) = self.once_order.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, id))) = self.once_order.pop() {
+                self.once.remove(&id);
             }
         }
         while let Some((at, digest)) = self.idempotency_order.front().copied() {
@@ -111,9 +124,9 @@ impl State {
             poll_interval_ms: task.poll_interval_ms,
             outcome: None,
             attempts: 0,
-            input_requests: None,
-            state: None,
-            input_responses: None,
+            input_requests: RawByKey::new(),
+            state: task.state,
+            input_responses: task.input_responses,
         };
         if let Some(ttl) = task.ttl_ms {
             self.expiries.insert((now.saturating_add(ttl), id.clone()));
@@ -160,6 +173,7 @@ impl State {
             return Cancelled::AlreadyTerminal(entry.record.clone());
         }
         entry.record.status = TaskStatus::Cancelled;
+        entry.record.input_requests.clear();
         entry.record.status_message = Some("Cancelled by the client".to_owned());
         entry.record.updated_ms = now;
         entry.lease_until = 0;
@@ -286,6 +300,48 @@ impl State {
         Settled::Done
     }
 
+    /// Records answers to a parked task (see `TaskStore::answer`).
+    pub(super) fn answer(&mut self, id: &TaskId, owner: &str, answers: &RawByKey, now: u64) -> Answered {
+        let Some(entry) = self.tasks.get_mut(id).filter(|e| e.record.owner == owner) else {
+            return Answered::NotFound;
+        };
+        let record = &mut entry.record;
+        if record.status != TaskStatus::InputRequired {
+            return Answered::NotWaiting(record.status);
+        }
+        for (key, answer) in answers {
+            if let Some(request) = record.input_requests.get(key)
+                && !fits(request, answer)
+            {
+                return Answered::Invalid(key.clone());
+            }
+        }
+        for (key, answer) in answers {
+            if record.input_requests.remove(key).is_some() {
+                record.input_responses.insert(key.clone(), answer.clone());
+            }
+        }
+        record.updated_ms = now;
+        if !record.input_requests.is_empty() {
+            return Answered::Waiting(record.input_requests.len());
+        }
+        record.status = TaskStatus::Working;
+        record.status_message = Some("Input received; resuming".to_owned());
+        self.events.push((id.clone(), TaskEvent::Status(TaskStatus::Working)));
+        self.enqueue(id.clone());
+        Answered::Resumed
+    }
+
+    /// Marks a single-use id (see `OnceMarks::first_use`).
+    pub(super) fn first_use(&mut self, id: &str, expires_at_ms: u64) -> bool {
+        if self.once.contains_key(id) {
+            return false;
+        }
+        self.once.insert(id.to_owned(), expires_at_ms);
+        self.once_order.push(Reverse((expires_at_ms, id.to_owned())));
+        true
+    }
+
     pub(super) fn take_jobs(&mut self, worker: &str, max: usize, now: u64) -> Vec<Job> {
         let n = max.min(self.queue.len());
         let jobs: Vec<Job> = self.queue.drain(..n).collect();
@@ -313,6 +369,23 @@ impl State {
             }
         }
         jobs
+    }
+}
+
+/// Whether an answer has the shape its request's method calls for (as `answer.lua` checks).
+fn fits(request: &str, answer: &str) -> bool {
+    use mcpgate_protocol::input::InputRequest;
+    let Ok(request) = serde_json::from_str::<InputRequest>(request) else { return false };
+    match request {
+        InputRequest::Elicitation { .. } => {
+            serde_json::from_str::<mcpgate_protocol::elicitation::ElicitResult>(answer).is_ok()
+        }
+        InputRequest::Sampling { .. } => {
+            serde_json::from_str::<mcpgate_protocol::sampling::CreateMessageResult>(answer).is_ok()
+        }
+        InputRequest::ListRoots { .. } => {
+            serde_json::from_str::<mcpgate_protocol::roots::ListRootsResult>(answer).is_ok()
+        }
     }
 }
 

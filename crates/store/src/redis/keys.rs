@@ -11,6 +11,7 @@
 //! <p>:{<p>:<ss>}:owner:<hash>     zset    an owner's tasks in this shard, "<created>:<id>"
 //! <p>:{<p>:<ss>}:idem:<digest>    string  task id of a recent call, for idempotent retries
 //! <p>:events:<id>                 channel status changes of a task
+//! <p>:once:<id>                   string  a single-use token that was used (until its expiry)
 //! ```
 
 use std::fmt::Write as _;
@@ -64,6 +65,10 @@ impl Keys {
             let _ = write!(key, "{b:02x}");
         }
         key
+    }
+
+    pub(super) fn once(&self, id: &str) -> String {
+        format!("{}:once:{id}", self.prefix)
     }
 
     pub(super) fn channel(&self, id: &TaskId) -> String {

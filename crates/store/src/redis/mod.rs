@@ -24,16 +24,16 @@ use tokio::sync::Mutex;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, TaskStore};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription};
 use crate::model::{
-    Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, Renewal, Settled, Skip, TaskEvent, TaskId,
-    TaskOutcome, TaskRecord,
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, Skip,
+    TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use keys::{GROUP, Keys};
 use pool::{Connections, is_connection_failure};
-use record::{decode, item};
+use record::{decode, item, parse_status};
 use subscriber::Subscriber;
 
 /// How to reach and lay out the Redis store.
@@ -255,7 +255,7 @@ impl TaskStore for RedisStore {
                         keys.jobs(shard),
                         keys.idempotency(shard, &task.idempotency),
                     ],
-                    vec![
+                    [
                         id.to_string(),
                         task.owner.clone(),
                         task.issuer.clone(),
@@ -269,7 +269,11 @@ impl TaskStore for RedisStore {
                         task.idempotency_window_ms.to_string(),
                         if force { "1" } else { "0" }.to_owned(),
                         task.index_horizon_ms.unwrap_or(0).to_string(),
-                    ],
+                        task.state.clone().unwrap_or_default(),
+                    ]
+                    .into_iter()
+                    .chain(pairs(&task.input_responses))
+                    .collect(),
                 )
                 .await?,
             )?;
@@ -293,9 +297,9 @@ impl TaskStore for RedisStore {
                         poll_interval_ms: task.poll_interval_ms,
                         outcome: None,
                         attempts: 0,
-                        input_requests: None,
-                        state: None,
-                        input_responses: None,
+                        input_requests: RawByKey::new(),
+                        state: task.state,
+                        input_responses: task.input_responses,
                     }));
                 }
                 (Some("0"), Some(existing)) => {
@@ -459,24 +463,38 @@ impl TaskStore for RedisStore {
             TaskOutcome::Result(r) => ("result", r),
             TaskOutcome::Error(e) => ("error", e),
         };
-        self.settle(lease, job, status, field.to_owned(), json).await
+        self.settle(lease, job, status, vec![field.to_owned(), json]).await
     }
 
     async fn park(
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &str,
+        input_requests: &RawByKey,
         state: Option<&str>,
     ) -> Result<Settled, StoreError> {
-        self.settle(
-            lease,
-            job,
-            TaskStatus::InputRequired,
-            input_requests.to_owned(),
-            state.unwrap_or_default().to_owned(),
-        )
-        .await
+        let mut args = vec![state.unwrap_or_default().to_owned()];
+        args.extend(pairs(input_requests));
+        self.settle(lease, job, TaskStatus::InputRequired, args).await
+    }
+
+    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
+        let keys = &self.inner.keys;
+        let args = [owner.to_owned(), keys.channel(id)].into_iter().chain(pairs(answers)).collect();
+        let out =
+            reply(self.script(Retry::No, &scripts::ANSWER, vec![keys.task(id), keys.jobs(id.shard())], args).await?)?;
+        Ok(match item(&out, 0).as_deref() {
+            Some("notfound") => Answered::NotFound,
+            Some("idle") => Answered::NotWaiting(
+                item(&out, 1)
+                    .and_then(|s| parse_status(&s))
+                    .ok_or_else(|| StoreError::Corrupt { detail: "answer reply without a status".to_owned() })?,
+            ),
+            Some("invalid") => Answered::Invalid(item(&out, 1).unwrap_or_default()),
+            Some("waiting") => Answered::Waiting(item(&out, 1).and_then(|n| n.parse().ok()).unwrap_or(1)),
+            Some("resumed") => Answered::Resumed,
+            _ => return Err(StoreError::Corrupt { detail: "unexpected answer reply".to_owned() }),
+        })
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
@@ -493,6 +511,11 @@ impl TaskStore for RedisStore {
     }
 }
 
+/// Flattens raw JSON by key into script arguments: key, JSON, key, JSON, …
+fn pairs(values: &RawByKey) -> impl Iterator<Item = String> + '_ {
+    values.iter().flat_map(|(k, v)| [k.clone(), v.clone()])
+}
+
 /// Decodes the reply of `settle.lua` / `release.lua`.
 fn settled(out: &Value) -> Result<Settled, StoreError> {
     Ok(match item(std::slice::from_ref(out), 0).as_deref() {
@@ -505,29 +528,21 @@ fn settled(out: &Value) -> Result<Settled, StoreError> {
 }
 
 impl RedisStore {
+    /// Runs `settle.lua`; `tail` is what follows the status (see the script's header).
     async fn settle(
         &self,
         lease: &Lease,
         job: &Job,
         status: TaskStatus,
-        a: String,
-        b: String,
+        tail: Vec<String>,
     ) -> Result<Settled, StoreError> {
         let keys = &self.inner.keys;
+        let args = [lease.token.to_string(), job.entry.clone(), keys.channel(&lease.task), status.as_str().to_owned()]
+            .into_iter()
+            .chain(tail)
+            .collect();
         let out = self
-            .script(
-                Retry::No,
-                &scripts::SETTLE,
-                vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
-                vec![
-                    lease.token.to_string(),
-                    job.entry.clone(),
-                    keys.channel(&lease.task),
-                    status.as_str().to_owned(),
-                    a,
-                    b,
-                ],
-            )
+            .script(Retry::No, &scripts::SETTLE, vec![keys.task(&lease.task), keys.jobs(lease.task.shard())], args)
             .await?;
         settled(&out)
     }
@@ -695,5 +710,15 @@ impl EventBus for RedisStore {
         cmd.arg(&channel).arg(payload);
         self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
             .await
+    }
+}
+
+impl OnceMarks for RedisStore {
+    async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.inner.keys.once(id)).arg(1).arg("NX").arg("PXAT").arg(expires_at_ms.max(1));
+        // Not retried: after a lost reply the retry would find its own mark and say "used".
+        let set: Option<String> = self.call(Retry::No, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        Ok(set.is_some())
     }
 }

@@ -9,7 +9,7 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::error::StoreError;
-use crate::model::{TaskId, TaskOutcome, TaskRecord};
+use crate::model::{RawByKey, TaskId, TaskOutcome, TaskRecord};
 
 fn text(v: &Value) -> Option<String> {
     match v {
@@ -43,11 +43,18 @@ pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> 
         return Ok(None);
     }
     let mut fields: HashMap<String, String> = HashMap::with_capacity(pairs.len() / 2);
+    let (mut requests, mut answers) = (RawByKey::new(), RawByKey::new());
     for pair in pairs.chunks(2) {
         if let [k, v] = pair
             && let (Some(k), Some(v)) = (text(k), text(v))
         {
-            fields.insert(k, v);
+            if let Some(key) = k.strip_prefix("req:") {
+                requests.insert(key.to_owned(), v);
+            } else if let Some(key) = k.strip_prefix("ans:") {
+                answers.insert(key.to_owned(), v);
+            } else {
+                fields.insert(k, v);
+            }
         }
     }
     let corrupt = |what: &str| StoreError::Corrupt { detail: format!("task record lacks a valid {what}") };
@@ -83,8 +90,9 @@ pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> 
         poll_interval_ms: u64::try_from(number(take("poll"), "poll")?).unwrap_or(0),
         outcome,
         attempts: u32::try_from(number(take("attempts"), "attempts")?).unwrap_or(0),
-        input_requests: take("requests"),
+        // Left over from an earlier round only if the task ended while parked.
+        input_requests: if status == TaskStatus::InputRequired { requests } else { RawByKey::new() },
         state: take("state"),
-        input_responses: take("responses"),
+        input_responses: answers,
     }))
 }

@@ -12,8 +12,9 @@ pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include
 pub(super) static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/settle.lua")));
 pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/release.lua")));
 pub(super) static FORGET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/forget.lua")));
+pub(super) static ANSWER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/answer.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 7] {
-    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE, &RELEASE, &FORGET]
+pub(super) fn all() -> [&'static Script; 8] {
+    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE, &RELEASE, &FORGET, &ANSWER]
 }

@@ -8,8 +8,10 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, TaskStore};
-use crate::model::{Cancelled, Claim, Created, Job, NewTask, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
+use crate::model::{
+    Answered, Cancelled, Claim, Created, Job, NewTask, RawByKey, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome,
+};
 
 const LEASE: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_secs(5);
@@ -31,7 +33,13 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         idempotency,
         idempotency_window_ms: 60_000,
         index_horizon_ms: Some(3_600_000),
+        input_responses: RawByKey::new(),
+        state: None,
     }
+}
+
+fn raw(pairs: &[(&str, &str)]) -> RawByKey {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
 }
 
 async fn next_job<S: JobQueue>(store: &S, worker: &str, task: &TaskId) -> Job {
@@ -53,7 +61,7 @@ async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent 
 /// Runs every check, each against a store made by `make`.
 pub async fn run_suite<S, F, Fut>(make: F)
 where
-    S: TaskStore + JobQueue + EventBus,
+    S: TaskStore + JobQueue + EventBus + OnceMarks,
     F: Fn() -> Fut,
     Fut: Future<Output = S>,
 {
@@ -69,6 +77,8 @@ where
     released_tasks_run_again_at_once(&make().await).await;
     renewed_jobs_are_not_reclaimed(&make().await).await;
     reclaim_reaches_every_pending_job(&make().await).await;
+    answers_gathered_before_creation_reach_the_first_run(&make().await).await;
+    marks_are_single_use(&make().await).await;
 }
 
 async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
@@ -213,19 +223,86 @@ async fn lifetime_ends<S: TaskStore + JobQueue>(store: &S) {
     assert_eq!(store.get(&record.id).await.expect("get").expect("exists").ttl_ms, None);
 }
 
+const CONFIRM: &str =
+    r#"{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}"#;
+const NAME: &str =
+    r#"{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object"}}}"#;
+
 async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     let record = store.create(new_task("asker", 1)).await.expect("create").record().clone();
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     let mut sub = store.subscribe(&record.id).await.expect("subscribe");
-    let requests = r#"{"confirm":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}}"#;
-    assert_eq!(store.park(&lease, &job, requests, Some(r#"{"step":1}"#)).await.expect("park"), Settled::Done);
+    let requests = raw(&[("confirm", CONFIRM), ("name", NAME)]);
+    assert_eq!(store.park(&lease, &job, &requests, Some(r#"{"step":1}"#)).await.expect("park"), Settled::Done);
     assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::InputRequired));
     let parked = store.get(&record.id).await.expect("get").expect("exists");
     assert_eq!(parked.status, TaskStatus::InputRequired);
-    assert_eq!(parked.input_requests.as_deref(), Some(requests));
+    assert_eq!(parked.input_requests, requests, "kept byte for byte");
     assert_eq!(parked.state.as_deref(), Some(r#"{"step":1}"#));
     assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Parked));
+
+    // Answers: another owner's are refused; unknown keys are ignored; a partial answer
+    // leaves the rest outstanding; the last one resumes the task on any worker.
+    let yes = r#"{"action":"accept","content":{"confirm":true}}"#;
+    assert_eq!(
+        store.answer(&record.id, "intruder", &raw(&[("confirm", yes)])).await.expect("answer"),
+        Answered::NotFound
+    );
+    // An answer of the wrong kind for an outstanding key is refused, and nothing recorded.
+    let roots = r#"{"roots":[{"uri":"file:///tmp"}]}"#;
+    let wrong = raw(&[("confirm", roots), ("name", r#"{"action":"accept","content":{"name":"x"}}"#)]);
+    assert_eq!(
+        store.answer(&record.id, "asker", &wrong).await.expect("answer"),
+        Answered::Invalid("confirm".to_owned())
+    );
+    let first = raw(&[("confirm", yes), ("unknown", r#"{"x":1}"#)]);
+    assert_eq!(store.answer(&record.id, "asker", &first).await.expect("answer"), Answered::Waiting(1));
+    let partial = store.get(&record.id).await.expect("get").expect("exists");
+    assert_eq!(partial.status, TaskStatus::InputRequired);
+    assert_eq!(partial.input_requests, raw(&[("name", NAME)]));
+    assert_eq!(partial.input_responses, raw(&[("confirm", yes)]), "unknown keys are not recorded");
+    // An answer to a key no longer outstanding changes nothing.
+    let again = raw(&[("confirm", r#"{"action":"decline"}"#)]);
+    assert_eq!(store.answer(&record.id, "asker", &again).await.expect("answer"), Answered::Waiting(1));
+    // Stored verbatim: no re-encoding of big numbers, empty arrays or escapes.
+    let alice = r#"{"action":"accept","content":{"name":"Ålice \"A\"","n":12345678901234567890,"tags":[]}}"#;
+    assert_eq!(store.answer(&record.id, "asker", &raw(&[("name", alice)])).await.expect("answer"), Answered::Resumed);
+    assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Working));
+    let resumed = next_job(store, "w2", &record.id).await;
+    let Claim::Run { task, .. } = store.claim(&resumed, "w2", LEASE, 3).await.expect("claim") else {
+        panic!("a resumed task runs")
+    };
+    assert_eq!(task.status, TaskStatus::Working);
+    assert!(task.input_requests.is_empty());
+    assert_eq!(task.input_responses, raw(&[("confirm", yes), ("name", alice)]), "every round's answers, verbatim");
+    assert_eq!(task.state.as_deref(), Some(r#"{"step":1}"#));
+    assert_eq!(task.attempts, 2, "the resumed run is a new claim");
+    assert_eq!(
+        store.answer(&record.id, "asker", &raw(&[("name", alice)])).await.expect("answer"),
+        Answered::NotWaiting(TaskStatus::Working)
+    );
+}
+
+async fn answers_gathered_before_creation_reach_the_first_run<S: TaskStore + JobQueue>(store: &S) {
+    let mut task = new_task("preflight", 1);
+    let alice = r#"{"action":"accept","content":{"name":"Alice"}}"#;
+    task.input_responses = raw(&[("user_name", alice)]);
+    task.state = Some(r#"{"asked":1}"#.to_owned());
+    let record = store.create(task).await.expect("create").record().clone();
+    assert_eq!(record.input_responses, raw(&[("user_name", alice)]));
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { task, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    assert_eq!(task.input_responses, raw(&[("user_name", alice)]));
+    assert_eq!(task.state.as_deref(), Some(r#"{"asked":1}"#));
+}
+
+async fn marks_are_single_use<S: OnceMarks>(store: &S) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis();
+    let until = u64::try_from(now).expect("ms") + 60_000;
+    assert!(store.first_use("nonce-a", until).await.expect("mark"));
+    assert!(!store.first_use("nonce-a", until).await.expect("mark"), "a replay is refused");
+    assert!(store.first_use("nonce-b", until).await.expect("mark"), "marks are per id");
 }
 
 async fn released_tasks_run_again_at_once<S: TaskStore + JobQueue>(store: &S) {

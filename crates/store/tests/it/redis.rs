@@ -31,6 +31,8 @@ fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
         idempotency,
         idempotency_window_ms: 0,
         index_horizon_ms: None,
+        input_responses: mcpgate_store::RawByKey::new(),
+        state: None,
     }
 }
 
@@ -134,10 +136,28 @@ async fn every_operation_is_one_round_trip() {
     store.finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned())).await.expect("finish");
     assert!(count("finish (with the job acknowledgement)").await.to_ascii_lowercase().contains("evalsha"));
 
-    let other = store.create(NewTask { idempotency: [4; 32], ..task }).await.expect("create").record().clone();
+    let other = store.create(NewTask { idempotency: [4; 32], ..task.clone() }).await.expect("create").record().clone();
     count("create").await;
     store.cancel(&other.id, "rt").await.expect("cancel");
     count("cancel").await;
+
+    let asking = store.create(NewTask { idempotency: [5; 32], ..task }).await.expect("create").record().clone();
+    count("create").await;
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    count("read").await;
+    let job = jobs.iter().find(|j| j.task == asking.id).expect("the job");
+    let Claim::Run { lease, .. } = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    count("claim").await;
+    let ask = r#"{"method":"roots/list"}"#;
+    let requests: mcpgate_store::RawByKey = [("a".to_owned(), ask.to_owned()), ("b".to_owned(), ask.to_owned())].into();
+    store.park(&lease, job, &requests, Some("{}")).await.expect("park");
+    count("park").await;
+    let answers: mcpgate_store::RawByKey =
+        [("a".to_owned(), r#"{"roots":[]}"#.to_owned()), ("b".to_owned(), r#"{"roots":[]}"#.to_owned())].into();
+    assert_eq!(store.answer(&asking.id, "rt", &answers).await.expect("answer"), mcpgate_store::Answered::Resumed);
+    count("answer (with the re-enqueue)").await;
 }
 
 #[tokio::test]

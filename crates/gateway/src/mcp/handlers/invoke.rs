@@ -1,5 +1,6 @@
 //! Running one round of a tool, prompt or resource: the context it sees, the timeout, and
-//! turning its outcome into a rendered result.
+//! turning its outcome into a rendered result (asking for input with a sealed requestState
+//! when the outcome is a request for more input).
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,10 +9,15 @@ use bytes::Bytes;
 
 use mcpgate_protocol::result::McpResult;
 
+use mcpgate_protocol::Era;
+use mcpgate_protocol::input::InputRequests;
+use mcpgate_runtime::catalog::missing_capabilities;
+
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::render;
+use crate::mcp::request_state::Round;
 use crate::state::AppState;
 use mcpgate_runtime::catalog::{BoxFuture, Outcome, ToolContext};
 
@@ -20,6 +26,7 @@ use mcpgate_runtime::catalog::{BoxFuture, Outcome, ToolContext};
 pub(super) fn prepare<T: McpResult + Send + 'static>(
     state: &AppState,
     cx: &CallContext,
+    round: Round,
     invoke: impl FnOnce(ToolContext) -> BoxFuture<'static, Outcome<T>> + Send + 'static,
 ) -> Prepared {
     let state = state.clone();
@@ -34,23 +41,15 @@ pub(super) fn prepare<T: McpResult + Send + 'static>(
                 notifier,
                 cancel,
             );
-            finish(&state, &cx, invoke(tcx)).await
+            finish(&state, &cx, &round, invoke(tcx)).await
         })
     })
-}
-
-/// This replica mints no `requestState` for these calls yet, so whatever a client echoes was
-/// not minted by us.
-pub(super) fn reject_foreign_state(request_state: Option<&String>) -> Result<(), GatewayError> {
-    match request_state {
-        Some(_) => Err(GatewayError::invalid_params("invalid requestState")),
-        None => Ok(()),
-    }
 }
 
 async fn finish<T: McpResult>(
     state: &AppState,
     cx: &CallContext,
+    round: &Round,
     invocation: impl Future<Output = Outcome<T>>,
 ) -> Result<Bytes, GatewayError> {
     let secs = state.config.server.tool_timeout_secs;
@@ -59,10 +58,30 @@ async fn finish<T: McpResult>(
         .map_err(|_| GatewayError::Timeout { secs })?;
     match outcome {
         Outcome::Complete(result) => render::complete(state, cx, result),
-        Outcome::NeedInput { requests, state: None } => render::input_required(state, cx, requests, None),
-        Outcome::NeedInput { state: Some(_), .. } => {
-            Err(GatewayError::NotSupported { detail: "multi-round input with continuation state".to_owned() })
-        }
+        Outcome::NeedInput { requests, state: continuation } => ask(state, cx, round, requests, continuation),
         Outcome::Failed(failure) => Err(failure.into()),
     }
+}
+
+/// An `InputRequiredResult` asking `requests`, with the sealed state of the next round.
+pub(super) fn ask(
+    state: &AppState,
+    cx: &CallContext,
+    round: &Round,
+    requests: InputRequests,
+    continuation: Option<serde_json::Value>,
+) -> Result<Bytes, GatewayError> {
+    if cx.era == Era::Legacy || requests.is_empty() {
+        // Legacy sessions cannot answer outside tasks; render says so. No requests is a bug.
+        if requests.is_empty() {
+            return Err(GatewayError::internal(format!("{} asked for input but named none", cx.method.as_str())));
+        }
+        return render::input_required(state, cx, requests, None);
+    }
+    // Asking for what the client cannot answer is -32021, before any sealing work.
+    if let Some(failure) = missing_capabilities(&cx.capabilities, &requests) {
+        return Err(failure.into());
+    }
+    let token = round.next(state, cx, &requests, continuation)?;
+    render::input_required(state, cx, requests, Some(token))
 }

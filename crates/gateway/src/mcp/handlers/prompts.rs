@@ -4,16 +4,17 @@ use serde_json::{Map, Value};
 
 use mcpgate_protocol::prompt::GetPromptParams;
 
-use super::invoke::{prepare, reject_foreign_state};
+use super::invoke::prepare;
 use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
+use crate::mcp::request_state::{Round, Target};
 use crate::state::AppState;
-use mcpgate_protocol::input::decode_input_responses;
 use mcpgate_runtime::catalog::ToolCall;
 
-/// Validates a prompt request (known prompt, required arguments present) and prepares it.
-pub(in crate::mcp) fn get_prompt(
+/// Validates a prompt request (known prompt, required arguments present, the echoed
+/// requestState) and prepares it.
+pub(in crate::mcp) async fn get_prompt(
     state: &AppState,
     cx: &CallContext,
     params: GetPromptParams,
@@ -29,11 +30,10 @@ pub(in crate::mcp) fn get_prompt(
             return Err(GatewayError::invalid_params(format!("missing required argument: {}", arg.name)));
         }
     }
-    reject_foreign_state(params.request_state.as_ref())?;
-    let call = ToolCall {
-        arguments: Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>()),
-        input_responses: params.input_responses.as_ref().map(|raw| decode_input_responses(raw).0).unwrap_or_default(),
-        state: None,
-    };
-    Ok(prepare(state, cx, move |tcx| Box::pin(async move { prompt.get(call, &tcx).await })))
+    let arguments = Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>());
+    let target = Target::new(cx, &params.name, &arguments)?;
+    let round =
+        Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
+    let call = ToolCall { arguments, input_responses: round.answers.clone(), state: round.state.clone() };
+    Ok(prepare(state, cx, round, move |tcx| Box::pin(async move { prompt.get(call, &tcx).await })))
 }

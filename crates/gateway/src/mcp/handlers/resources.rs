@@ -3,24 +3,28 @@
 use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
 
-use super::invoke::{prepare, reject_foreign_state};
+use super::invoke::prepare;
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
+use crate::mcp::request_state::{Round, Target};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::{Failure, Outcome};
 
-/// Prepares a read; the first handler (in registration order) that serves the URI reads it.
-pub(in crate::mcp) fn read_resource(
+/// Prepares a read (after opening an echoed requestState); the first handler (in
+/// registration order) that serves the URI reads it.
+pub(in crate::mcp) async fn read_resource(
     state: &AppState,
     cx: &CallContext,
     params: ReadResourceParams,
 ) -> Result<Prepared, GatewayError> {
-    reject_foreign_state(params.request_state.as_ref())?;
+    let target = Target::new(cx, &params.uri, &mcpgate_protocol::JsonObject::new())?;
+    let round =
+        Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
     let uri = params.uri;
     let catalog_state = state.clone();
     let modern = cx.era == Era::Modern;
-    Ok(prepare(state, cx, move |tcx| {
+    Ok(prepare(state, cx, round, move |tcx| {
         Box::pin(async move {
             let Some(read) = catalog_state.catalog.resources().iter().find_map(|h| h.read(&uri, &tcx)) else {
                 return Outcome::Failed(Failure::ResourceNotFound(uri.clone()));

@@ -7,6 +7,7 @@
 //! same call retried within the idempotency window returns the same task; a legacy
 //! `tasks/result` waits on the task's events, not by polling.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,21 +15,23 @@ use serde_json::Value;
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
+use mcpgate_protocol::input::InputResponses;
 use mcpgate_protocol::pagination::PaginatedParams;
 use mcpgate_protocol::result::{EmptyResult, ResultMeta, ResultType};
 use mcpgate_protocol::task::{
-    CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams,
+    CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams, TaskStatus,
 };
-use mcpgate_store::{Cancelled, EventBus as _, ListCursor, NewTask, TaskEvent, TaskId, TaskRecord, TaskStore as _};
+use mcpgate_store::{
+    Answered, Cancelled, EventBus as _, ListCursor, NewTask, RawByKey, TaskEvent, TaskId, TaskRecord, TaskStore as _,
+};
 
-use super::invoke::reject_foreign_state;
 use crate::config::AuthMode;
 use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::{Prepared, Work};
 use crate::mcp::render;
 use crate::mcp::session::now_ms;
-use crate::mcp::task_view;
+use crate::mcp::{task_input, task_view};
 use crate::state::AppState;
 
 /// Tasks per `tasks/list` page.
@@ -72,12 +75,14 @@ pub(in crate::mcp) struct TaskPlan {
     /// The arguments (a JSON object).
     pub(in crate::mcp) arguments: Value,
     pub(in crate::mcp) ttl: TtlRequest,
-    pub(in crate::mcp) request_state: Option<String>,
+    /// Answers gathered before the task could start (multi-round input), for its first run.
+    pub(in crate::mcp) answers: InputResponses,
+    /// The tool's continuation from those rounds.
+    pub(in crate::mcp) state: Option<Value>,
 }
 
 /// Creates the task and answers with `CreateTaskResult` in the request's era.
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
-    reject_foreign_state(plan.request_state.as_ref())?;
     let tasks = &state.config.tasks;
     let ttl_ms = match plan.ttl {
         TtlRequest::Default => Some(tasks.default_ttl_ms),
@@ -91,6 +96,11 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
     let capabilities =
         serde_json::to_string(&cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
     let request_id = serde_json::to_string(&cx.id).unwrap_or_default();
+    let mut input_responses = RawByKey::new();
+    for (key, answer) in &plan.answers {
+        let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal(format!("answer: {e}")))?;
+        input_responses.insert(key.clone(), json);
+    }
     let owner = cx.principal.key();
     // Arguments serialize with sorted keys, so the same call always has the same digest.
     let idempotency = mcpgate_seal::context_digest(&[
@@ -114,6 +124,8 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
             idempotency,
             idempotency_window_ms: tasks.idempotency_window_ms,
             index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
+            input_responses,
+            state: plan.state.map(|s| s.to_string()),
         })
         .await?;
     let record = created.record();
@@ -167,16 +179,28 @@ pub(in crate::mcp) async fn cancel(
     }
 }
 
-/// `tasks/update` (extension): acknowledges answers for the caller's task. Routing answers
-/// into a waiting task is the next milestone; today they are accepted and not used.
+/// `tasks/update` (extension): records answers to the caller's parked task (one round trip):
+/// answers to keys not outstanding are ignored, and the task resumes on any replica once
+/// nothing is outstanding. An answer that does not fit its request is -32602, and then
+/// nothing is recorded.
 pub(in crate::mcp) async fn update(
     state: &AppState,
     cx: &CallContext,
     params: &mcpgate_protocol::task::UpdateTaskParams,
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
-    find(state, cx, &params.task_id).await?;
-    render::complete(state, cx, EmptyResult::default())
+    let id = parse_id(&params.task_id)?;
+    let answers: RawByKey = params.input_responses.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+    match state.store.answer(&id, cx.principal.key(), &answers).await? {
+        Answered::NotFound => Err(not_found(&params.task_id)),
+        Answered::Invalid(key) => Err(GatewayError::invalid_params(format!(
+            "inputResponses.{}: not a valid answer to the request it names",
+            clip(&key)
+        ))),
+        Answered::NotWaiting(_) | Answered::Waiting(_) | Answered::Resumed => {
+            render::complete(state, cx, EmptyResult::default())
+        }
+    }
 }
 
 /// `tasks/list` (2025-11-25): the caller's tasks, oldest first. Not offered without
@@ -214,16 +238,40 @@ pub(in crate::mcp) fn result(
     let waiter = state.result_waiters.clone().try_acquire_owned().map_err(|_| GatewayError::Overloaded)?;
     let state = state.clone();
     let cx = cx.clone();
-    Ok(Box::new(move |_notifier, cancel| -> Work {
+    Ok(Box::new(move |notifier, cancel| -> Work {
         Box::pin(async move {
             let _waiter = waiter;
             let id = parse_id(&params.task_id)?;
             // Subscribe first, then read: a transition in between is not missed.
             let mut events = state.store.subscribe(&id).await?;
+            // Input requests already sent on this stream (keys are never reused in a task).
+            let mut sent: HashSet<String> = HashSet::new();
             loop {
                 let record = find(&state, &cx, &params.task_id).await?;
                 if record.status.is_terminal() {
                     return task_view::legacy_result(&record).map(Bytes::from);
+                }
+                if record.status == TaskStatus::InputRequired {
+                    if !notifier.is_streaming() {
+                        return Err(GatewayError::NotSupported {
+                            detail: format!(
+                                "task {} is waiting for input; call tasks/result accepting text/event-stream to \
+                                 receive its requests",
+                                record.id
+                            ),
+                        });
+                    }
+                    for (key, stored) in &record.input_requests {
+                        if sent.contains(key) {
+                            continue;
+                        }
+                        let request = task_input::request(&state, &cx.principal, &record, key, stored)?;
+                        if !notifier.send_message(request).await {
+                            // The client left; the task keeps waiting for another stream.
+                            return Err(GatewayError::ShuttingDown);
+                        }
+                        sent.insert(key.clone());
+                    }
                 }
                 // At its expiry the task disappears, and the re-read answers "not found".
                 let recheck = record

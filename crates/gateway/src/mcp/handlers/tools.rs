@@ -6,20 +6,21 @@
 //! what the tool's `execution.taskSupport` allows; older versions have no tasks.
 
 use axum::http::HeaderMap;
+use bytes::Bytes;
 use serde_json::Value;
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
-use mcpgate_protocol::input::decode_input_responses;
 use mcpgate_protocol::tool::CallToolParams;
-use mcpgate_runtime::catalog::{TaskPolicy, ToolCall};
+use mcpgate_runtime::catalog::{Outcome, TaskPolicy, ToolCall};
 
-use super::invoke::{prepare, reject_foreign_state};
+use super::invoke::{ask, prepare};
 use super::tasks::{TaskPlan, TtlRequest};
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
+use crate::mcp::request_state::{Round, Target};
 use crate::state::AppState;
 
 /// What to do with a tool call.
@@ -28,14 +29,17 @@ pub(in crate::mcp) enum ToolPlan {
     Run(Prepared),
     /// Create a task for it.
     Task(TaskPlan),
+    /// Answer now: the call needs input before its task can start.
+    Ask(Bytes),
 }
 
-/// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers, task rules) and plans it.
-pub(in crate::mcp) fn call_tool(
+/// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers, the echoed
+/// requestState, task rules) and plans it.
+pub(in crate::mcp) async fn call_tool(
     state: &AppState,
     headers: &HeaderMap,
     cx: &CallContext,
-    params: CallToolParams,
+    mut params: CallToolParams,
 ) -> Result<ToolPlan, GatewayError> {
     let (tool, header_params) = state
         .catalog
@@ -44,20 +48,37 @@ pub(in crate::mcp) fn call_tool(
     if cx.era == Era::Modern {
         check_params(headers, header_params, params.arguments.as_ref())?;
     }
-    if let Some(ttl) = task_decision(cx, &params, tool.descriptor().task_policy)? {
-        let arguments = Value::Object(params.arguments.unwrap_or_default());
+    let as_task = task_decision(cx, &params, tool.descriptor().task_policy)?;
+    let arguments = Value::Object(params.arguments.take().unwrap_or_default());
+    let target = Target::new(cx, &params.name, &arguments)?;
+    let round =
+        Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
+    let call = ToolCall { arguments, input_responses: round.answers.clone(), state: round.state.clone() };
+    if let Some(ttl) = as_task {
         // Refused now, not by a worker later: a task is only created for a call that can run.
-        tool.check(&arguments)?;
-        return Ok(ToolPlan::Task(TaskPlan { tool: params.name, arguments, ttl, request_state: params.request_state }));
+        tool.check(&call.arguments)?;
+        // What the tool must know before it can start is asked now, while the call is still
+        // synchronous (2026-07-28); a 2025-11-25 task asks from inside, as input_required.
+        if cx.era == Era::Modern {
+            match tool.preflight(&call, &cx.capabilities) {
+                Outcome::Complete(()) => {}
+                Outcome::NeedInput { requests, state: continuation } => {
+                    return ask(state, cx, &round, requests, continuation).map(ToolPlan::Ask);
+                }
+                Outcome::Failed(failure) => return Err(failure.into()),
+            }
+        }
+        let ToolCall { arguments, input_responses, state: continuation } = call;
+        return Ok(ToolPlan::Task(TaskPlan {
+            tool: params.name,
+            arguments,
+            ttl,
+            answers: input_responses,
+            state: continuation,
+        }));
     }
-    reject_foreign_state(params.request_state.as_ref())?;
-    let call = ToolCall {
-        arguments: Value::Object(params.arguments.unwrap_or_default()),
-        input_responses: params.input_responses.as_ref().map(|raw| decode_input_responses(raw).0).unwrap_or_default(),
-        state: None,
-    };
     let tool = tool.clone();
-    Ok(ToolPlan::Run(prepare(state, cx, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
+    Ok(ToolPlan::Run(prepare(state, cx, round, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
 }
 
 /// `Some(lifetime)` when the call becomes a task.

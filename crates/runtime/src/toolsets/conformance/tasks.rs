@@ -7,12 +7,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::content::ContentBlock;
-use mcpgate_protocol::elicitation::ElicitAction;
-use mcpgate_protocol::input::{InputRequests, InputResponse};
+use mcpgate_protocol::input::InputRequests;
 use mcpgate_protocol::tool::CallToolResult;
 
 use super::tools::elicitation_request;
+use crate::catalog::ask::{self, FormAnswer, form_answer};
 use crate::catalog::{
     BoxFuture, CatalogBuilder, Failure, FnTool, Outcome, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor,
     decode_args,
@@ -65,6 +66,57 @@ pub(super) fn install(b: &mut CatalogBuilder) {
             .task_policy(TaskPolicy::Optional),
         multi_input,
     ));
+    b.tool(GreetAsTask {
+        descriptor: ToolDescriptor::new(
+            "test_tool_with_task",
+            "Asks for the user's name first, then greets them from a task.",
+            json!({"type": "object", "properties": {}}),
+        )
+        .task_policy(TaskPolicy::Required),
+    });
+}
+
+/// Needs the user's name before its task can start: asked synchronously (2026-07-28), or by
+/// the task itself when the call could not ask first (2025-11-25).
+struct GreetAsTask {
+    descriptor: ToolDescriptor,
+}
+
+impl GreetAsTask {
+    fn ask_name() -> InputRequests {
+        InputRequests::from([("user_name".to_owned(), ask::form_field("What is your name?", "name", "string"))])
+    }
+}
+
+impl Tool for GreetAsTask {
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn preflight(&self, call: &ToolCall, _: &ClientCapabilities) -> Outcome<()> {
+        match form_answer(&call.input_responses, "user_name") {
+            FormAnswer::Missing => Outcome::NeedInput { requests: Self::ask_name(), state: None },
+            _ => Outcome::Complete(()),
+        }
+    }
+
+    fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        Box::pin(async move {
+            let answer = form_answer(&call.input_responses, "user_name");
+            if answer == FormAnswer::Missing {
+                return Outcome::NeedInput { requests: Self::ask_name(), state: None };
+            }
+            let name = answer.text("name").unwrap_or("stranger").to_owned();
+            cx.progress(0.0, None, Some(&format!("greeting {name}"))).await;
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(300)) => {}
+                () = cx.cancelled() => return Outcome::Failed(Failure::Internal("cancelled".to_owned())),
+            }
+            Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!(
+                "Hello, {name}! (from a task)"
+            ))]))
+        })
+    }
 }
 
 struct SlowCompute {
@@ -139,25 +191,17 @@ impl Tool for Delayed {
     }
 }
 
-/// The accepted content of an elicitation answer, if it was accepted.
-fn accepted<'a>(call: &'a ToolCall, key: &str) -> Option<Option<&'a serde_json::Map<String, Value>>> {
-    match call.input_responses.get(key)? {
-        InputResponse::Elicitation(r) if r.action == ElicitAction::Accept => Some(r.content.as_ref()),
-        _ => Some(None),
-    }
-}
-
 fn confirm_delete(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
     let filename = call.arguments.get("filename").and_then(Value::as_str).unwrap_or("the file").to_owned();
-    match accepted(call, "confirm") {
-        None => Outcome::NeedInput {
+    match form_answer(&call.input_responses, "confirm") {
+        FormAnswer::Missing => Outcome::NeedInput {
             requests: elicitation_request(&format!("Delete {filename}?"), "confirm", "boolean"),
             state: None,
         },
-        Some(Some(content)) if content.get("confirm").and_then(Value::as_bool) == Some(true) => {
+        answer if answer.flag("confirm") == Some(true) => {
             Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!("Deleted {filename}"))]))
         }
-        Some(_) => Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!("Kept {filename}"))])),
+        _ => Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!("Kept {filename}"))])),
     }
 }
 
@@ -172,7 +216,6 @@ fn multi_input(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
     if !missing.is_empty() {
         return Outcome::NeedInput { requests: missing, state: None };
     }
-    let name =
-        accepted(call, "name").flatten().and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("someone");
+    let name = form_answer(&call.input_responses, "name").text("name").unwrap_or("someone");
     Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!("Thanks, {name}: done"))]))
 }

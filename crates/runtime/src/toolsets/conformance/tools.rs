@@ -5,16 +5,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use mcpgate_protocol::capabilities::{ClientCapabilities, SamplingCapability};
-use mcpgate_protocol::content::{ContentBlock, ResourceContents, Role, TextContent};
-use mcpgate_protocol::elicitation::{ElicitFormParams, ElicitParams};
-use mcpgate_protocol::input::{InputRequest, InputRequests};
+use mcpgate_protocol::content::{ContentBlock, ResourceContents};
+use mcpgate_protocol::input::InputRequests;
 use mcpgate_protocol::meta::LoggingLevel;
-use mcpgate_protocol::sampling::{CreateMessageParams, SamplingBlock, SamplingContent, SamplingMessage};
 use mcpgate_protocol::tool::CallToolResult;
 
 use super::{PNG, WAV};
 use crate::catalog::{
-    BoxFuture, CatalogBuilder, Failure, FnTool, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor,
+    BoxFuture, CatalogBuilder, Failure, FnTool, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor, ask,
 };
 
 fn no_args() -> Value {
@@ -148,40 +146,14 @@ fn json_schema_2020_12() -> Value {
     })
 }
 
-/// One form elicitation with a single field.
+/// One form elicitation with a single field, under the field's name.
 pub(super) fn elicitation_request(message: &str, field: &str, kind: &str) -> InputRequests {
-    let schema = json!({"type": "object", "properties": {field: {"type": kind}}, "required": [field]});
-    let params = ElicitParams::Form(ElicitFormParams {
-        mode: None,
-        message: message.to_owned(),
-        requested_schema: schema.as_object().cloned().unwrap_or_default(),
-    });
-    InputRequests::from([(field.to_owned(), InputRequest::Elicitation { params })])
+    InputRequests::from([(field.to_owned(), ask::form_field(message, field, kind))])
 }
 
-/// One sampling request with a single user message.
+/// One sampling request with a single user message, under `sample`.
 pub(super) fn sampling_request(prompt: &str) -> InputRequests {
-    let params = CreateMessageParams {
-        messages: vec![SamplingMessage {
-            role: Role::User,
-            content: SamplingContent::One(SamplingBlock::Text(TextContent {
-                text: prompt.to_owned(),
-                annotations: None,
-                meta: None,
-            })),
-            meta: None,
-        }],
-        max_tokens: 100,
-        model_preferences: None,
-        system_prompt: None,
-        include_context: None,
-        temperature: None,
-        stop_sequences: None,
-        metadata: None,
-        tools: None,
-        tool_choice: None,
-    };
-    InputRequests::from([("sample".to_owned(), InputRequest::Sampling { params })])
+    InputRequests::from([("sample".to_owned(), ask::sample(prompt, 100))])
 }
 
 /// Tools that do three timed steps, each reported as progress or as a log message.

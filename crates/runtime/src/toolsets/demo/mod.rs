@@ -1,6 +1,9 @@
 //! The `demo` toolset: small tools with real behaviour to try the gateway with — echo, sum,
 //! a slow report that streams progress and stops when cancelled, a tool that fails the way
-//! tools should (a result with `isError: true`), a prompt and two resources.
+//! tools should (a result with `isError: true`), tools that ask for input mid-call
+//! (`interactive`), a prompt and two resources.
+
+mod interactive;
 
 use std::time::Duration;
 
@@ -19,7 +22,8 @@ use crate::catalog::{
 };
 
 const README: &str = "# mcpgate demo\n\nTools: `echo`, `sum`, `slow_report` (streams progress when called with a \
-progressToken and `Accept: text/event-stream`), `fail` (returns isError: true).\nPrompt: `summarize`.\n";
+progressToken and `Accept: text/event-stream`), `update_work_item`, `delete_records` and `summarize_text` (ask for \
+input mid-call), `fail` (returns isError: true).\nPrompt: `summarize`.\n";
 
 /// Registers the demo toolset.
 pub(super) fn install(b: &mut CatalogBuilder) {
@@ -46,6 +50,7 @@ pub(super) fn install(b: &mut CatalogBuilder) {
         sum,
     ));
     b.tool(SlowReport::new());
+    interactive::install(b);
     b.tool(FnTool::new(
         ToolDescriptor::new(
             "fail",

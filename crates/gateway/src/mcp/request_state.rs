@@ -1,0 +1,197 @@
+//! Multi-round input without server state (2026-07-28 MRTR): the sealed `requestState` that
+//! carries one call's progress from a round to the next, and the merge of a retry's answers
+//! with it.
+//!
+//! A round's state holds the tool's own continuation, every answer collected so far (so no
+//! question is asked twice, and a client need only answer the latest round) and the keys the
+//! last round asked, with their methods (so each answer is checked against what was asked).
+//!
+//! Threat model: the client holds the state between rounds and may replay it, alter it, keep
+//! it past its lifetime, present it as another user, or present it to another tool, prompt,
+//! resource, argument set or protocol version. The state is AES-256-GCM sealed with the
+//! replica key ring and bound (as associated data) to the principal, the method, and a digest
+//! of the target name, the arguments and the protocol version; it expires after
+//! `seal.request_state_ttl_secs`; with `seal.request_state_single_use` each one is recorded
+//! in the store when used, so a replay is refused. Every failure is the same -32602 "invalid
+//! requestState"; the reason is logged and counted, never returned. Its plaintext (answers
+//! and continuation) is never logged.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use mcpgate_protocol::input::{
+    InputRequest, InputRequests, InputResponse, InputResponses, RawInputResponses, decode_input_responses,
+};
+use mcpgate_seal::{Binding, OpenFailure, Purpose, SealError, Sealer, context_digest};
+use mcpgate_store::OnceMarks as _;
+
+use mcpgate_protocol::Era;
+
+use super::context::CallContext;
+use super::session::now_ms;
+use crate::error::GatewayError;
+use crate::state::AppState;
+
+/// What one round hands the next (sealed; short field names keep tokens small).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Carried {
+    /// The tool's continuation.
+    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
+    state: Option<Value>,
+    /// Answers collected in every round so far.
+    #[serde(rename = "a", default, skip_serializing_if = "InputResponses::is_empty")]
+    answers: InputResponses,
+    /// Keys the last round asked, with their methods.
+    #[serde(rename = "q", default)]
+    asked: std::collections::BTreeMap<String, String>,
+}
+
+/// The call a state belongs to: its binding context.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Target {
+    context: [u8; 32],
+}
+
+impl Target {
+    /// The call to `name` (tool, prompt or resource URI) with `arguments`, in the request's
+    /// protocol version. Arguments serialize with sorted keys, so equal arguments always give
+    /// the same digest; absent arguments count as `{}`.
+    pub(super) fn new(cx: &CallContext, name: &str, arguments: &impl Serialize) -> Result<Self, GatewayError> {
+        if cx.era == Era::Legacy {
+            // 2025-11-25 has no requestState: nothing is sealed for it, so skip the digest.
+            return Ok(Self { context: [0; 32] });
+        }
+        let arguments =
+            serde_json::to_vec(arguments).map_err(|e| GatewayError::internal(format!("arguments digest: {e}")))?;
+        let context = context_digest(&[name.as_bytes(), &arguments, cx.version.as_str().as_bytes()]);
+        Ok(Self { context })
+    }
+
+    fn binding<'a>(&'a self, cx: &'a CallContext) -> Binding<'a> {
+        Binding {
+            purpose: Purpose::RequestState,
+            principal: cx.principal.key(),
+            method: cx.method.as_str(),
+            context: &self.context,
+        }
+    }
+}
+
+/// One round's input: the answers to pass the tool (every round's so far) and its
+/// continuation, plus what minting the next round's state needs.
+#[derive(Debug)]
+pub(super) struct Round {
+    target: Target,
+    /// Every answer so far.
+    pub(super) answers: InputResponses,
+    /// The tool's continuation from the previous round.
+    pub(super) state: Option<Value>,
+}
+
+impl Round {
+    /// Opens the echoed state (if any) and merges the retry's answers into it. With a state,
+    /// only the keys it asked are taken, and each must be a well-formed answer to what was
+    /// asked (-32602 otherwise); other keys are ignored. Without one, every well-formed
+    /// answer is passed on and malformed ones are ignored (the tool asks again).
+    pub(super) async fn resume(
+        state: &AppState,
+        cx: &CallContext,
+        target: Target,
+        request_state: Option<&str>,
+        responses: Option<&RawInputResponses>,
+    ) -> Result<Self, GatewayError> {
+        let Some(token) = request_state else {
+            let answers = responses.map(|raw| decode_input_responses(raw).0).unwrap_or_default();
+            return Ok(Self { target, answers, state: None });
+        };
+        let carried = open(state, cx, &target, token).await?;
+        let mut answers = carried.answers;
+        if let Some(raw) = responses {
+            for (key, method) in &carried.asked {
+                let Some(value) = raw.get(key) else { continue };
+                answers.insert(key.clone(), decode_answer(key, method, value)?);
+            }
+        }
+        Ok(Self { target, answers, state: carried.state })
+    }
+
+    /// The `requestState` for a round that asks `requests`, carrying `continuation` and every
+    /// answer so far.
+    pub(super) fn next(
+        &self,
+        state: &AppState,
+        cx: &CallContext,
+        requests: &InputRequests,
+        continuation: Option<Value>,
+    ) -> Result<String, GatewayError> {
+        let carried = Carried {
+            state: continuation,
+            answers: self.answers.clone(),
+            asked: requests.iter().map(|(k, r)| (k.clone(), method_of(r).to_owned())).collect(),
+        };
+        let payload =
+            serde_json::to_vec(&carried).map_err(|e| GatewayError::internal(format!("requestState encoding: {e}")))?;
+        let expires = now_ms().saturating_add(state.config.seal.request_state_ttl_secs.saturating_mul(1000));
+        state.sealer.seal(&self.target.binding(cx), expires, &payload).map_err(|e| match e {
+            SealError::TooLarge { size, max } => GatewayError::internal(format!(
+                "the input collected so far ({size} bytes sealed) exceeds seal.max_bytes ({max})"
+            )),
+            other => GatewayError::internal(format!("sealing a requestState: {other}")),
+        })
+    }
+}
+
+fn method_of(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation { .. } => "elicitation/create",
+        InputRequest::Sampling { .. } => "sampling/createMessage",
+        InputRequest::ListRoots { .. } => "roots/list",
+    }
+}
+
+/// Decodes an answer as the result of the method that was asked.
+fn decode_answer(key: &str, method: &str, value: &Value) -> Result<InputResponse, GatewayError> {
+    use serde::Deserialize as _;
+    let decoded = match method {
+        "elicitation/create" => {
+            mcpgate_protocol::elicitation::ElicitResult::deserialize(value).map(InputResponse::Elicitation).ok()
+        }
+        "sampling/createMessage" => {
+            mcpgate_protocol::sampling::CreateMessageResult::deserialize(value).map(InputResponse::Sampling).ok()
+        }
+        "roots/list" => mcpgate_protocol::roots::ListRootsResult::deserialize(value).map(InputResponse::ListRoots).ok(),
+        _ => None,
+    };
+    decoded.ok_or_else(|| {
+        GatewayError::invalid_params(format!(
+            "inputResponses.{}: not a valid result of {method}",
+            crate::error::clip(key)
+        ))
+    })
+}
+
+async fn open(state: &AppState, cx: &CallContext, target: &Target, token: &str) -> Result<Carried, GatewayError> {
+    let reject = |reason: OpenFailure| {
+        state.metrics.seal_failure(reason);
+        tracing::info!(reason = reason.as_str(), "requestState rejected");
+        GatewayError::InvalidRequestState { reason: reason.as_str() }
+    };
+    let payload = state
+        .sealer
+        .open(&target.binding(cx), now_ms(), token)
+        .map_err(|e| reject(e.open_failure().unwrap_or(OpenFailure::Malformed)))?;
+    let carried: Carried = serde_json::from_slice(&payload).map_err(|_| {
+        tracing::warn!("requestState opened but did not decode (minted by another build?)");
+        GatewayError::InvalidRequestState { reason: "undecodable" }
+    })?;
+    if state.config.seal.request_state_single_use {
+        // The token's nonce identifies it; the mark lives as long as the token could.
+        let nonce = Sealer::nonce_of(token).ok_or_else(|| reject(OpenFailure::Malformed))?;
+        let id: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let until = now_ms().saturating_add(state.config.seal.request_state_ttl_secs.saturating_mul(1000));
+        if !state.store.first_use(&id, until).await? {
+            return Err(reject(OpenFailure::Replayed));
+        }
+    }
+    Ok(carried)
+}
