@@ -215,25 +215,8 @@ async fn a_task_never_outlives_its_attempts() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_principal_cannot_reach_a_task_on_any_replica() -> anyhow::Result<()> {
-    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
-    const SECRET: &str = "e2e-shared-secret-of-at-least-32-bytes!";
-    let cluster = cluster(3)
-        .env("MCPGATE_AUTH_MODE", "jwt")
-        .env("MCPGATE_AUTH_RESOURCE", "https://mcp.example.com/mcp")
-        .env("MCPGATE_AUTH_AUTHORIZATION_SERVERS", "https://auth.example.com")
-        .env("MCPGATE_AUTH_JWT_ISSUER", "https://auth.example.com")
-        .env("MCPGATE_AUTH_JWT_ALGORITHMS", "HS256")
-        .env("MCPGATE_AUTH_JWT_HS256_SECRETS", SECRET)
-        .start()?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
-    let token = |sub: &str| -> anyhow::Result<String> {
-        let claims = json!({"iss": "https://auth.example.com", "aud": "https://mcp.example.com/mcp", "sub": sub, "exp": now + 600});
-        Ok(format!(
-            "Bearer {}",
-            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes()))?
-        ))
-    };
-    let (alice, bob) = (token("alice")?, token("bob")?);
+    let cluster = crate::jwt::with_jwt(cluster(3)).start()?;
+    let (alice, bob) = (crate::jwt::bearer("alice")?, crate::jwt::bearer("bob")?);
     let client = Client::new()?;
     let call = |url: String, auth: String, method: &'static str, params: Value| {
         let client = client.clone();

@@ -1,4 +1,6 @@
 //! End-to-end tests against real `mcpgate` processes on loopback.
 
 mod cluster;
+mod jwt;
+mod mrtr;
 mod process;

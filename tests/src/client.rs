@@ -100,10 +100,66 @@ impl Client {
         }
     }
 
+    /// A legacy request whose SSE reply is read as it streams.
+    pub async fn legacy_stream(
+        &self,
+        url: &str,
+        method: &str,
+        params: Value,
+        session: &str,
+    ) -> anyhow::Result<EventStream> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        let resp = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body)
+            .send()
+            .await
+            .with_context(|| format!("POST {url}"))?;
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        anyhow::ensure!(content_type.starts_with("text/event-stream"), "not a stream: {content_type}");
+        Ok(EventStream { resp, buffer: String::new() })
+    }
+
     /// GET a path.
     pub async fn get(&self, url: &str) -> anyhow::Result<(u16, String)> {
         let resp = self.http.get(url).send().await.with_context(|| format!("GET {url}"))?;
         let status = resp.status().as_u16();
         Ok((status, resp.text().await?))
+    }
+}
+
+/// An SSE reply read message by message.
+#[derive(Debug)]
+pub struct EventStream {
+    resp: reqwest::Response,
+    buffer: String,
+}
+
+impl EventStream {
+    /// The next JSON message (comments and empty events skipped), `None` once the stream
+    /// ended; waits at most `within` for it.
+    pub async fn next(&mut self, within: Duration) -> anyhow::Result<Option<Value>> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")).filter(|d| !d.is_empty()) {
+                    return Ok(Some(serde_json::from_str(data)?));
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.resp.chunk())
+                .await
+                .with_context(|| format!("no message within {within:?}"))??;
+            match chunk {
+                Some(bytes) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                None => return Ok(None),
+            }
+        }
     }
 }

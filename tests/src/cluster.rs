@@ -114,6 +114,20 @@ impl Cluster {
         &self.args
     }
 
+    /// Starts one more replica like the others (with `extra` environment on top), sharing
+    /// Redis and the keys but not behind nginx; returns its index.
+    pub fn add_replica(&mut self, extra: &[(&str, &str)]) -> anyhow::Result<usize> {
+        let mut builder = Gateway::builder().args(&self.args.iter().map(String::as_str).collect::<Vec<_>>());
+        for (k, v) in &self.env {
+            builder = builder.env(k, v);
+        }
+        for (k, v) in extra {
+            builder = builder.env(k, v);
+        }
+        self.replicas.push(Some(builder.start().context("starting an added replica")?));
+        Ok(self.replicas.len() - 1)
+    }
+
     /// nginx's error log.
     pub fn nginx_log(&self) -> String {
         self.nginx.log()

@@ -9,7 +9,7 @@ mod cluster;
 mod gateway;
 mod nginx;
 
-pub use client::{Client, Reply};
+pub use client::{Client, EventStream, Reply};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, run_to_end};
 pub use nginx::Nginx;

@@ -10,13 +10,11 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::{Value, json};
 
 use mcpgate::Config;
-use mcpgate::config::{AuthMode, Secret};
 
-use crate::support::{Req, app, assert_error, config};
+use crate::support::{Req, app, assert_error};
 
-const ISS: &str = "https://auth.example.com";
-const AUD: &str = "https://mcp.example.com/mcp";
-const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
+use crate::support::{AUD, ISS, SECRET, claims, hs};
+
 const METADATA: &str = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
 
 fn fixture(name: &str) -> String {
@@ -33,14 +31,9 @@ fn now() -> u64 {
 }
 
 fn jwt_config() -> Config {
-    let mut c = config();
-    c.auth.mode = AuthMode::Jwt;
-    c.auth.resource = Some(AUD.to_owned());
-    c.auth.authorization_servers = vec![ISS.to_owned()];
+    let mut c = crate::support::hs256_config();
     c.auth.scopes_supported = vec!["mcp:tools".to_owned()];
-    c.auth.jwt.issuer = Some(ISS.to_owned());
     c.auth.jwt.algorithms = ["HS256", "ES256", "RS256", "EdDSA"].map(str::to_owned).to_vec();
-    c.auth.jwt.hs256_secrets = vec![Secret::new(SECRET)];
     c.auth.jwt.public_key_files = vec![
         format!("es-1={}", fixture("es256-public.pem")),
         fixture("rs256-public.pem"),
@@ -49,18 +42,10 @@ fn jwt_config() -> Config {
     c
 }
 
-fn claims(sub: &str) -> Value {
-    json!({"iss": ISS, "sub": sub, "aud": AUD, "iat": now(), "exp": now() + 300})
-}
-
 fn sign(alg: Algorithm, kid: Option<&str>, key: &EncodingKey, claims: &Value) -> String {
     let mut header = Header::new(alg);
     header.kid = kid.map(str::to_owned);
     encode(&header, claims, key).expect("signs")
-}
-
-fn hs(claims: &Value) -> String {
-    sign(Algorithm::HS256, None, &EncodingKey::from_secret(SECRET.as_bytes()), claims)
 }
 
 fn es(kid: Option<&str>, key_file: &str, claims: &Value) -> String {

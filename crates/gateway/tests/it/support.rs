@@ -14,6 +14,33 @@ use mcpgate::catalog::CatalogBuilder;
 use mcpgate::{AppState, Config};
 
 pub(crate) const MODERN: &str = "2026-07-28";
+pub(crate) const ISS: &str = "https://auth.example.com";
+pub(crate) const AUD: &str = "https://mcp.example.com/mcp";
+pub(crate) const SECRET: &str = "0123456789abcdef0123456789abcdef-test-secret";
+
+/// [`config`] with JWT auth accepting HS256 tokens signed with [`SECRET`].
+pub(crate) fn hs256_config() -> Config {
+    let mut c = config();
+    c.auth.mode = mcpgate::config::AuthMode::Jwt;
+    c.auth.resource = Some(AUD.to_owned());
+    c.auth.authorization_servers = vec![ISS.to_owned()];
+    c.auth.jwt.issuer = Some(ISS.to_owned());
+    c.auth.jwt.algorithms = vec!["HS256".to_owned()];
+    c.auth.jwt.hs256_secrets = vec![mcpgate::config::Secret::new(SECRET)];
+    c
+}
+
+/// Valid claims for `sub`, five minutes to live.
+pub(crate) fn claims(sub: &str) -> Value {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    json!({"iss": ISS, "sub": sub, "aud": AUD, "iat": now, "exp": now + 300})
+}
+
+/// An HS256 token for `claims`.
+pub(crate) fn hs(claims: &Value) -> String {
+    let key = jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes());
+    jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), claims, &key).expect("signs")
+}
 
 /// A loopback config serving both built-in toolsets (conformance first).
 pub(crate) fn config() -> Config {
@@ -187,4 +214,47 @@ pub(crate) async fn initialize(app: &Router, version: &str) -> (String, Value) {
     let result = resp.result();
     let session = resp.header("mcp-session-id").expect("a session id").to_owned();
     (session, result)
+}
+
+/// A response read as it streams: SSE messages one at a time.
+pub(crate) struct SseStream {
+    body: Body,
+    buffer: String,
+}
+
+impl SseStream {
+    /// Sends `req` and returns its response stream (asserting an SSE response).
+    pub(crate) async fn open(app: &Router, req: Req) -> Self {
+        let response = tokio::time::timeout(Duration::from_secs(20), app.clone().oneshot(req.into_request()))
+            .await
+            .expect("answered within 20 s")
+            .expect("infallible");
+        assert_eq!(response.headers().get("content-type").and_then(|v| v.to_str().ok()), Some("text/event-stream"));
+        Self { body: response.into_body(), buffer: String::new() }
+    }
+
+    /// The next JSON message (comments and empty events skipped); `None` once the stream
+    /// ended. Each wait is bounded.
+    pub(crate) async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")).filter(|d| !d.is_empty()) {
+                    return Some(serde_json::from_str(data).expect("one JSON message per event"));
+                }
+                continue;
+            }
+            let frame =
+                tokio::time::timeout(Duration::from_secs(20), self.body.frame()).await.expect("a frame within 20 s");
+            match frame {
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        self.buffer.push_str(&String::from_utf8_lossy(data));
+                    }
+                }
+                Some(Err(e)) => panic!("stream failed: {e}"),
+                None => return None,
+            }
+        }
+    }
 }

@@ -158,39 +158,6 @@ async fn retries_of_the_same_call_get_the_same_task() {
     assert_ne!(a["taskId"], c["taskId"]);
 }
 
-#[tokio::test]
-async fn a_parked_task_shows_its_input_requests() {
-    let app = app(config()).await;
-    let created = Req::modern_with(
-        "tools/call",
-        json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}}),
-        json!({"elicitation": {}, "extensions": {EXT: {}}}),
-    )
-    .send(&app)
-    .await
-    .result();
-    let id = created["taskId"].as_str().expect("id");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let task = loop {
-        let task = get(&app, id).await.result();
-        if task["status"] == "input_required" {
-            break task;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never parked: {task}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert_eq!(task["inputRequests"]["confirm"]["method"], "elicitation/create");
-    let ack = Req::modern_with(
-        "tasks/update",
-        json!({"taskId": id, "inputResponses": {"unknown-key": {"ignored": true}}}),
-        with_ext(),
-    )
-    .send(&app)
-    .await
-    .result();
-    assert_eq!(ack["resultType"], "complete");
-}
-
 /// Records whether its run was cancelled.
 struct Sentinel {
     descriptor: ToolDescriptor,

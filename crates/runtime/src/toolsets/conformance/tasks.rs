@@ -1,6 +1,7 @@
 //! Conformance fixtures for the tasks extension: a tool that greets synchronously, one that
 //! computes for a while (task optional), one that fails as a tool (`isError`), one that fails
-//! with a protocol error, and two that ask for input while running as a task.
+//! with a protocol error, two that ask for input while running as a task, and one that needs
+//! an answer before its task can start (`test_tool_with_task`).
 
 use std::time::Duration;
 

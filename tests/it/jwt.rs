@@ -1,0 +1,30 @@
+//! JWT auth for test clusters: every replica accepts HS256 tokens signed with one shared
+//! secret, and tests mint tokens for any subject.
+
+use serde_json::json;
+
+use mcpgate_e2e::ClusterBuilder;
+
+const SECRET: &str = "e2e-shared-secret-of-at-least-32-bytes!";
+const ISSUER: &str = "https://auth.example.com";
+const RESOURCE: &str = "https://mcp.example.com/mcp";
+
+/// Replicas that require a JWT from [`bearer`].
+pub(crate) fn with_jwt(builder: ClusterBuilder) -> ClusterBuilder {
+    builder
+        .env("MCPGATE_AUTH_MODE", "jwt")
+        .env("MCPGATE_AUTH_RESOURCE", RESOURCE)
+        .env("MCPGATE_AUTH_AUTHORIZATION_SERVERS", ISSUER)
+        .env("MCPGATE_AUTH_JWT_ISSUER", ISSUER)
+        .env("MCPGATE_AUTH_JWT_ALGORITHMS", "HS256")
+        .env("MCPGATE_AUTH_JWT_HS256_SECRETS", SECRET)
+}
+
+/// An `Authorization` header value for `sub`, valid for ten minutes.
+pub(crate) fn bearer(sub: &str) -> anyhow::Result<String> {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": sub, "exp": now + 600});
+    let token = encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes()))?;
+    Ok(format!("Bearer {token}"))
+}
