@@ -51,6 +51,40 @@ pub enum InputResponse {
     ListRoots(ListRootsResult),
 }
 
+impl InputRequest {
+    /// The method the client answers.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Elicitation { .. } => "elicitation/create",
+            Self::Sampling { .. } => "sampling/createMessage",
+            Self::ListRoots { .. } => "roots/list",
+        }
+    }
+}
+
+impl InputResponse {
+    /// The method this answers.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Elicitation(_) => "elicitation/create",
+            Self::Sampling(_) => "sampling/createMessage",
+            Self::ListRoots(_) => "roots/list",
+        }
+    }
+
+    /// Decodes an answer as the result of `method` (the request it answers): unlike the
+    /// untagged decoding, a result can never be read as another method's.
+    pub fn decode_for<'de, D: serde::Deserializer<'de>>(method: &str, answer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match method {
+            "elicitation/create" => ElicitResult::deserialize(answer).map(Self::Elicitation),
+            "sampling/createMessage" => CreateMessageResult::deserialize(answer).map(Self::Sampling),
+            "roots/list" => ListRootsResult::deserialize(answer).map(Self::ListRoots),
+            other => Err(D::Error::custom(format!("no input request method {other:?}"))),
+        }
+    }
+}
+
 /// Outstanding input requests by key.
 pub type InputRequests = BTreeMap<String, InputRequest>;
 /// Answers by the key of the request they answer.

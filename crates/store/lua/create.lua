@@ -11,7 +11,8 @@
 -- ARGV[11] idempotency window ms        ARGV[12] "1" to ignore an existing idempotency key
 -- ARGV[13] index horizon ms: owner index entries older than this are dropped (0 = keep all)
 -- ARGV[14] continuation state JSON for the first run ('' = none)
--- ARGV[15..] answer key, answer JSON, ... gathered before creation (stored as ans:<key>)
+-- ARGV[15..] answer key, method answered, answer JSON, ... gathered before creation
+--           (stored as ans:<key> and ask:<key>)
 -- returns  {1, created_ms}     the task was created (also when this very script already ran:
 --                              a retry after a lost reply must not reset the record)
 --          {0, existing_id}    the same call created that task within the window
@@ -39,8 +40,8 @@ redis.call('HSET', KEYS[1],
 if ARGV[14] ~= '' then
   redis.call('HSET', KEYS[1], 'state', ARGV[14])
 end
-for i = 15, #ARGV - 1, 2 do
-  redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 1])
+for i = 15, #ARGV - 2, 3 do
+  redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 2], 'ask:' .. ARGV[i], ARGV[i + 1])
 end
 if ttl >= 0 then
   redis.call('PEXPIREAT', KEYS[1], now + ttl)

@@ -96,7 +96,7 @@ pub struct NewTask {
     pub idempotency_window_ms: u64,
     /// Answers gathered before the task was created (multi-round input that had to finish
     /// first), passed to the tool's first run.
-    pub input_responses: RawByKey,
+    pub input_responses: RawAnswers,
     /// Continuation state from those rounds, for the tool's first run.
     pub state: Option<String>,
     /// The longest lifetime any task of the deployment can have (`None` when unlimited
@@ -152,12 +152,25 @@ pub struct TaskRecord {
     pub input_requests: RawByKey,
     /// The tool's continuation state (JSON), while waiting for input.
     pub state: Option<String>,
-    /// Answers collected so far, over every round, by key (each raw JSON).
-    pub input_responses: RawByKey,
+    /// Answers collected so far, over every round, by key.
+    pub input_responses: RawAnswers,
 }
 
 /// JSON values by key, kept raw: the store never re-encodes what tools and clients wrote.
 pub type RawByKey = std::collections::BTreeMap<String, String>;
+
+/// An answer to an input request: the method it answers and the answer's JSON (raw).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawAnswer {
+    /// The method of the request it answers (`elicitation/create`, ...), so it is decoded as
+    /// that method's result and nothing else.
+    pub method: String,
+    /// The answer.
+    pub json: String,
+}
+
+/// Answers by the key of the request they answer.
+pub type RawAnswers = std::collections::BTreeMap<String, RawAnswer>;
 
 /// Result of [`crate::TaskStore::answer`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -311,3 +311,27 @@ async fn legacy_sessions_cannot_answer_outside_tasks() {
     let json = assert_error(&resp, 200, -32603);
     assert!(json["error"]["message"].as_str().unwrap_or_default().contains("within tasks"), "{json}");
 }
+
+#[tokio::test]
+async fn a_confirmation_nobody_asked_for_does_not_count() {
+    let app = app(config()).await;
+    let args = json!({"table": "t", "older_than_days": 1});
+    let unprompted = json!({"inputResponses": {"confirm": accept(json!({"confirm": true}))}});
+    let r1 = tool_call("delete_records", args, unprompted).send(&app).await.result();
+    let (requests, _) = input_required(&r1);
+    assert!(requests["confirm"].is_object(), "still asked: {r1}");
+}
+
+#[tokio::test]
+async fn a_rejected_retry_does_not_use_up_a_single_use_state() {
+    let mut c = config();
+    c.seal.request_state_single_use = true;
+    let app = app(c).await;
+    let args = json!({"table": "jobs", "older_than_days": 4});
+    let (_, state) = input_required(&tool_call("delete_records", args.clone(), json!({})).send(&app).await.result());
+    let malformed = json!({"inputResponses": {"confirm": 7}, "requestState": state});
+    assert_error(&tool_call("delete_records", args.clone(), malformed).send(&app).await, 200, -32602);
+    let answer = json!({"inputResponses": {"confirm": accept(json!({"confirm": true}))}, "requestState": state});
+    let done = tool_call("delete_records", args, answer).send(&app).await.result();
+    assert!(text(&done).starts_with("Deleted "), "{done}");
+}

@@ -94,6 +94,11 @@ async fn a_partial_answer_leaves_the_rest_outstanding() {
 #[tokio::test]
 async fn a_call_finishes_its_input_rounds_before_it_becomes_a_task() {
     let app = app(config()).await;
+    // Answers nobody asked for (no requestState) never reach a task.
+    let unprompted =
+        json!({"name": "test_tool_with_task", "inputResponses": {"user_name": accept(json!({"name": "Mallory"}))}});
+    let asked = Req::modern_with("tools/call", unprompted, caps()).send(&app).await.result();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
     let r1 = Req::modern_with("tools/call", json!({"name": "test_tool_with_task"}), caps()).send(&app).await.result();
     assert_eq!(r1["resultType"], "input_required", "{r1}");
     assert!(r1.get("taskId").is_none());

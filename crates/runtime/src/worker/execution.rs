@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use mcpgate_protocol::capabilities::ClientCapabilities;
-use mcpgate_protocol::input::InputResponses;
+use mcpgate_protocol::input::{InputResponse, InputResponses};
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{
     Claim, EventBus as _, Job, JobQueue as _, Lease, Settled, TaskOutcome, TaskRecord, TaskStore as _,
@@ -117,11 +117,17 @@ fn build_call(task: &TaskRecord) -> Result<ToolCall, Failure> {
     let arguments: Value = serde_json::from_str(&task.arguments)
         .map_err(|_| Failure::Internal("stored task arguments are not JSON".to_owned()))?;
     let mut input_responses = InputResponses::new();
-    for (key, json) in &task.input_responses {
-        // Answers were validated before they were stored.
-        let answer = serde_json::from_str(json)
-            .map_err(|_| Failure::Internal(format!("stored answer {key:?} is not readable")))?;
-        input_responses.insert(key.clone(), answer);
+    for (key, answer) in &task.input_responses {
+        // Decoded as a result of the method it answers; the store checked its shape, but a
+        // client can still send what no tool could read.
+        let mut de = serde_json::Deserializer::from_str(&answer.json);
+        let decoded = InputResponse::decode_for(&answer.method, &mut de).map_err(|_| {
+            Failure::InvalidParams(format!(
+                "the answer to input request {key:?} is not a valid {} result",
+                answer.method
+            ))
+        })?;
+        input_responses.insert(key.clone(), decoded);
     }
     let state = match &task.state {
         Some(json) => {

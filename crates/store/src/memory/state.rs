@@ -9,8 +9,8 @@ use serde_json::json;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, Skip,
-    TaskEvent, TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawAnswer, RawByKey, Renewal, Settled,
+    Skip, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 
 /// Most dead-lettered jobs kept in memory.
@@ -309,16 +309,19 @@ impl State {
         if record.status != TaskStatus::InputRequired {
             return Answered::NotWaiting(record.status);
         }
+        let mut methods = RawByKey::new();
         for (key, answer) in answers {
-            if let Some(request) = record.input_requests.get(key)
-                && !fits(request, answer)
-            {
-                return Answered::Invalid(key.clone());
+            if let Some(request) = record.input_requests.get(key) {
+                match fits(request, answer) {
+                    Some(method) => methods.insert(key.clone(), method.to_owned()),
+                    None => return Answered::Invalid(key.clone()),
+                };
             }
         }
         for (key, answer) in answers {
             if record.input_requests.remove(key).is_some() {
-                record.input_responses.insert(key.clone(), answer.clone());
+                let method = methods.remove(key).unwrap_or_default();
+                record.input_responses.insert(key.clone(), RawAnswer { method, json: answer.clone() });
             }
         }
         record.updated_ms = now;
@@ -372,21 +375,12 @@ impl State {
     }
 }
 
-/// Whether an answer has the shape its request's method calls for (as `answer.lua` checks).
-fn fits(request: &str, answer: &str) -> bool {
-    use mcpgate_protocol::input::InputRequest;
-    let Ok(request) = serde_json::from_str::<InputRequest>(request) else { return false };
-    match request {
-        InputRequest::Elicitation { .. } => {
-            serde_json::from_str::<mcpgate_protocol::elicitation::ElicitResult>(answer).is_ok()
-        }
-        InputRequest::Sampling { .. } => {
-            serde_json::from_str::<mcpgate_protocol::sampling::CreateMessageResult>(answer).is_ok()
-        }
-        InputRequest::ListRoots { .. } => {
-            serde_json::from_str::<mcpgate_protocol::roots::ListRootsResult>(answer).is_ok()
-        }
-    }
+/// The method of the request, if the answer is a result of it (as `answer.lua` checks).
+fn fits(request: &str, answer: &str) -> Option<&'static str> {
+    use mcpgate_protocol::input::{InputRequest, InputResponse};
+    let method = serde_json::from_str::<InputRequest>(request).ok()?.method();
+    let mut de = serde_json::Deserializer::from_str(answer);
+    InputResponse::decode_for(method, &mut de).ok().map(|_| method)
 }
 
 /// The error a task ends with when no attempt finished.

@@ -272,7 +272,7 @@ impl TaskStore for RedisStore {
                         task.state.clone().unwrap_or_default(),
                     ]
                     .into_iter()
-                    .chain(pairs(&task.input_responses))
+                    .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
                     .collect(),
                 )
                 .await?,

@@ -9,7 +9,7 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::error::StoreError;
-use crate::model::{RawByKey, TaskId, TaskOutcome, TaskRecord};
+use crate::model::{RawAnswer, RawByKey, TaskId, TaskOutcome, TaskRecord};
 
 fn text(v: &Value) -> Option<String> {
     match v {
@@ -43,7 +43,7 @@ pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> 
         return Ok(None);
     }
     let mut fields: HashMap<String, String> = HashMap::with_capacity(pairs.len() / 2);
-    let (mut requests, mut answers) = (RawByKey::new(), RawByKey::new());
+    let (mut requests, mut answers, mut asked) = (RawByKey::new(), RawByKey::new(), RawByKey::new());
     for pair in pairs.chunks(2) {
         if let [k, v] = pair
             && let (Some(k), Some(v)) = (text(k), text(v))
@@ -52,6 +52,8 @@ pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> 
                 requests.insert(key.to_owned(), v);
             } else if let Some(key) = k.strip_prefix("ans:") {
                 answers.insert(key.to_owned(), v);
+            } else if let Some(key) = k.strip_prefix("ask:") {
+                asked.insert(key.to_owned(), v);
             } else {
                 fields.insert(k, v);
             }
@@ -93,6 +95,12 @@ pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> 
         // Left over from an earlier round only if the task ended while parked.
         input_requests: if status == TaskStatus::InputRequired { requests } else { RawByKey::new() },
         state: take("state"),
-        input_responses: answers,
+        input_responses: answers
+            .into_iter()
+            .map(|(key, json)| {
+                let method = asked.remove(&key).unwrap_or_default();
+                (key, RawAnswer { method, json })
+            })
+            .collect(),
     }))
 }

@@ -10,7 +10,8 @@ use mcpgate_protocol::task::TaskStatus;
 
 use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, NewTask, RawByKey, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome,
+    Answered, Cancelled, Claim, Created, Job, NewTask, RawAnswer, RawAnswers, RawByKey, Renewal, Settled, Skip,
+    TaskEvent, TaskId, TaskOutcome,
 };
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -33,9 +34,17 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         idempotency,
         idempotency_window_ms: 60_000,
         index_horizon_ms: Some(3_600_000),
-        input_responses: RawByKey::new(),
+        input_responses: RawAnswers::new(),
         state: None,
     }
+}
+
+/// Recorded answers to form requests.
+fn form_answers(pairs: &[(&str, &str)]) -> RawAnswers {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), RawAnswer { method: "elicitation/create".to_owned(), json: (*v).to_owned() }))
+        .collect()
 }
 
 fn raw(pairs: &[(&str, &str)]) -> RawByKey {
@@ -261,7 +270,7 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     let partial = store.get(&record.id).await.expect("get").expect("exists");
     assert_eq!(partial.status, TaskStatus::InputRequired);
     assert_eq!(partial.input_requests, raw(&[("name", NAME)]));
-    assert_eq!(partial.input_responses, raw(&[("confirm", yes)]), "unknown keys are not recorded");
+    assert_eq!(partial.input_responses, form_answers(&[("confirm", yes)]), "unknown keys are not recorded");
     // An answer to a key no longer outstanding changes nothing.
     let again = raw(&[("confirm", r#"{"action":"decline"}"#)]);
     assert_eq!(store.answer(&record.id, "asker", &again).await.expect("answer"), Answered::Waiting(1));
@@ -275,7 +284,11 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     };
     assert_eq!(task.status, TaskStatus::Working);
     assert!(task.input_requests.is_empty());
-    assert_eq!(task.input_responses, raw(&[("confirm", yes), ("name", alice)]), "every round's answers, verbatim");
+    assert_eq!(
+        task.input_responses,
+        form_answers(&[("confirm", yes), ("name", alice)]),
+        "every round's answers, verbatim, with the method each answers"
+    );
     assert_eq!(task.state.as_deref(), Some(r#"{"step":1}"#));
     assert_eq!(task.attempts, 2, "the resumed run is a new claim");
     assert_eq!(
@@ -287,13 +300,13 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
 async fn answers_gathered_before_creation_reach_the_first_run<S: TaskStore + JobQueue>(store: &S) {
     let mut task = new_task("preflight", 1);
     let alice = r#"{"action":"accept","content":{"name":"Alice"}}"#;
-    task.input_responses = raw(&[("user_name", alice)]);
+    task.input_responses = form_answers(&[("user_name", alice)]);
     task.state = Some(r#"{"asked":1}"#.to_owned());
     let record = store.create(task).await.expect("create").record().clone();
-    assert_eq!(record.input_responses, raw(&[("user_name", alice)]));
+    assert_eq!(record.input_responses, form_answers(&[("user_name", alice)]));
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { task, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
-    assert_eq!(task.input_responses, raw(&[("user_name", alice)]));
+    assert_eq!(task.input_responses, form_answers(&[("user_name", alice)]));
     assert_eq!(task.state.as_deref(), Some(r#"{"asked":1}"#));
 }
 

@@ -31,7 +31,7 @@ fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
         idempotency,
         idempotency_window_ms: 0,
         index_horizon_ms: None,
-        input_responses: mcpgate_store::RawByKey::new(),
+        input_responses: mcpgate_store::RawAnswers::new(),
         state: None,
     }
 }

@@ -7,7 +7,7 @@ use super::invoke::prepare;
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
-use crate::mcp::request_state::{Round, Target};
+use crate::mcp::request_state::{Mode, Round, Target};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::{Failure, Outcome};
 
@@ -18,9 +18,10 @@ pub(in crate::mcp) async fn read_resource(
     cx: &CallContext,
     params: ReadResourceParams,
 ) -> Result<Prepared, GatewayError> {
-    let target = Target::new(cx, &params.uri, &mcpgate_protocol::JsonObject::new())?;
-    let round =
+    let target = Target::new(cx, &params.uri, &mcpgate_protocol::JsonObject::new(), Mode::Now)?;
+    let mut round =
         Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
+    round.commit(state).await?;
     let uri = params.uri;
     let catalog_state = state.clone();
     let modern = cx.era == Era::Modern;

@@ -22,7 +22,8 @@ use mcpgate_protocol::task::{
     CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams, TaskStatus,
 };
 use mcpgate_store::{
-    Answered, Cancelled, EventBus as _, ListCursor, NewTask, RawByKey, TaskEvent, TaskId, TaskRecord, TaskStore as _,
+    Answered, Cancelled, EventBus as _, ListCursor, NewTask, RawAnswer, RawAnswers, RawByKey, TaskEvent, TaskId,
+    TaskRecord, TaskStore as _,
 };
 
 use crate::config::AuthMode;
@@ -30,6 +31,7 @@ use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::{Prepared, Work};
 use crate::mcp::render;
+use crate::mcp::request_state::MAX_ANSWERS;
 use crate::mcp::session::now_ms;
 use crate::mcp::{task_input, task_view};
 use crate::state::AppState;
@@ -96,10 +98,10 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
     let capabilities =
         serde_json::to_string(&cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
     let request_id = serde_json::to_string(&cx.id).unwrap_or_default();
-    let mut input_responses = RawByKey::new();
+    let mut input_responses = RawAnswers::new();
     for (key, answer) in &plan.answers {
         let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal(format!("answer: {e}")))?;
-        input_responses.insert(key.clone(), json);
+        input_responses.insert(key.clone(), RawAnswer { method: answer.method().to_owned(), json });
     }
     let owner = cx.principal.key();
     // Arguments serialize with sorted keys, so the same call always has the same digest.
@@ -190,6 +192,9 @@ pub(in crate::mcp) async fn update(
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
     let id = parse_id(&params.task_id)?;
+    if params.input_responses.len() > MAX_ANSWERS {
+        return Err(GatewayError::invalid_params(format!("at most {MAX_ANSWERS} inputResponses per request")));
+    }
     let answers: RawByKey = params.input_responses.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
     match state.store.answer(&id, cx.principal.key(), &answers).await? {
         Answered::NotFound => Err(not_found(&params.task_id)),
@@ -266,8 +271,13 @@ pub(in crate::mcp) fn result(
                             continue;
                         }
                         let request = task_input::request(&state, &cx.principal, &record, key, stored)?;
-                        if !notifier.send_message(request).await {
-                            // The client left; the task keeps waiting for another stream.
+                        let sent_ok = tokio::select! {
+                            sent = notifier.send_message(request) => sent,
+                            () = cancel.cancelled() => false,
+                        };
+                        if !sent_ok {
+                            // The client left (or we are stopping); the task keeps waiting for
+                            // another stream.
                             return Err(GatewayError::ShuttingDown);
                         }
                         sent.insert(key.clone());

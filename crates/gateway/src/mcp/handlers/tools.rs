@@ -20,7 +20,7 @@ use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
-use crate::mcp::request_state::{Round, Target};
+use crate::mcp::request_state::{Mode, Round, Target};
 use crate::state::AppState;
 
 /// What to do with a tool call.
@@ -50,13 +50,15 @@ pub(in crate::mcp) async fn call_tool(
     }
     let as_task = task_decision(cx, &params, tool.descriptor().task_policy)?;
     let arguments = Value::Object(params.arguments.take().unwrap_or_default());
-    let target = Target::new(cx, &params.name, &arguments)?;
-    let round =
+    let mode = if as_task.is_some() { Mode::BeforeTask } else { Mode::Now };
+    let target = Target::new(cx, &params.name, &arguments, mode)?;
+    let mut round =
         Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
     let call = ToolCall { arguments, input_responses: round.answers.clone(), state: round.state.clone() };
     if let Some(ttl) = as_task {
         // Refused now, not by a worker later: a task is only created for a call that can run.
         tool.check(&call.arguments)?;
+        round.commit(state).await?;
         // What the tool must know before it can start is asked now, while the call is still
         // synchronous (2026-07-28); a 2025-11-25 task asks from inside, as input_required.
         if cx.era == Era::Modern {
@@ -77,6 +79,7 @@ pub(in crate::mcp) async fn call_tool(
             state: continuation,
         }));
     }
+    round.commit(state).await?;
     let tool = tool.clone();
     Ok(ToolPlan::Run(prepare(state, cx, round, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
 }

@@ -190,7 +190,15 @@ fn delete_records(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
     };
     // A stand-in for a COUNT(*): the same answer on every replica.
     let count = args.table.bytes().map(u64::from).sum::<u64>() % 900 + 100 + u64::from(args.older_than_days);
-    match form_answer(&call.input_responses, "confirm") {
+    // The question is marked in the continuation: a confirmation counts only if it answers a
+    // question this server asked (a client cannot pre-answer it on its first call).
+    let asked = json!({"asked": "confirm", "count": count});
+    let answer = if call.state.as_ref() == Some(&asked) {
+        form_answer(&call.input_responses, "confirm")
+    } else {
+        FormAnswer::Missing
+    };
+    match answer {
         FormAnswer::Missing => {
             let question = format!(
                 "Delete {count} records older than {} days from {}? This cannot be undone.",
@@ -198,7 +206,7 @@ fn delete_records(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
             );
             Outcome::NeedInput {
                 requests: one("confirm", ask::form_field(&question, "confirm", "boolean")),
-                state: None,
+                state: Some(asked),
             }
         }
         answer if answer.flag("confirm") == Some(true) => {
