@@ -167,6 +167,19 @@ async fn killing_the_executing_replica_loses_no_task() -> anyhow::Result<()> {
     let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "Computed result in 3 s");
+    // The takeover shows in the survivors' metrics, as do their Redis calls.
+    let mut reclaimed = 0;
+    for replica in cluster.replicas.iter().flatten() {
+        let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
+        reclaimed += text
+            .lines()
+            .find_map(|l| l.strip_prefix("mcpgate_tasks_total{tool=\"slow_compute\",event=\"reclaimed\"} "))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        assert!(text.contains("mcpgate_redis_call_duration_seconds_count "), "{text}");
+        assert!(text.contains("mcpgate_task_queue_depth "), "{text}");
+    }
+    assert_eq!(reclaimed, 1, "one replica took the task over");
     Ok(())
 }
 

@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 use mcpgate_protocol::implementation::Implementation;
 use mcpgate_protocol::result::CacheScope;
 use mcpgate_protocol::{Era, ErrorObject};
+use mcpgate_runtime::task_metrics::TaskMetrics;
 use mcpgate_runtime::worker::{WorkerOptions, Workers};
 use mcpgate_seal::{KeyRing, Sealer};
 use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
@@ -53,6 +54,8 @@ pub struct Inner {
     pub origin: OriginPolicy,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// Task events by tool.
+    pub task_metrics: Arc<TaskMetrics>,
     /// Concurrency limit.
     pub limiter: Arc<Semaphore>,
     /// Bytes of request bodies that may be buffered at once (one permit per byte).
@@ -112,10 +115,11 @@ impl AppState {
         let store = connect_store(&config).await?;
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
+        let task_metrics = Arc::new(TaskMetrics::new(catalog.task_tools()));
         let workers = Workers::start(
             store.clone(),
             catalog.clone(),
-            worker_options(&config),
+            worker_options(&config, task_metrics.clone()),
             Arc::new(|failure| GatewayError::from(failure.clone()).wire(Some(Era::Modern)).error as ErrorObject),
             stopping.clone(),
             shutdown.clone(),
@@ -135,6 +139,7 @@ impl AppState {
             sealer,
             auth,
             metrics: Arc::new(Metrics::default()),
+            task_metrics,
             server_info,
             discover,
             tasks: TaskTracker::new(),
@@ -196,7 +201,7 @@ async fn connect_store(config: &Config) -> Result<AnyStore, GatewayError> {
     }
 }
 
-fn worker_options(config: &Config) -> WorkerOptions {
+fn worker_options(config: &Config, metrics: Arc<TaskMetrics>) -> WorkerOptions {
     let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
     let host = if host.is_empty() { "replica".to_owned() } else { host };
     let random: u32 = rand_u32();
@@ -206,6 +211,7 @@ fn worker_options(config: &Config) -> WorkerOptions {
         lease: Duration::from_millis(config.tasks.lease_ms),
         max_attempts: u32::try_from(config.tasks.max_attempts).unwrap_or(3),
         read_block: Duration::from_secs(5),
+        metrics,
     }
 }
 

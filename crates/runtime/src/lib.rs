@@ -8,6 +8,7 @@
 pub mod catalog;
 mod error;
 mod principal;
+pub mod task_metrics;
 pub mod toolsets;
 pub mod worker;
 

@@ -7,7 +7,7 @@
 -- returns  {'run', token, field, value, ...}   run it; the record as claimed
 --          {'gone'} | {'terminal'} | {'parked'}   nothing to do; job acknowledged
 --          {'busy'}                            a live lease exists; job left pending
---          {'exhausted'}                       task failed; job dead-lettered
+--          {'exhausted', tool}                 task failed; job dead-lettered
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -17,7 +17,7 @@ local function ack()
   redis.call('XDEL', KEYS[2], ARGV[1])
 end
 
-local f = redis.call('HMGET', KEYS[1], 'status', 'lease_until', 'attempts', 'created', 'ttl', 'id')
+local f = redis.call('HMGET', KEYS[1], 'status', 'lease_until', 'attempts', 'created', 'ttl', 'id', 'tool')
 if not f[1] then
   ack()
   return {'gone'}
@@ -51,7 +51,7 @@ if attempts > tonumber(ARGV[3]) then
   redis.call('PUBLISH', ARGV[5], 'failed')
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'task', f[6], 'entry', ARGV[1], 'attempts', tried)
   ack()
-  return {'exhausted'}
+  return {'exhausted', f[7]}
 end
 
 local token = redis.call('HINCRBY', KEYS[1], 'token', 1)

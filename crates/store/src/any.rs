@@ -33,6 +33,22 @@ impl AnyStore {
         }
     }
 
+    /// Redis call latency and failures (none for the memory store).
+    pub fn metrics(&self) -> Option<&crate::metrics::StoreMetrics> {
+        match self {
+            Self::Memory(_) => None,
+            Self::Redis(s) => Some(s.metrics()),
+        }
+    }
+
+    /// Jobs waiting in the queue or held by a worker.
+    pub async fn queue_depth(&self) -> Result<u64, StoreError> {
+        match self {
+            Self::Memory(s) => Ok(s.queue_depth()),
+            Self::Redis(s) => s.queue_depth().await,
+        }
+    }
+
     /// A short name for logs.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -12,6 +12,7 @@ mod contract;
 mod error;
 mod events;
 mod memory;
+mod metrics;
 mod model;
 mod redis;
 #[cfg(feature = "testing")]
@@ -22,5 +23,6 @@ pub use contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;
+pub use metrics::StoreMetrics;
 pub use model::*;
 pub use redis::{RedisOptions, RedisStore};

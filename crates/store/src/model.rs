@@ -264,7 +264,10 @@ pub enum Claim {
     /// Do not run it.
     Skip(Skip),
     /// Attempts used up: the task is now `failed` and the job dead-lettered.
-    Exhausted,
+    Exhausted {
+        /// The task's tool (for metrics).
+        tool: String,
+    },
 }
 
 /// Result of [`crate::TaskStore::renew`].

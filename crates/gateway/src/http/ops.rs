@@ -34,6 +34,21 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         "# HELP mcpgate_tasks_running Tasks executing on this replica.\n# TYPE mcpgate_tasks_running gauge\n",
     );
     text.push_str(&format!("mcpgate_tasks_running {}\n", state.workers.running()));
+    state.task_metrics.render(&mut text);
+    // The queue is shared: every replica reports the same depth (absent while Redis is down).
+    match state.store.queue_depth().await {
+        Ok(depth) => {
+            text.push_str(
+                "# HELP mcpgate_task_queue_depth Task jobs queued or held by a worker, all replicas.\n\
+                 # TYPE mcpgate_task_queue_depth gauge\n",
+            );
+            text.push_str(&format!("mcpgate_task_queue_depth {depth}\n"));
+        }
+        Err(e) => tracing::debug!(error = %e, "queue depth unavailable for /metrics"),
+    }
+    if let Some(store) = state.store.metrics() {
+        store.render(&mut text);
+    }
     let mut response = text.into_response();
     response
         .headers_mut()

@@ -38,6 +38,39 @@ async fn metrics_count_requests_by_method_era_and_outcome() {
 }
 
 #[tokio::test]
+async fn metrics_count_task_events_by_tool() {
+    let app = app(config()).await;
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let create = |args: serde_json::Value| {
+        Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": args}), caps.clone())
+    };
+    let done = create(json!({"seconds": 0})).send(&app).await.result();
+    let running = create(json!({"seconds": 60})).send(&app).await.result();
+    let cancel = json!({"taskId": running["taskId"]});
+    Req::modern_with("tasks/cancel", cancel, caps.clone()).send(&app).await.result();
+    let metric = |text: &str, line: &str| text.lines().find_map(|l| l.strip_prefix(line)).map(str::to_owned);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
+        if metric(&text, "mcpgate_tasks_total{tool=\"slow_compute\",event=\"completed\"} ").is_some() {
+            break text;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{} never completed:\n{text}", done["taskId"]);
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    };
+    for (line, value) in [
+        ("mcpgate_tasks_total{tool=\"slow_compute\",event=\"created\"} ", "2"),
+        ("mcpgate_tasks_total{tool=\"slow_compute\",event=\"completed\"} ", "1"),
+        ("mcpgate_tasks_total{tool=\"slow_compute\",event=\"cancelled\"} ", "1"),
+        ("mcpgate_task_lease_renew_failures_total ", "0"),
+    ] {
+        assert_eq!(metric(&text, line).as_deref(), Some(value), "{line} in\n{text}");
+    }
+    assert!(metric(&text, "mcpgate_task_queue_depth ").is_some(), "{text}");
+    assert!(!text.contains("mcpgate_redis_call"), "no Redis, no Redis metrics");
+}
+
+#[tokio::test]
 async fn protected_resource_metadata_is_absent_without_auth() {
     let app = app(config()).await;
     assert_eq!(Req::get("/.well-known/oauth-protected-resource").send(&app).await.status.as_u16(), 404);

@@ -170,6 +170,14 @@ impl Catalog {
         Some((&t.tool, &t.header_params))
     }
 
+    /// Names of the tools that may run as tasks, in registration order.
+    pub fn task_tools(&self) -> impl Iterator<Item = &str> {
+        self.tools
+            .iter()
+            .filter(|t| t.tool.descriptor().task_policy != TaskPolicy::Forbidden)
+            .map(|t| t.tool.descriptor().info.name.as_str())
+    }
+
     /// A prompt.
     pub fn prompt(&self, name: &str) -> Option<&Arc<dyn PromptHandler>> {
         self.prompt_index.get(name).map(|&i| &self.prompts[i])

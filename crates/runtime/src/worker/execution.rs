@@ -16,19 +16,29 @@ use super::Shared;
 use super::watchdog::{Stop, watch};
 use crate::Principal;
 use crate::catalog::{Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
+use crate::task_metrics::TaskMetric;
 
-/// Runs one job.
-pub(super) async fn run(shared: &Shared, job: Job) {
+/// Runs one job (`reclaimed`: taken over from a worker that stopped renewing).
+pub(super) async fn run(shared: &Shared, job: Job, reclaimed: bool) {
     let options = &shared.options;
     let claim = shared.store.claim(&job, &options.worker_id, options.lease, options.max_attempts).await;
     let (lease, task) = match claim {
-        Ok(Claim::Run { lease, task }) => (lease, *task),
-        Ok(Claim::Exhausted) => {
+        Ok(Claim::Run { lease, task }) => {
+            if reclaimed {
+                options.metrics.count(&task.tool, TaskMetric::Reclaimed);
+            }
+            (lease, *task)
+        }
+        Ok(Claim::Exhausted { tool }) => {
             tracing::warn!(task = %job.task, "task failed: no attempt finished");
+            options.metrics.count(&tool, TaskMetric::Failed);
             return;
         }
         Ok(Claim::Skip(why)) => {
             tracing::debug!(task = %job.task, ?why, "job skipped");
+            if why == mcpgate_store::Skip::Gone {
+                options.metrics.count("", TaskMetric::Expired);
+            }
             return;
         }
         // The job stays pending; it is reclaimed once it has been idle for a lease.
@@ -75,7 +85,7 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     let ended = tokio::select! {
         // The watchdog first: when both are ready, a stop (shutdown, cancel) wins.
         biased;
-        stop = watch(&shared.store, &lease, shared.options.lease, status_rx, events, &shared.shutdown, expires) => Err(stop),
+        stop = watch(shared, &lease, status_rx, events, expires) => Err(stop),
         outcome = tool.call(call, &cx) => Ok(outcome),
     };
     cancel.cancel();
@@ -97,6 +107,9 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
         },
         Err(stop) => {
             tracing::info!(?stop, "task run stopped before its tool finished");
+            if stop == Stop::Gone {
+                shared.options.metrics.count(&task.tool, TaskMetric::Expired);
+            }
             if matches!(stop, Stop::Cancelled | Stop::Gone)
                 && let Err(e) = shared.store.ack(&job).await
             {
@@ -147,55 +160,77 @@ async fn settle(
     task: &TaskRecord,
 ) {
     let store = &shared.store;
-    let settled = match outcome {
+    let (settled, ended) = match outcome {
         Outcome::Complete(mut result) => {
             // Stored era-neutral; each era's reader adds its own envelope fields.
             result.result_type = None;
             result.meta = None;
             match serde_json::to_string(&result) {
-                Ok(json) => store.finish(lease, job, TaskStatus::Completed, TaskOutcome::Result(json)).await,
-                Err(e) => failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await,
+                Ok(json) => (
+                    store.finish(lease, job, TaskStatus::Completed, TaskOutcome::Result(json)).await,
+                    Some(TaskMetric::Completed),
+                ),
+                Err(e) => (
+                    failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await,
+                    Some(TaskMetric::Failed),
+                ),
             }
         }
-        Outcome::Failed(failure) => failed(shared, job, lease, &failure).await,
+        Outcome::Failed(failure) => (failed(shared, job, lease, &failure).await, Some(TaskMetric::Failed)),
         Outcome::NeedInput { requests, state } => {
             let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
-            if let Some(failure) = missing_capabilities(&capabilities, &requests) {
-                failed(shared, job, lease, &failure).await
+            let refuse = if let Some(failure) = missing_capabilities(&capabilities, &requests) {
+                Some(failure)
             } else if let Some(key) = requests.keys().find(|k| task.input_responses.contains_key(*k)) {
                 // Keys name requests for the task's whole life: a client may still hold an
                 // answer to the earlier one.
-                let failure = Failure::Internal(format!("tool {} asked again for input key {key:?}", task.tool));
-                failed(shared, job, lease, &failure).await
+                Some(Failure::Internal(format!("tool {} asked again for input key {key:?}", task.tool)))
             } else if requests.is_empty() {
-                let failure = Failure::Internal(format!("tool {} asked for input but named none", task.tool));
-                failed(shared, job, lease, &failure).await
+                Some(Failure::Internal(format!("tool {} asked for input but named none", task.tool)))
             } else {
-                let mut raw = mcpgate_store::RawByKey::new();
-                for (key, request) in &requests {
-                    match serde_json::to_string(request) {
-                        Ok(json) => raw.insert(key.clone(), json),
-                        Err(e) => {
-                            let failure = Failure::Internal(format!("unserializable input request: {e}"));
-                            return record(failed(shared, job, lease, &failure).await);
-                        }
-                    };
-                }
-                let state = state.map(|s| s.to_string());
-                store.park(lease, job, &raw, state.as_deref()).await
+                None
+            };
+            let mut raw = mcpgate_store::RawByKey::new();
+            let refuse = refuse.or_else(|| {
+                requests.iter().find_map(|(key, request)| match serde_json::to_string(request) {
+                    Ok(json) => {
+                        raw.insert(key.clone(), json);
+                        None
+                    }
+                    Err(e) => Some(Failure::Internal(format!("unserializable input request: {e}"))),
+                })
+            });
+            match refuse {
+                Some(failure) => (failed(shared, job, lease, &failure).await, Some(TaskMetric::Failed)),
+                None => (store.park(lease, job, &raw, state.map(|s| s.to_string()).as_deref()).await, None),
             }
         }
     };
-    record(settled);
+    record(shared, task, settled, ended);
 }
 
-/// Logs how recording an outcome went.
-fn record(settled: Result<Settled, mcpgate_store::StoreError>) {
+/// Logs how recording an outcome went and counts how the task ended (`ended`: what was
+/// written, if it ended).
+fn record(
+    shared: &Shared,
+    task: &TaskRecord,
+    settled: Result<Settled, mcpgate_store::StoreError>,
+    ended: Option<TaskMetric>,
+) {
+    let metrics = &shared.options.metrics;
     match settled {
-        Ok(Settled::Done) => tracing::debug!("task run recorded"),
+        Ok(Settled::Done) => {
+            if let Some(ended) = ended {
+                metrics.count(&task.tool, ended);
+            }
+            tracing::debug!("task run recorded");
+        }
         Ok(Settled::AlreadyTerminal) => tracing::debug!("task ended elsewhere first (e.g. cancelled); outcome dropped"),
         Ok(Settled::Lost) => tracing::info!("lease superseded; outcome dropped, the new holder decides"),
-        Ok(Settled::Gone) => tracing::debug!("task expired before its outcome was recorded"),
+        Ok(Settled::Gone) => {
+            metrics.count(&task.tool, TaskMetric::Expired);
+            tracing::debug!("task expired before its outcome was recorded");
+        }
         // The lease lapses and another attempt runs the task again.
         Err(e) => tracing::warn!(error = %e, "recording a task outcome failed"),
     }

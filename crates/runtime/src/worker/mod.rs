@@ -24,6 +24,7 @@ use mcpgate_protocol::ErrorObject;
 use mcpgate_store::{AnyStore, Job, JobQueue as _};
 
 use crate::catalog::{Catalog, Failure};
+use crate::task_metrics::TaskMetrics;
 
 /// How a replica's workers behave.
 #[derive(Debug, Clone)]
@@ -38,6 +39,8 @@ pub struct WorkerOptions {
     pub max_attempts: u32,
     /// Longest wait of one queue read.
     pub read_block: Duration,
+    /// Where task events are counted.
+    pub metrics: Arc<TaskMetrics>,
 }
 
 /// Turns a tool failure into the JSON-RPC error a failed task carries (the gateway supplies
@@ -156,7 +159,7 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
                             None => break,
                         },
                     };
-                    spawn_run(&shared, job, permit);
+                    spawn_run(&shared, job, permit, false);
                 }
             }
             Err(e) => {
@@ -207,7 +210,7 @@ async fn reclaim_loop(shared: Shared) {
                 for job in jobs {
                     let Some(permit) = wait_for_slot(&shared).await else { break };
                     tracing::info!(task = %job.task, "reclaimed a job whose worker stopped");
-                    spawn_run(&shared, job, permit);
+                    spawn_run(&shared, job, permit, true);
                 }
             }
             Err(e) => tracing::warn!(error = %e, "reclaiming stale jobs failed"),
@@ -224,11 +227,12 @@ async fn wait_for_slot(shared: &Shared) -> Option<tokio::sync::OwnedSemaphorePer
     }
 }
 
-fn spawn_run(shared: &Shared, job: Job, permit: tokio::sync::OwnedSemaphorePermit) {
+/// Runs a job on its own task; `reclaimed` when it was taken over from another worker.
+fn spawn_run(shared: &Shared, job: Job, permit: tokio::sync::OwnedSemaphorePermit, reclaimed: bool) {
     let run_shared = shared.clone();
     let counted = Counted::new(shared.running.clone());
     shared.runs.spawn(async move {
-        execution::run(&run_shared, job).await;
+        execution::run(&run_shared, job, reclaimed).await;
         drop(counted);
         drop(permit);
     });

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
-use tokio_util::sync::CancellationToken;
 
 use mcpgate_protocol::task::TaskStatus;
-use mcpgate_store::{AnyStore, Lease, Renewal, Subscription, TaskEvent, TaskStore as _};
+use mcpgate_store::{Lease, Renewal, Subscription, TaskEvent, TaskStore as _};
+
+use super::Shared;
 
 /// Why a run must stop before its tool finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,14 +33,13 @@ const EXPIRY_RECHECK: Duration = Duration::from_secs(1);
 
 /// Runs until the run must stop; never returns while the run may go on.
 pub(super) async fn watch(
-    store: &AnyStore,
+    shared: &Shared,
     lease: &Lease,
-    duration: Duration,
     mut status: watch::Receiver<Option<String>>,
     mut events: Option<Subscription>,
-    shutdown: &CancellationToken,
     mut expires: Option<Instant>,
 ) -> Stop {
+    let (store, duration, shutdown) = (&shared.store, shared.options.lease, &shared.shutdown);
     let renew_every = duration / 3;
     let mut next_renew = Instant::now() + renew_every;
     let mut written: Option<String> = None;
@@ -85,6 +85,7 @@ pub(super) async fn watch(
             Ok(Renewal::Lost) => return Stop::Lost,
             Err(e) => {
                 // The lease runs on; if it lapses meanwhile, the next renewal says Lost.
+                shared.options.metrics.renew_failure();
                 tracing::warn!(task = %lease.task, error = %e, "renewing a lease failed");
                 next_renew = Instant::now() + RETRY_EVERY;
             }

@@ -53,6 +53,11 @@ impl MemoryStore {
         }
     }
 
+    /// Jobs waiting in the queue or held by a worker.
+    pub fn queue_depth(&self) -> u64 {
+        self.with(|s, _| s.queue_depth())
+    }
+
     /// Runs `f` on the state with expired tasks purged, then delivers the events it produced.
     fn with<T>(&self, f: impl FnOnce(&mut State, u64) -> T) -> T {
         let now = now_ms();

@@ -207,13 +207,14 @@ impl State {
             entry.record.status_message = Some(format!("Failed: no attempt finished ({attempts} tried)"));
             entry.record.outcome = Some(TaskOutcome::Error(exhausted_error(attempts)));
             entry.record.updated_ms = now;
+            let tool = entry.record.tool.clone();
             self.events.push((job.task.clone(), TaskEvent::Status(TaskStatus::Failed)));
             self.ack(job);
             if self.dead.len() == MAX_DEAD {
                 self.dead.pop_front();
             }
             self.dead.push_back(job.clone());
-            return Claim::Exhausted;
+            return Claim::Exhausted { tool };
         }
         entry.lease_token += 1;
         entry.lease_until = now.saturating_add(lease);
@@ -343,6 +344,10 @@ impl State {
         self.once.insert(id.to_owned(), expires_at_ms);
         self.once_order.push(Reverse((expires_at_ms, id.to_owned())));
         true
+    }
+
+    pub(super) fn queue_depth(&self) -> u64 {
+        u64::try_from(self.queue.len() + self.pending.len()).unwrap_or(u64::MAX)
     }
 
     pub(super) fn take_jobs(&mut self, worker: &str, max: usize, now: u64) -> Vec<Job> {

@@ -27,6 +27,7 @@ use mcpgate_protocol::task::TaskStatus;
 use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription};
+use crate::metrics::{CallOutcome, StoreMetrics};
 use crate::model::{
     Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, Skip,
     TaskEvent, TaskId, TaskOutcome, TaskRecord,
@@ -64,6 +65,7 @@ struct Inner {
     shards: u16,
     timeout: Duration,
     reader: Mutex<Option<redis::aio::MultiplexedConnection>>,
+    metrics: StoreMetrics,
     /// Where the next reclaim scan resumes: the shard, and the `XAUTOCLAIM` cursor of each.
     reclaim: std::sync::Mutex<ReclaimCursor>,
     subscriber: Arc<Subscriber>,
@@ -101,6 +103,7 @@ impl RedisStore {
                 shards: options.shards,
                 timeout: options.command_timeout,
                 reader: Mutex::new(None),
+                metrics: StoreMetrics::default(),
                 reclaim: std::sync::Mutex::new(ReclaimCursor {
                     shard: 0,
                     starts: vec!["0-0".to_owned(); usize::from(options.shards)],
@@ -178,9 +181,30 @@ impl RedisStore {
                 }
             }
         };
-        tokio::time::timeout(inner.timeout, work)
-            .await
-            .map_err(|_| StoreError::Timeout { millis: millis(inner.timeout) })?
+        let started = tokio::time::Instant::now();
+        let result = tokio::time::timeout(inner.timeout, work).await;
+        let outcome = match &result {
+            Ok(Ok(_)) => CallOutcome::Ok,
+            Ok(Err(_)) => CallOutcome::Error,
+            Err(_) => CallOutcome::Timeout,
+        };
+        inner.metrics.record(started.elapsed(), outcome);
+        result.map_err(|_| StoreError::Timeout { millis: millis(inner.timeout) })?
+    }
+
+    /// Call latency and failures.
+    pub fn metrics(&self) -> &StoreMetrics {
+        &self.inner.metrics
+    }
+
+    /// Jobs waiting in the queue or held by a worker, over every shard (one round trip).
+    pub async fn queue_depth(&self) -> Result<u64, StoreError> {
+        let mut pipe = redis::pipe();
+        for shard in 0..self.inner.shards {
+            pipe.cmd("XLEN").arg(self.inner.keys.jobs(u8::try_from(shard).unwrap_or(u8::MAX)));
+        }
+        let lengths: Vec<u64> = self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async(conn))).await?;
+        Ok(lengths.iter().sum())
     }
 
     /// Invokes a script on a pooled connection.
@@ -422,7 +446,7 @@ impl TaskStore for RedisStore {
             Some("terminal") => Claim::Skip(Skip::Terminal),
             Some("parked") => Claim::Skip(Skip::Parked),
             Some("busy") => Claim::Skip(Skip::Busy),
-            Some("exhausted") => Claim::Exhausted,
+            Some("exhausted") => Claim::Exhausted { tool: item(&out, 1).unwrap_or_default() },
             _ => return Err(StoreError::Corrupt { detail: "unexpected claim reply".to_owned() }),
         })
     }

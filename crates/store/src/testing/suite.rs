@@ -207,7 +207,10 @@ async fn attempts_run_out<S: TaskStore + JobQueue>(store: &S) {
     let short = Duration::from_millis(100);
     assert!(matches!(store.claim(&job, "w1", short, 1).await.expect("claim"), Claim::Run { .. }));
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(store.claim(&job, "w2", short, 1).await.expect("claim"), Claim::Exhausted);
+    assert_eq!(
+        store.claim(&job, "w2", short, 1).await.expect("claim"),
+        Claim::Exhausted { tool: "slow_compute".to_owned() }
+    );
     let failed = store.get(&record.id).await.expect("get").expect("exists");
     assert_eq!(failed.status, TaskStatus::Failed);
     let Some(TaskOutcome::Error(error)) = failed.outcome else { panic!("a clear error") };

@@ -30,6 +30,8 @@ use crate::config::AuthMode;
 use crate::error::{GatewayError, clip};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::{Prepared, Work};
+use mcpgate_runtime::task_metrics::TaskMetric;
+
 use crate::mcp::render;
 use crate::mcp::request_state::MAX_ANSWERS;
 use crate::mcp::session::now_ms;
@@ -131,6 +133,9 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
         })
         .await?;
     let record = created.record();
+    if matches!(created, mcpgate_store::Created::New(_)) {
+        state.task_metrics.count(&record.tool, TaskMetric::Created);
+    }
     tracing::debug!(task = %record.id, "task created");
     match cx.era {
         Era::Modern => {
@@ -171,7 +176,11 @@ pub(in crate::mcp) async fn cancel(
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
     let id = parse_id(&params.task_id)?;
-    match (state.store.cancel(&id, cx.principal.key()).await?, cx.era) {
+    let cancelled = state.store.cancel(&id, cx.principal.key()).await?;
+    if let Cancelled::Now(record) = &cancelled {
+        state.task_metrics.count(&record.tool, TaskMetric::Cancelled);
+    }
+    match (cancelled, cx.era) {
         (Cancelled::NotFound, _) => Err(not_found(&params.task_id)),
         (_, Era::Modern) => render::complete(state, cx, EmptyResult::default()),
         (Cancelled::Now(record), Era::Legacy) => legacy_task(state, cx, &record),
