@@ -49,6 +49,13 @@ pub async fn serve(
         stopping.cancel();
         tokio::time::sleep(drain).await;
     };
+    // No Nagle delay: SSE events and small replies go out as soon as they are written
+    // (otherwise a stream's final event can wait for the client's delayed ACK, ~40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(graceful).into_future();
     tokio::pin!(server);
     let grace = Duration::from_secs(state.config.shutdown.grace_secs);

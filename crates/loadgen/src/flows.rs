@@ -1,0 +1,331 @@
+//! The client flows, each verified end to end: the right text back for the right call, a
+//! task that reaches the status it should, a task id never handed to two calls.
+//!
+//! Retries: a task's creation is retried with the same JSON-RPC id after a transient failure
+//! (the server's idempotency returns the task the lost attempt created), and task reads are
+//! retried until the task deadline; a synchronous call or a multi-round call is not retried,
+//! so its failure is reported as such.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::mcp::{Answer, CallError, Mcp};
+use crate::options::Scenario;
+
+/// How a flow failed.
+#[derive(Debug, Clone)]
+pub(crate) enum Failure {
+    /// A request failed for good.
+    Call(CallError),
+    /// The server answered, but not with what this call should get.
+    Wrong(String),
+    /// A task never reached a terminal status before the deadline.
+    Lost(String),
+    /// A task id was handed to two different calls.
+    Duplicate(String),
+}
+
+impl Failure {
+    pub(crate) fn kind(&self) -> String {
+        match self {
+            Self::Call(e) => e.kind(),
+            Self::Wrong(_) => "wrong".to_owned(),
+            Self::Lost(_) => "lost".to_owned(),
+            Self::Duplicate(_) => "duplicate".to_owned(),
+        }
+    }
+}
+
+/// One finished flow.
+#[derive(Debug)]
+pub(crate) struct Done {
+    pub(crate) scenario: Scenario,
+    pub(crate) elapsed: Duration,
+    pub(crate) outcome: Result<(), Failure>,
+    /// Failures that a retry got past.
+    pub(crate) retried: u32,
+    /// Whether the flow created a task (so it counts in created/ended/lost).
+    pub(crate) created_task: bool,
+}
+
+/// What every flow of a run shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) mcp: Mcp,
+    pub(crate) poll: Option<Duration>,
+    pub(crate) deadline: Duration,
+    pub(crate) task_seconds: f64,
+    /// Task ids handed out so far (a second hand-out is a duplicate).
+    pub(crate) seen: Mutex<HashSet<String>>,
+}
+
+/// One virtual client: its id, request counter and legacy session.
+#[derive(Debug)]
+pub(crate) struct Client {
+    pub(crate) index: usize,
+    seq: u64,
+    session: Option<String>,
+}
+
+impl Client {
+    pub(crate) fn new(index: usize) -> Self {
+        Self { index, seq: 0, session: None }
+    }
+
+    fn next_id(&mut self) -> String {
+        self.seq += 1;
+        format!("lg{}-{}", self.index, self.seq)
+    }
+
+    /// Runs one flow of `scenario`.
+    pub(crate) async fn run(&mut self, shared: &Shared, scenario: Scenario) -> Done {
+        let started = Instant::now();
+        let mut retried = 0;
+        let mut created_task = false;
+        let outcome = match scenario {
+            Scenario::Sync => self.sync(shared).await,
+            Scenario::Task => self.task(shared, &mut retried, &mut created_task).await,
+            Scenario::LegacyTask => self.legacy_task(shared, &mut retried, &mut created_task).await,
+            Scenario::Mrtr2 => self.mrtr2(shared).await,
+            Scenario::Mrtr3 => self.mrtr3(shared).await,
+            Scenario::Cancel => self.cancel(shared, &mut retried, &mut created_task).await,
+        };
+        Done { scenario, elapsed: started.elapsed(), outcome, retried, created_task }
+    }
+
+    async fn sync(&mut self, shared: &Shared) -> Result<(), Failure> {
+        let id = self.next_id();
+        let text = format!("echo {id}");
+        let answer = shared
+            .mcp
+            .modern(&id, "tools/call", json!({"name": "echo", "arguments": {"text": text}}), false)
+            .await
+            .map_err(Failure::Call)?;
+        expect_text(&answer.result, &text)
+    }
+
+    /// Creates a `slow_compute` task; retried with the same id while failures are transient.
+    async fn create_task(
+        &mut self,
+        shared: &Shared,
+        seconds: f64,
+        label: &str,
+        retried: &mut u32,
+    ) -> Result<(String, Duration), Failure> {
+        let id = self.next_id();
+        let params = json!({"name": "slow_compute", "arguments": {"seconds": seconds, "label": label}});
+        let answer =
+            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), true)).await?;
+        let result = &answer.result;
+        if result["resultType"] != "task" {
+            return Err(Failure::Wrong(format!("expected a task, got {result}")));
+        }
+        let task = result["taskId"].as_str().ok_or_else(|| Failure::Wrong(format!("no taskId in {result}")))?;
+        let poll = shared.poll.unwrap_or(Duration::from_millis(result["pollIntervalMs"].as_u64().unwrap_or(1000)));
+        claim_id(shared, task)?;
+        Ok((task.to_owned(), poll))
+    }
+
+    /// Polls `tasks/get` until the task is terminal or the deadline passes.
+    async fn settle(
+        &mut self,
+        shared: &Shared,
+        task: &str,
+        poll: Duration,
+        retried: &mut u32,
+    ) -> Result<Value, Failure> {
+        let deadline = Instant::now() + shared.deadline;
+        loop {
+            let id = self.next_id();
+            match shared.mcp.modern(&id, "tasks/get", json!({"taskId": task}), true).await {
+                Ok(answer) => {
+                    let status = answer.result["status"].as_str().unwrap_or_default();
+                    if matches!(status, "completed" | "failed" | "cancelled") {
+                        return Ok(answer.result);
+                    }
+                }
+                Err(e) if e.transient() => *retried += 1,
+                Err(CallError::Rpc { code: -32602, message, .. }) => {
+                    return Err(Failure::Lost(format!("task {task} vanished: {message}")));
+                }
+                Err(e) => return Err(Failure::Call(e)),
+            }
+            if Instant::now() + poll > deadline {
+                return Err(Failure::Lost(format!("task {task} not terminal within {:?}", shared.deadline)));
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    async fn task(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+        let label = format!("t{}-{}", self.index, self.seq);
+        let (task, poll) = self.create_task(shared, shared.task_seconds, &label, retried).await?;
+        *created = true;
+        let done = self.settle(shared, &task, poll, retried).await?;
+        if done["status"] != "completed" {
+            return Err(Failure::Wrong(format!("task {task} ended {}", done["status"])));
+        }
+        expect_text(&done["result"], &format!("Computed {label} in {} s", shared.task_seconds))
+    }
+
+    async fn cancel(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+        let label = format!("x{}-{}", self.index, self.seq);
+        let (task, poll) = self.create_task(shared, 600.0, &label, retried).await?;
+        *created = true;
+        let id = self.next_id();
+        let ack =
+            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tasks/cancel", json!({"taskId": task}), true))
+                .await?;
+        if ack.result["resultType"] != "complete" {
+            return Err(Failure::Wrong(format!("cancel ack {}", ack.result)));
+        }
+        let done = self.settle(shared, &task, poll.min(Duration::from_millis(100)), retried).await?;
+        match done["status"].as_str() {
+            Some("cancelled") => Ok(()),
+            other => Err(Failure::Wrong(format!("cancelled task {task} ended {other:?}"))),
+        }
+    }
+
+    async fn legacy_task(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+        let session = match &self.session {
+            Some(s) => s.clone(),
+            None => {
+                let id = self.next_id();
+                let s = retry(shared.deadline, retried, || async {
+                    shared.mcp.initialize(&id).await.map(|s| Answer { result: Value::Null, session: Some(s) })
+                })
+                .await?
+                .session
+                .unwrap_or_default();
+                self.session = Some(s.clone());
+                s
+            }
+        };
+        let label = format!("l{}-{}", self.index, self.seq);
+        let id = self.next_id();
+        let params =
+            json!({"name": "slow_compute", "arguments": {"seconds": shared.task_seconds, "label": label}, "task": {}});
+        let created_answer =
+            retry(shared.deadline, retried, || shared.mcp.legacy(&id, "tools/call", params.clone(), Some(&session)))
+                .await?;
+        let task = created_answer.result["task"]["taskId"]
+            .as_str()
+            .ok_or_else(|| Failure::Wrong(format!("expected {{task}}, got {}", created_answer.result)))?
+            .to_owned();
+        claim_id(shared, &task)?;
+        *created = true;
+        let id = self.next_id();
+        let result = match retry(shared.deadline, retried, || {
+            shared.mcp.legacy(&id, "tasks/result", json!({"taskId": task}), Some(&session))
+        })
+        .await
+        {
+            Ok(answer) => answer.result,
+            Err(Failure::Call(e)) if !e.transient() => return Err(Failure::Call(e)),
+            Err(Failure::Call(e)) => return Err(Failure::Lost(format!("task {task}: {e}"))),
+            Err(other) => return Err(other),
+        };
+        if result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] != task.as_str() {
+            return Err(Failure::Wrong(format!("tasks/result without the related-task _meta: {result}")));
+        }
+        expect_text(&result, &format!("Computed {label} in {} s", shared.task_seconds))
+    }
+
+    async fn mrtr2(&mut self, shared: &Shared) -> Result<(), Failure> {
+        let table = format!("tbl_{}_{}", self.index, self.seq);
+        let args = json!({"table": table, "older_than_days": 1});
+        let state = self.round(shared, "delete_records", &args, json!({}), None).await?;
+        let answers = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+        let id = self.next_id();
+        let params =
+            json!({"name": "delete_records", "arguments": args, "inputResponses": answers, "requestState": state});
+        let done = shared.mcp.modern(&id, "tools/call", params, false).await.map_err(Failure::Call)?;
+        let text = done.result["content"][0]["text"].as_str().unwrap_or_default();
+        if text.starts_with("Deleted ") && text.ends_with(&format!("from {table}.")) {
+            Ok(())
+        } else {
+            Err(Failure::Wrong(format!("delete_records said {:?}", done.result)))
+        }
+    }
+
+    async fn mrtr3(&mut self, shared: &Shared) -> Result<(), Failure> {
+        let item = format!("WI-{}-{}", self.index, self.seq);
+        let args = json!({"id": item});
+        let s1 = self.round(shared, "update_work_item", &args, json!({}), None).await?;
+        let field = json!({"field": {"action": "accept", "content": {"field": "assignee"}}});
+        let s2 = self.round(shared, "update_work_item", &args, field, Some(&s1)).await?;
+        let owner = format!("owner-{}", self.seq);
+        let value = json!({"value": {"action": "accept", "content": {"value": owner}}});
+        let id = self.next_id();
+        let params =
+            json!({"name": "update_work_item", "arguments": args, "inputResponses": value, "requestState": s2});
+        let done = shared.mcp.modern(&id, "tools/call", params, false).await.map_err(Failure::Call)?;
+        expect_text(&done.result, &format!("Work item {item} updated: assignee \"unassigned\" → \"{owner}\""))
+    }
+
+    /// One round that must ask for input; returns its requestState.
+    async fn round(
+        &mut self,
+        shared: &Shared,
+        tool: &str,
+        args: &Value,
+        answers: Value,
+        state: Option<&str>,
+    ) -> Result<String, Failure> {
+        let id = self.next_id();
+        let mut params = json!({"name": tool, "arguments": args, "inputResponses": answers});
+        if let Some(state) = state {
+            params["requestState"] = json!(state);
+        }
+        let answer = shared.mcp.modern(&id, "tools/call", params, false).await.map_err(Failure::Call)?;
+        if answer.result["resultType"] != "input_required" {
+            return Err(Failure::Wrong(format!("{tool} should ask for input: {}", answer.result)));
+        }
+        answer.result["requestState"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| Failure::Wrong(format!("{tool} gave no requestState")))
+    }
+}
+
+/// Records a task id; a second hand-out of the same id is a duplicate.
+fn claim_id(shared: &Shared, task: &str) -> Result<(), Failure> {
+    let mut seen = shared.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if seen.insert(task.to_owned()) {
+        Ok(())
+    } else {
+        Err(Failure::Duplicate(format!("task id {task} handed out twice")))
+    }
+}
+
+fn expect_text(result: &Value, expected: &str) -> Result<(), Failure> {
+    match result["content"][0]["text"].as_str() {
+        Some(text) if text == expected => Ok(()),
+        _ => Err(Failure::Wrong(format!("expected {expected:?}, got {result}"))),
+    }
+}
+
+/// Repeats `attempt` while it fails transiently, with backoff, until `within` has passed.
+async fn retry<F, Fut>(within: Duration, retried: &mut u32, mut attempt: F) -> Result<Answer, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Answer, CallError>>,
+{
+    let deadline = Instant::now() + within;
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match attempt().await {
+            Ok(answer) => return Ok(answer),
+            Err(e) if e.transient() && Instant::now() + backoff < deadline => {
+                *retried += 1;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            Err(e) => return Err(Failure::Call(e)),
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Per-client tallies of finished flows, merged at the end: latency histograms (HDR, in
+//! microseconds) per scenario, failures by kind, and what happened to every task created.
+//!
+//! Invariant: each client records into its own `Stats`, so the hot path takes no lock.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::flows::{Done, Failure};
+use crate::options::Scenario;
+
+/// Tallies of one scenario.
+#[derive(Debug, Clone)]
+pub(crate) struct ScenarioStats {
+    pub(crate) ok: u64,
+    pub(crate) failed: u64,
+    /// Latency of successful flows, in microseconds.
+    pub(crate) latency: Histogram<u64>,
+}
+
+impl ScenarioStats {
+    fn new() -> Self {
+        // 1 µs .. 10 min at 3 significant digits.
+        let latency = Histogram::new_with_bounds(1, 600_000_000, 3).unwrap_or_else(|_| Histogram::new(3).expect("hdr"));
+        Self { ok: 0, failed: 0, latency }
+    }
+}
+
+/// Everything counted in a run (or a part of it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stats {
+    pub(crate) scenarios: BTreeMap<Scenario, ScenarioStats>,
+    /// Flows that failed, by kind of failure.
+    pub(crate) failures: BTreeMap<String, u64>,
+    /// A sample failure message per kind.
+    pub(crate) examples: BTreeMap<String, String>,
+    /// Transient failures a retry got past.
+    pub(crate) retried: u64,
+    /// Tasks created, and how they ended.
+    pub(crate) tasks_created: u64,
+    pub(crate) tasks_ended: u64,
+    pub(crate) tasks_lost: u64,
+}
+
+impl Stats {
+    pub(crate) fn record(&mut self, done: Done) {
+        let entry = self.scenarios.entry(done.scenario).or_insert_with(ScenarioStats::new);
+        self.retried += u64::from(done.retried);
+        if done.created_task {
+            self.tasks_created += 1;
+        }
+        match done.outcome {
+            Ok(()) => {
+                entry.ok += 1;
+                let micros = u64::try_from(done.elapsed.as_micros()).unwrap_or(u64::MAX).max(1);
+                entry.latency.saturating_record(micros);
+                if done.created_task {
+                    self.tasks_ended += 1;
+                }
+            }
+            Err(failure) => {
+                entry.failed += 1;
+                if done.created_task {
+                    match failure {
+                        Failure::Lost(_) => self.tasks_lost += 1,
+                        // A task that ended, but not as it should.
+                        Failure::Wrong(_) => self.tasks_ended += 1,
+                        _ => {}
+                    }
+                }
+                let kind = failure.kind();
+                *self.failures.entry(kind.clone()).or_default() += 1;
+                self.examples.entry(kind).or_insert_with(|| describe(&failure));
+            }
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: Stats) {
+        for (scenario, s) in other.scenarios {
+            let entry = self.scenarios.entry(scenario).or_insert_with(ScenarioStats::new);
+            entry.ok += s.ok;
+            entry.failed += s.failed;
+            let _ = entry.latency.add(&s.latency);
+        }
+        for (kind, n) in other.failures {
+            *self.failures.entry(kind).or_default() += n;
+        }
+        for (kind, example) in other.examples {
+            self.examples.entry(kind).or_insert(example);
+        }
+        self.retried += other.retried;
+        self.tasks_created += other.tasks_created;
+        self.tasks_ended += other.tasks_ended;
+        self.tasks_lost += other.tasks_lost;
+    }
+
+    /// Failures that mean a result was lost, duplicated or wrong.
+    pub(crate) fn integrity_failures(&self) -> u64 {
+        ["lost", "duplicate", "wrong"].iter().map(|k| self.failures.get(*k).copied().unwrap_or(0)).sum()
+    }
+
+    pub(crate) fn total_failures(&self) -> u64 {
+        self.failures.values().sum()
+    }
+
+    pub(crate) fn total_ok(&self) -> u64 {
+        self.scenarios.values().map(|s| s.ok).sum()
+    }
+}
+
+fn describe(failure: &Failure) -> String {
+    let text = match failure {
+        Failure::Call(e) => e.to_string(),
+        Failure::Wrong(s) | Failure::Lost(s) | Failure::Duplicate(s) => s.clone(),
+    };
+    text.chars().take(300).collect()
+}
+
+/// Microseconds as milliseconds with two decimals.
+pub(crate) fn ms(micros: u64) -> f64 {
+    (micros as f64 / 10.0).round() / 100.0
+}
+
+/// A duration in seconds, for throughput.
+pub(crate) fn secs(d: Duration) -> f64 {
+    d.as_secs_f64().max(1e-9)
+}
