@@ -3,6 +3,7 @@
 //! cluster drops; on a failing test every replica's log is printed.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use anyhow::Context;
 use mcpgate_store::testing::RedisServer;
@@ -23,6 +24,11 @@ pub struct Cluster {
     nginx: Nginx,
     env: Vec<(String, String)>,
     args: Vec<String>,
+    /// Each replica's address (kept when it stops, so a restart takes the same place in
+    /// nginx's upstream list).
+    addrs: Vec<String>,
+    /// Per-replica environment given at build time.
+    per_replica: HashMap<usize, Vec<(String, String)>>,
 }
 
 /// Builds a cluster.
@@ -32,9 +38,16 @@ pub struct ClusterBuilder {
     env: HashMap<String, String>,
     per_replica: HashMap<usize, Vec<(String, String)>>,
     args: Vec<String>,
+    redis_args: Vec<String>,
 }
 
 impl ClusterBuilder {
+    /// Extra `redis-server` arguments (e.g. AOF settings).
+    pub fn redis_args(mut self, args: &[&str]) -> Self {
+        self.redis_args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
     /// Sets an environment variable on every replica.
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.insert(key.to_owned(), value.to_owned());
@@ -55,7 +68,7 @@ impl ClusterBuilder {
 
     /// Starts everything.
     pub fn start(self) -> anyhow::Result<Cluster> {
-        let redis = RedisServer::start();
+        let redis = RedisServer::start_with(&self.redis_args.iter().map(String::as_str).collect::<Vec<_>>());
         let mut env: Vec<(String, String)> = vec![
             ("MCPGATE_REDIS_URL".to_owned(), redis.url()),
             ("MCPGATE_SEAL_KEYS".to_owned(), CLUSTER_SEAL_KEYS.to_owned()),
@@ -70,9 +83,9 @@ impl ClusterBuilder {
             }
             replicas.push(Some(builder.start().with_context(|| format!("starting replica {i}"))?));
         }
-        let upstreams: Vec<String> = replicas.iter().flatten().map(|g| g.addr().to_owned()).collect();
-        let nginx = Nginx::start(&upstreams)?;
-        Ok(Cluster { replicas, redis, nginx, env, args: self.args })
+        let addrs: Vec<String> = replicas.iter().flatten().map(|g| g.addr().to_owned()).collect();
+        let nginx = Nginx::start(&addrs)?;
+        Ok(Cluster { replicas, redis, nginx, env, args: self.args, addrs, per_replica: self.per_replica })
     }
 }
 
@@ -104,6 +117,47 @@ impl Cluster {
         }
     }
 
+    /// SIGTERM to replica `i`, waiting (bounded) for its graceful exit.
+    pub fn stop(&mut self, i: usize) -> anyhow::Result<()> {
+        if let Some(mut gateway) = self.replicas[i].take() {
+            gateway.terminate()?;
+            let status = gateway.wait(Duration::from_secs(30))?;
+            anyhow::ensure!(status.success(), "replica {i} exited with {status}\n{}", gateway.logs());
+        }
+        Ok(())
+    }
+
+    /// Starts replica `i` again (after `kill` or `stop`) on its old address, so nginx routes
+    /// to it again, with `extra` environment on top (e.g. rotated keys).
+    pub fn restart(&mut self, i: usize, extra: &[(&str, &str)]) -> anyhow::Result<()> {
+        anyhow::ensure!(self.replicas[i].is_none(), "replica {i} is running");
+        let addr = self.addrs[i].clone();
+        let mut args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        args.extend(["--listen", addr.as_str()]);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut builder = Gateway::builder().args(&args);
+            for (k, v) in self.env.iter().chain(self.per_replica.get(&i).into_iter().flatten()) {
+                builder = builder.env(k, v);
+            }
+            for (k, v) in extra {
+                builder = builder.env(k, v);
+            }
+            match builder.start() {
+                Ok(gateway) => {
+                    self.replicas[i] = Some(gateway);
+                    return Ok(());
+                }
+                // The old process's port may take a moment to be free.
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => return Err(e.context(format!("restarting replica {i} on {addr}"))),
+            }
+        }
+    }
+
     /// Environment shared by the replicas (for starting more like them).
     pub fn env(&self) -> &[(String, String)] {
         &self.env
@@ -124,7 +178,9 @@ impl Cluster {
         for (k, v) in extra {
             builder = builder.env(k, v);
         }
-        self.replicas.push(Some(builder.start().context("starting an added replica")?));
+        let gateway = builder.start().context("starting an added replica")?;
+        self.addrs.push(gateway.addr().to_owned());
+        self.replicas.push(Some(gateway));
         Ok(self.replicas.len() - 1)
     }
 

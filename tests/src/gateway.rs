@@ -34,6 +34,22 @@ pub fn binary() -> anyhow::Result<PathBuf> {
     Ok(candidate)
 }
 
+/// The `mcpgate-loadgen` binary: `MCPGATE_LOADGEN_BIN`, or next to `mcpgate`.
+pub fn loadgen_binary() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("MCPGATE_LOADGEN_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let candidate = binary()?.with_file_name("mcpgate-loadgen");
+    if !candidate.is_file() {
+        bail!(
+            "mcpgate-loadgen not found at {}: run `cargo build --workspace` (or `cargo test --workspace`, which builds \
+             it) or set MCPGATE_LOADGEN_BIN",
+            candidate.display()
+        );
+    }
+    Ok(candidate)
+}
+
 /// Configures a process before it starts.
 #[derive(Debug, Default)]
 pub struct GatewayBuilder {
@@ -124,6 +140,16 @@ impl Gateway {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Resident memory (VmRSS) in KiB, from /proc.
+    pub fn rss_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .context("no VmRSS in /proc status")
     }
 
     /// Sends SIGTERM.

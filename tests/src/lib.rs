@@ -11,5 +11,5 @@ mod nginx;
 
 pub use client::{Client, EventStream, Reply};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
-pub use gateway::{Gateway, GatewayBuilder, binary, run_to_end};
+pub use gateway::{Gateway, GatewayBuilder, binary, loadgen_binary, run_to_end};
 pub use nginx::Nginx;

@@ -2,9 +2,10 @@
 //! task that reaches the status it should, a task id never handed to two calls.
 //!
 //! Retries: a task's creation is retried with the same JSON-RPC id after a transient failure
-//! (the server's idempotency returns the task the lost attempt created), and task reads are
-//! retried until the task deadline; a synchronous call or a multi-round call is not retried,
-//! so its failure is reported as such.
+//! (the server's idempotency returns the task the lost attempt created), task reads are
+//! retried until the task deadline, and a multi-round call's round is retried (rounds carry
+//! their state, so a retry is the same round); a synchronous call is not retried, so its
+//! failure is reported as such.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -90,8 +91,8 @@ impl Client {
             Scenario::Sync => self.sync(shared).await,
             Scenario::Task => self.task(shared, &mut retried, &mut created_task).await,
             Scenario::LegacyTask => self.legacy_task(shared, &mut retried, &mut created_task).await,
-            Scenario::Mrtr2 => self.mrtr2(shared).await,
-            Scenario::Mrtr3 => self.mrtr3(shared).await,
+            Scenario::Mrtr2 => self.mrtr2(shared, &mut retried).await,
+            Scenario::Mrtr3 => self.mrtr3(shared, &mut retried).await,
             Scenario::Cancel => self.cancel(shared, &mut retried, &mut created_task).await,
         };
         Done { scenario, elapsed: started.elapsed(), outcome, retried, created_task }
@@ -235,15 +236,16 @@ impl Client {
         expect_text(&result, &format!("Computed {label} in {} s", shared.task_seconds))
     }
 
-    async fn mrtr2(&mut self, shared: &Shared) -> Result<(), Failure> {
+    async fn mrtr2(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
         let table = format!("tbl_{}_{}", self.index, self.seq);
         let args = json!({"table": table, "older_than_days": 1});
-        let state = self.round(shared, "delete_records", &args, json!({}), None).await?;
+        let state = self.round(shared, "delete_records", &args, json!({}), None, retried).await?;
         let answers = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
         let id = self.next_id();
         let params =
             json!({"name": "delete_records", "arguments": args, "inputResponses": answers, "requestState": state});
-        let done = shared.mcp.modern(&id, "tools/call", params, false).await.map_err(Failure::Call)?;
+        let done =
+            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), false)).await?;
         let text = done.result["content"][0]["text"].as_str().unwrap_or_default();
         if text.starts_with("Deleted ") && text.ends_with(&format!("from {table}.")) {
             Ok(())
@@ -252,18 +254,19 @@ impl Client {
         }
     }
 
-    async fn mrtr3(&mut self, shared: &Shared) -> Result<(), Failure> {
+    async fn mrtr3(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
         let item = format!("WI-{}-{}", self.index, self.seq);
         let args = json!({"id": item});
-        let s1 = self.round(shared, "update_work_item", &args, json!({}), None).await?;
+        let s1 = self.round(shared, "update_work_item", &args, json!({}), None, retried).await?;
         let field = json!({"field": {"action": "accept", "content": {"field": "assignee"}}});
-        let s2 = self.round(shared, "update_work_item", &args, field, Some(&s1)).await?;
+        let s2 = self.round(shared, "update_work_item", &args, field, Some(&s1), retried).await?;
         let owner = format!("owner-{}", self.seq);
         let value = json!({"value": {"action": "accept", "content": {"value": owner}}});
         let id = self.next_id();
         let params =
             json!({"name": "update_work_item", "arguments": args, "inputResponses": value, "requestState": s2});
-        let done = shared.mcp.modern(&id, "tools/call", params, false).await.map_err(Failure::Call)?;
+        let done =
+            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), false)).await?;
         expect_text(&done.result, &format!("Work item {item} updated: assignee \"unassigned\" → \"{owner}\""))
     }
 
@@ -275,13 +278,15 @@ impl Client {
         args: &Value,
         answers: Value,
         state: Option<&str>,
+        retried: &mut u32,
     ) -> Result<String, Failure> {
         let id = self.next_id();
         let mut params = json!({"name": tool, "arguments": args, "inputResponses": answers});
         if let Some(state) = state {
             params["requestState"] = json!(state);
         }
-        let answer = shared.mcp.modern(&id, "tools/call", params, false).await.map_err(Failure::Call)?;
+        let answer =
+            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), false)).await?;
         if answer.result["resultType"] != "input_required" {
             return Err(Failure::Wrong(format!("{tool} should ask for input: {}", answer.result)));
         }

@@ -34,11 +34,16 @@ pub(crate) enum CallError {
 }
 
 impl CallError {
-    /// Whether retrying the same request (same id) may succeed.
+    /// Whether retrying the same request (same id) may succeed: no reply, a load balancer's
+    /// or an overloaded server's 502/503/504, or a store outage the server reports mid-stream
+    /// (an SSE reply has already said 200).
     pub(crate) fn transient(&self) -> bool {
         match self {
             Self::Transport(_) => true,
-            Self::Status(s) | Self::Rpc { status: s, .. } => matches!(s, 502..=504),
+            Self::Status(s) => matches!(s, 502..=504),
+            Self::Rpc { status, code, message } => {
+                matches!(status, 502..=504) || (*code == -32603 && message.contains("task store unavailable"))
+            }
             Self::Malformed(_) => false,
         }
     }
@@ -169,7 +174,10 @@ impl Mcp {
         let text = resp.text().await.map_err(|e| CallError::Transport(e.to_string()))?;
         let message = if sse { answer_in_stream(id, &text) } else { serde_json::from_str(&text).ok() };
         let Some(message) = message else {
-            return Err(if (200..300).contains(&status) {
+            return Err(if sse && (200..300).contains(&status) {
+                // The stream was cut before its answer: the replica went away mid-request.
+                CallError::Transport("stream ended before the answer".to_owned())
+            } else if (200..300).contains(&status) {
                 CallError::Malformed(format!("no answer in {} bytes", text.len()))
             } else {
                 CallError::Status(status)
