@@ -1,6 +1,7 @@
 //! End-to-end tests against real `mcpgate` processes on loopback.
 
 mod cluster;
+mod deploy;
 mod faults;
 mod jwt;
 mod mrtr;

@@ -1,6 +1,7 @@
 //! A real `nginx` load balancer on an ephemeral loopback port: plain round robin over the
-//! replicas, no affinity, buffering off (so SSE streams through), long read timeouts (for
-//! blocking `tasks/result`). Config, pid and logs live in its temp dir; killed on drop.
+//! replicas with the deployed proxy settings (`deploy/nginx/mcpgate-proxy.conf`: no
+//! affinity, buffering off so SSE streams through, long read timeouts for blocking
+//! `tasks/result`). Config, pid and logs live in its temp dir; killed on drop.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -95,13 +96,15 @@ impl Drop for Nginx {
 fn config(dir: &std::path::Path, port: u16, upstreams: &[String]) -> String {
     let d = dir.display();
     let servers: String = upstreams.iter().map(|u| format!("        server {u};\n")).collect();
+    // The proxy settings are the deployed ones (deploy/nginx/mcpgate-proxy.conf).
+    let proxy = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nginx/mcpgate-proxy.conf");
     format!(
         r#"daemon off;
 master_process off;
 worker_processes 1;
 pid {d}/nginx.pid;
 error_log {d}/error.log warn;
-events {{ worker_connections 4096; }}
+events {{ worker_connections 16384; }}
 http {{
     access_log off;
     client_body_temp_path {d}/body;
@@ -116,15 +119,7 @@ http {{
         listen 127.0.0.1:{port};
         client_max_body_size 8m;
         location / {{
-            proxy_pass http://mcpgate;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_read_timeout 3600s;
-            proxy_send_timeout 3600s;
-            proxy_next_upstream error timeout;
+            include {proxy};
         }}
     }}
 }}

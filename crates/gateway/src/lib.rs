@@ -10,6 +10,7 @@ pub mod error;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod probe;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;

@@ -10,6 +10,9 @@ use mcpgate::{AppState, serve, shutdown, telemetry};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse_args();
+    if let Some(url) = &cli.probe {
+        return mcpgate::probe::probe(url).with_context(|| format!("probe of {url} failed"));
+    }
     if cli.generate_seal_key {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("random number generator: {e}"))?;

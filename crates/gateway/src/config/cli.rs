@@ -39,6 +39,10 @@ pub struct Cli {
     /// Print a fresh sealing key (`kid:base64`) for seal.keys and exit.
     #[arg(long)]
     pub generate_seal_key: bool,
+    /// GET this http:// URL and exit 0 if it answers 200, 1 otherwise (a health probe for
+    /// images without curl), e.g. --probe http://127.0.0.1:8080/readyz.
+    #[arg(long, value_name = "URL")]
+    pub probe: Option<String>,
 }
 
 impl Cli {
