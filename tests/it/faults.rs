@@ -185,7 +185,7 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
         ],
     )?;
     tokio::time::sleep(Duration::from_secs(4)).await;
-    cluster.redis.stop();
+    cluster.redis().stop();
     all_ready(&client, &cluster, 503, Duration::from_secs(10)).await?;
     // Work that needs the store gets a clear, retryable error; work that does not goes on.
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 0}, "_meta": tasks_meta()});
@@ -197,7 +197,7 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
     let echo = client.modern(&lb, "tools/call", json!({"name": "echo", "arguments": {"text": "still here"}})).await?;
     assert_eq!(echo.json()?["result"]["content"][0]["text"], "still here");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    cluster.redis.restart();
+    cluster.redis().restart();
     all_ready(&client, &cluster, 200, Duration::from_secs(20)).await?;
 
     let report = load.finish(Duration::from_secs(150)).await?;

@@ -6,3 +6,4 @@ mod faults;
 mod jwt;
 mod mrtr;
 mod process;
+mod redis_cluster;

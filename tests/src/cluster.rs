@@ -1,4 +1,4 @@
-//! A whole deployment on loopback: one `redis-server`, N `mcpgate` replicas sharing it (and
+//! A whole deployment on loopback: one `redis-server` (or a Redis Cluster), N `mcpgate` replicas sharing it (and
 //! one set of sealing keys), and `nginx` round-robin in front. Everything is killed when the
 //! cluster drops; on a failing test every replica's log is printed.
 
@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context;
-use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::{RedisCluster, RedisServer};
 
 use crate::gateway::Gateway;
 use crate::nginx::Nginx;
@@ -20,7 +20,7 @@ pub struct Cluster {
     /// The replicas (`None` once killed).
     pub replicas: Vec<Option<Gateway>>,
     /// The shared Redis.
-    pub redis: RedisServer,
+    redis: Redis,
     nginx: Nginx,
     env: Vec<(String, String)>,
     args: Vec<String>,
@@ -39,9 +39,23 @@ pub struct ClusterBuilder {
     per_replica: HashMap<usize, Vec<(String, String)>>,
     args: Vec<String>,
     redis_args: Vec<String>,
+    redis_cluster: Option<usize>,
+}
+
+/// The Redis the replicas share.
+#[derive(Debug)]
+enum Redis {
+    Server(RedisServer),
+    Cluster(RedisCluster),
 }
 
 impl ClusterBuilder {
+    /// A Redis Cluster of `masters` nodes instead of one server.
+    pub fn redis_cluster(mut self, masters: usize) -> Self {
+        self.redis_cluster = Some(masters);
+        self
+    }
+
     /// Extra `redis-server` arguments (e.g. AOF settings).
     pub fn redis_args(mut self, args: &[&str]) -> Self {
         self.redis_args.extend(args.iter().map(|a| (*a).to_owned()));
@@ -68,9 +82,21 @@ impl ClusterBuilder {
 
     /// Starts everything.
     pub fn start(self) -> anyhow::Result<Cluster> {
-        let redis = RedisServer::start_with(&self.redis_args.iter().map(String::as_str).collect::<Vec<_>>());
+        let (redis, url) = match self.redis_cluster {
+            Some(masters) => {
+                let cluster = RedisCluster::start(masters);
+                let urls = cluster.urls();
+                (Redis::Cluster(cluster), urls)
+            }
+            None => {
+                let server = RedisServer::start_with(&self.redis_args.iter().map(String::as_str).collect::<Vec<_>>());
+                let url = server.url();
+                (Redis::Server(server), url)
+            }
+        };
         let mut env: Vec<(String, String)> = vec![
-            ("MCPGATE_REDIS_URL".to_owned(), redis.url()),
+            ("MCPGATE_REDIS_URL".to_owned(), url),
+            ("MCPGATE_STORE_CLUSTER".to_owned(), matches!(redis, Redis::Cluster(_)).to_string()),
             ("MCPGATE_SEAL_KEYS".to_owned(), CLUSTER_SEAL_KEYS.to_owned()),
             ("MCPGATE_LOG_LEVEL".to_owned(), "info".to_owned()),
         ];
@@ -114,6 +140,22 @@ impl Cluster {
     pub fn kill(&mut self, i: usize) {
         if let Some(mut gateway) = self.replicas[i].take() {
             gateway.kill();
+        }
+    }
+
+    /// The one Redis server (panics for a cluster on a Redis Cluster).
+    pub fn redis(&mut self) -> &mut RedisServer {
+        match &mut self.redis {
+            Redis::Server(server) => server,
+            Redis::Cluster(_) => panic!("this cluster runs on a Redis Cluster"),
+        }
+    }
+
+    /// The Redis Cluster, when the replicas share one.
+    pub fn redis_cluster(&self) -> Option<&RedisCluster> {
+        match &self.redis {
+            Redis::Cluster(cluster) => Some(cluster),
+            Redis::Server(_) => None,
         }
     }
 

@@ -180,6 +180,7 @@ async fn connect_store(config: &Config) -> Result<AnyStore, GatewayError> {
     };
     let options = RedisOptions {
         url: url.clone(),
+        cluster: config.store.cluster,
         prefix: config.store.prefix.clone(),
         shards,
         pool_size: usize::try_from(config.store.pool_size).unwrap_or(8),

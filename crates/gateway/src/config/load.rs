@@ -241,10 +241,24 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
     if c.store.prefix.is_empty() || c.store.prefix.contains(['{', '}', ' ']) {
         return Err(invalid_key("store.prefix", "must be non-empty, without braces or spaces"));
     }
-    if let Some(url) = &c.redis_url
-        && !(url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with("redis+unix://"))
-    {
-        return Err(invalid_key("redis_url", "must start with redis://, rediss:// or redis+unix://"));
+    if let Some(url) = &c.redis_url {
+        let urls: Vec<&str> = url.split(',').map(str::trim).collect();
+        if urls.len() > 1 && !c.store.cluster {
+            return Err(invalid_key("redis_url", "several URLs need store.cluster = true (a Redis Cluster's seeds)"));
+        }
+        // The URL may carry a password: say which one is wrong, never echo it.
+        if let Some(bad) = urls
+            .iter()
+            .position(|u| !(u.starts_with("redis://") || u.starts_with("rediss://") || u.starts_with("redis+unix://")))
+        {
+            return Err(invalid_key(
+                "redis_url",
+                &format!("must start with redis://, rediss:// or redis+unix:// (URL {} of {})", bad + 1, urls.len()),
+            ));
+        }
+    }
+    if c.store.cluster && c.redis_url.is_none() {
+        return Err(invalid_key("store.cluster", "needs redis_url (the cluster's seed nodes)"));
     }
     if !c.is_multi_replica() && c.tasks.max_running == 0 {
         return Err(invalid_key(

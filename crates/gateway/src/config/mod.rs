@@ -271,11 +271,13 @@ pub struct StoreConfig {
     pub pool_size: u64,
     /// Bound on every Redis call.
     pub command_timeout_ms: u64,
+    /// `redis_url` names a Redis Cluster (one or more seed nodes, comma-separated).
+    pub cluster: bool,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { prefix: "mcpgate".to_owned(), shards: 16, pool_size: 8, command_timeout_ms: 2_000 }
+        Self { prefix: "mcpgate".to_owned(), shards: 16, pool_size: 8, command_timeout_ms: 2_000, cluster: false }
     }
 }
 

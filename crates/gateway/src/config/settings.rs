@@ -179,6 +179,12 @@ pub const SETTINGS: &[Setting] = &[
     s("store.shards", Kind::Int, "Task shards (job streams), 1 to 256; must be equal on every replica [16]"),
     s("store.pool_size", Kind::Int, "Pooled Redis connections per replica (each multiplexed) [8]"),
     s("store.command_timeout_ms", Kind::Int, "Bound on every Redis call: pool wait, connect and response [2000]"),
+    s(
+        "store.cluster",
+        Kind::Bool,
+        "redis_url is a Redis Cluster: one or more seed node URLs, comma-separated (every key of a task is in one \
+         slot) [false]",
+    ),
     s("log.format", Kind::Str, "text or json [text]"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info [info]"),
     s(

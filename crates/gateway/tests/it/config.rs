@@ -124,6 +124,13 @@ fn errors_name_the_setting() {
         ),
         (Box::new(|| load_from_str("[auth]\nmode = \"kerberos\"\n")), "configuration"),
         (Box::new(|| load_from_str("[tasks]\nmax_running = 0\n")), "tasks.max_running"),
+        (Box::new(|| load_from_str("[store]\ncluster = true\n")), "store.cluster"),
+        (
+            Box::new(|| {
+                load_from_str(&format!("redis_url = \"redis://a:6379,redis://b:6379\"\n[seal]\nkeys = [\"{KEY}\"]\n"))
+            }),
+            "store.cluster = true",
+        ),
         (
             Box::new(|| {
                 load_from_str(&format!(
@@ -156,6 +163,11 @@ fn secrets_are_never_echoed() {
     let c =
         load_from_str(&format!("[auth.jwt]\nhs256_secrets = [\"{secret}\"]\n")).expect("valid (mode none ignores it)");
     assert!(!format!("{c:?}").contains(secret), "Debug redacts secrets");
+    let text = error_text(
+        load(&Cli::default(), &env(&[("MCPGATE_REDIS_URL", &format!("http://:{secret}@redis:6379"))]))
+            .expect_err("bad scheme"),
+    );
+    assert!(text.contains("redis_url") && !text.contains(secret), "{text}");
 }
 
 #[test]

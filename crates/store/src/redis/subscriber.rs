@@ -34,10 +34,11 @@ pub(super) struct Subscriber {
 }
 
 impl Subscriber {
-    /// Starts the subscriber task (it connects on its own and keeps reconnecting).
-    pub(super) fn start(client: Client, keys: Keys, hub: Hub, timeout: Duration) -> Arc<Self> {
+    /// Starts the subscriber task (it connects on its own and keeps reconnecting, moving to
+    /// the next of `clients` after a failure: a cluster's nodes all carry every message).
+    pub(super) fn start(clients: Vec<Client>, keys: Keys, hub: Hub, timeout: Duration) -> Arc<Self> {
         let (commands, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(client, keys.clone(), hub.clone(), rx, timeout));
+        tokio::spawn(run(clients, keys.clone(), hub.clone(), rx, timeout));
         Arc::new(Self { hub, keys, commands, timeout })
     }
 
@@ -68,15 +69,24 @@ impl Watcher for Subscriber {
 /// silently would otherwise stop delivering events without any error.
 const PING_EVERY: Duration = Duration::from_secs(10);
 
-async fn run(client: Client, keys: Keys, hub: Hub, mut commands: mpsc::UnboundedReceiver<Command>, timeout: Duration) {
+async fn run(
+    clients: Vec<Client>,
+    keys: Keys,
+    hub: Hub,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    timeout: Duration,
+) {
     let mut backoff = Duration::from_millis(100);
+    let mut next = 0;
     loop {
-        match serve(&client, &keys, &hub, &mut commands, timeout).await {
+        let Some(client) = clients.get(next % clients.len().max(1)) else { return };
+        match serve(client, &keys, &hub, &mut commands, timeout).await {
             Served::Stopped => return,
             Served::Lost { healthy } => {
                 if healthy {
                     backoff = Duration::from_millis(100);
                 }
+                next += 1;
             }
         }
         tracing::warn!("event subscriber lost its Redis connection; reconnecting");

@@ -8,6 +8,7 @@ use mcpgate_store::{RedisOptions, RedisStore};
 pub(crate) fn options(server: &RedisServer) -> RedisOptions {
     RedisOptions {
         url: server.url(),
+        cluster: false,
         prefix: format!("t{}", rand_suffix()),
         shards: 4,
         pool_size: 4,
@@ -46,6 +47,25 @@ fn rand_suffix() -> String {
 async fn redis_store_honours_the_contract() {
     let server = RedisServer::start();
     run_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_store_honours_the_contract() {
+    use mcpgate_store::testing::RedisCluster;
+    let cluster = RedisCluster::start(3);
+    let urls = cluster.urls();
+    run_suite(|| async {
+        let options = RedisOptions {
+            url: urls.clone(),
+            cluster: true,
+            prefix: format!("c{}", rand_suffix()),
+            shards: 8,
+            pool_size: 4,
+            command_timeout: Duration::from_secs(2),
+        };
+        RedisStore::connect(options).await.expect("connects to the cluster")
+    })
+    .await;
 }
 
 #[tokio::test]

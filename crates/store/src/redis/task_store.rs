@@ -1,0 +1,335 @@
+//! The task records and their transitions on Redis: each transition is one Lua script
+//! (one round trip, atomic), reads are one `HGETALL` (a listing, one command per shard plus
+//! one per task, sent together).
+
+use std::time::Duration;
+
+use redis::Value;
+
+use mcpgate_protocol::task::TaskStatus;
+
+use super::record::{decode, item, parse_status};
+use super::{RedisStore, Retry, era_name, millis, reply, scripts};
+use crate::contract::TaskStore;
+use crate::error::StoreError;
+use crate::model::{
+    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, Skip,
+    TaskId, TaskOutcome, TaskRecord,
+};
+
+impl TaskStore for RedisStore {
+    async fn create(&self, task: NewTask) -> Result<Created, StoreError> {
+        let shard = self.shard_of(&task.idempotency);
+        let keys = &self.inner.keys;
+        let mut force = false;
+        loop {
+            let id = TaskId::generate(shard);
+            let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
+            let out = reply(
+                self.script(
+                    Retry::Yes,
+                    &scripts::CREATE,
+                    vec![
+                        keys.task(&id),
+                        keys.owner(shard, &task.owner),
+                        keys.jobs(shard),
+                        keys.idempotency(shard, &task.idempotency),
+                    ],
+                    [
+                        id.to_string(),
+                        task.owner.clone(),
+                        task.issuer.clone(),
+                        task.subject.clone(),
+                        era_name(task.era).to_owned(),
+                        task.tool.clone(),
+                        task.arguments.clone(),
+                        task.capabilities.clone(),
+                        ttl,
+                        task.poll_interval_ms.to_string(),
+                        task.idempotency_window_ms.to_string(),
+                        if force { "1" } else { "0" }.to_owned(),
+                        task.index_horizon_ms.unwrap_or(0).to_string(),
+                        task.state.clone().unwrap_or_default(),
+                    ]
+                    .into_iter()
+                    .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
+                    .collect(),
+                )
+                .await?,
+            )?;
+            match (item(&out, 0).as_deref(), item(&out, 1)) {
+                (Some("1"), Some(created)) => {
+                    let created_ms = created.parse().unwrap_or(0);
+                    return Ok(Created::New(TaskRecord {
+                        id,
+                        owner: task.owner,
+                        issuer: task.issuer,
+                        subject: task.subject,
+                        era: task.era,
+                        tool: task.tool,
+                        arguments: task.arguments,
+                        capabilities: task.capabilities,
+                        status: TaskStatus::Working,
+                        status_message: None,
+                        created_ms,
+                        updated_ms: created_ms,
+                        ttl_ms: task.ttl_ms,
+                        poll_interval_ms: task.poll_interval_ms,
+                        outcome: None,
+                        attempts: 0,
+                        input_requests: RawByKey::new(),
+                        state: task.state,
+                        input_responses: task.input_responses,
+                    }));
+                }
+                (Some("0"), Some(existing)) => {
+                    let existing = TaskId::parse(&existing)
+                        .ok_or_else(|| StoreError::Corrupt { detail: "idempotency key holds no task id".to_owned() })?;
+                    match self.get(&existing).await? {
+                        Some(record) => return Ok(Created::Existing(record)),
+                        // Expired at the edge of the window: create anew.
+                        None => force = true,
+                    }
+                }
+                _ => return Err(StoreError::Corrupt { detail: "unexpected create reply".to_owned() }),
+            }
+        }
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        let key = self.inner.keys.task(id);
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(&key);
+        let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        decode(&pairs)
+    }
+
+    async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
+        let start = cursor.map_or_else(|| "-".to_owned(), |c| format!("({}", c.0));
+        let fetch = limit.saturating_add(1);
+        // One command per shard (each index is in its shard's slot), sent together.
+        let ranges: Vec<redis::Cmd> = (0..self.inner.shards)
+            .map(|s| {
+                let mut cmd = redis::cmd("ZRANGE");
+                cmd.arg(self.inner.keys.owner(u8::try_from(s).unwrap_or(0), owner))
+                    .arg(&start)
+                    .arg("+")
+                    .arg("BYLEX")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(fetch);
+                cmd
+            })
+            .collect();
+        let members: Vec<Vec<String>> = self.call_each(Retry::Yes, ranges).await?;
+        let mut all: Vec<String> = members.into_iter().flatten().collect();
+        all.sort();
+        let more = all.len() > limit;
+        all.truncate(limit);
+        let entries: Vec<(&String, TaskId)> = all
+            .iter()
+            .filter_map(|m| m.split_once(':').and_then(|(_, id)| TaskId::parse(id)).map(|id| (m, id)))
+            .collect();
+        let reads: Vec<redis::Cmd> = entries
+            .iter()
+            .map(|(_, id)| {
+                let mut cmd = redis::cmd("HGETALL");
+                cmd.arg(self.inner.keys.task(id));
+                cmd
+            })
+            .collect();
+        let records: Vec<Vec<Value>> = self.call_each(Retry::Yes, reads).await?;
+        let mut tasks = Vec::with_capacity(records.len());
+        let mut dead = Vec::new();
+        for (pairs, (member, id)) in records.iter().zip(&entries) {
+            match decode(pairs)? {
+                Some(record) => tasks.push(record),
+                // The task expired: drop its index entry now (one extra round trip, only then).
+                None => {
+                    let mut cmd = redis::cmd("ZREM");
+                    cmd.arg(self.inner.keys.owner(id.shard(), owner)).arg(member.as_str());
+                    dead.push(cmd);
+                }
+            }
+        }
+        if !dead.is_empty() {
+            let _: Vec<i64> = self.call_each(Retry::Yes, dead).await?;
+        }
+        let next = if more { all.last().map(|m| ListCursor(m.clone())) } else { None };
+        Ok(Page { tasks, next })
+    }
+
+    async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
+        let keys = &self.inner.keys;
+        let out = reply(
+            self.script(Retry::No, &scripts::CANCEL, vec![keys.task(id)], vec![owner.to_owned(), keys.channel(id)])
+                .await?,
+        )?;
+        match item(&out, 0).as_deref() {
+            Some("notfound") => Ok(Cancelled::NotFound),
+            Some("terminal") => {
+                decode(&out[1..])?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::AlreadyTerminal(r)))
+            }
+            Some("ok") => decode(&out[1..])?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::Now(r))),
+            _ => Err(StoreError::Corrupt { detail: "unexpected cancel reply".to_owned() }),
+        }
+    }
+
+    async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
+        let keys = &self.inner.keys;
+        let shard = job.task.shard();
+        let out = reply(
+            self.script(
+                Retry::No,
+                &scripts::CLAIM,
+                vec![keys.task(&job.task), keys.jobs(shard), keys.dead(shard)],
+                vec![
+                    job.entry.clone(),
+                    millis(lease).to_string(),
+                    max_attempts.to_string(),
+                    worker.to_owned(),
+                    keys.channel(&job.task),
+                ],
+            )
+            .await?,
+        )?;
+        Ok(match item(&out, 0).as_deref() {
+            Some("run") => {
+                let token = item(&out, 1)
+                    .and_then(|t| t.parse().ok())
+                    .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a token".to_owned() })?;
+                let record = decode(&out[2..])?
+                    .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a record".to_owned() })?;
+                let lease =
+                    Lease { task: job.task.clone(), token, entry: job.entry.clone(), worker: worker.to_owned() };
+                Claim::Run { lease, task: Box::new(record) }
+            }
+            Some("gone") => Claim::Skip(Skip::Gone),
+            Some("terminal") => Claim::Skip(Skip::Terminal),
+            Some("parked") => Claim::Skip(Skip::Parked),
+            Some("busy") => Claim::Skip(Skip::Busy),
+            Some("exhausted") => Claim::Exhausted { tool: item(&out, 1).unwrap_or_default() },
+            _ => return Err(StoreError::Corrupt { detail: "unexpected claim reply".to_owned() }),
+        })
+    }
+
+    async fn renew(&self, lease: &Lease, duration: Duration, message: Option<&str>) -> Result<Renewal, StoreError> {
+        let out = self
+            .script(
+                Retry::No,
+                &scripts::RENEW,
+                vec![self.inner.keys.task(&lease.task), self.inner.keys.jobs(lease.task.shard())],
+                vec![
+                    lease.token.to_string(),
+                    millis(duration).to_string(),
+                    if message.is_some() { "1" } else { "0" }.to_owned(),
+                    message.unwrap_or_default().to_owned(),
+                    lease.entry.clone(),
+                    lease.worker.clone(),
+                ],
+            )
+            .await?;
+        Ok(match item(&[out], 0).as_deref() {
+            Some("held") => Renewal::Held,
+            Some("cancelled") => Renewal::Cancelled,
+            Some("gone") => Renewal::Gone,
+            Some("lost") => Renewal::Lost,
+            _ => return Err(StoreError::Corrupt { detail: "unexpected renew reply".to_owned() }),
+        })
+    }
+
+    async fn finish(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        status: TaskStatus,
+        outcome: TaskOutcome,
+    ) -> Result<Settled, StoreError> {
+        let (field, json) = match outcome {
+            TaskOutcome::Result(r) => ("result", r),
+            TaskOutcome::Error(e) => ("error", e),
+        };
+        self.settle(lease, job, status, vec![field.to_owned(), json]).await
+    }
+
+    async fn park(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        input_requests: &RawByKey,
+        state: Option<&str>,
+    ) -> Result<Settled, StoreError> {
+        let mut args = vec![state.unwrap_or_default().to_owned()];
+        args.extend(pairs(input_requests));
+        self.settle(lease, job, TaskStatus::InputRequired, args).await
+    }
+
+    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
+        let keys = &self.inner.keys;
+        let args = [owner.to_owned(), keys.channel(id)].into_iter().chain(pairs(answers)).collect();
+        let out =
+            reply(self.script(Retry::No, &scripts::ANSWER, vec![keys.task(id), keys.jobs(id.shard())], args).await?)?;
+        Ok(match item(&out, 0).as_deref() {
+            Some("notfound") => Answered::NotFound,
+            Some("idle") => Answered::NotWaiting(
+                item(&out, 1)
+                    .and_then(|s| parse_status(&s))
+                    .ok_or_else(|| StoreError::Corrupt { detail: "answer reply without a status".to_owned() })?,
+            ),
+            Some("invalid") => Answered::Invalid(item(&out, 1).unwrap_or_default()),
+            Some("waiting") => Answered::Waiting(item(&out, 1).and_then(|n| n.parse().ok()).unwrap_or(1)),
+            Some("resumed") => Answered::Resumed,
+            _ => return Err(StoreError::Corrupt { detail: "unexpected answer reply".to_owned() }),
+        })
+    }
+
+    async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
+        let keys = &self.inner.keys;
+        let out = self
+            .script(
+                Retry::No,
+                &scripts::RELEASE,
+                vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
+                vec![lease.token.to_string(), job.entry.clone()],
+            )
+            .await?;
+        settled(&out)
+    }
+}
+
+/// Flattens raw JSON by key into script arguments: key, JSON, key, JSON, …
+fn pairs(values: &RawByKey) -> impl Iterator<Item = String> + '_ {
+    values.iter().flat_map(|(k, v)| [k.clone(), v.clone()])
+}
+
+/// Decodes the reply of `settle.lua` / `release.lua`.
+fn settled(out: &Value) -> Result<Settled, StoreError> {
+    Ok(match item(std::slice::from_ref(out), 0).as_deref() {
+        Some("done") => Settled::Done,
+        Some("terminal") => Settled::AlreadyTerminal,
+        Some("lost") => Settled::Lost,
+        Some("gone") => Settled::Gone,
+        _ => return Err(StoreError::Corrupt { detail: "unexpected settle reply".to_owned() }),
+    })
+}
+
+impl RedisStore {
+    /// Runs `settle.lua`; `tail` is what follows the status (see the script's header).
+    async fn settle(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        status: TaskStatus,
+        tail: Vec<String>,
+    ) -> Result<Settled, StoreError> {
+        let keys = &self.inner.keys;
+        let args = [lease.token.to_string(), job.entry.clone(), keys.channel(&lease.task), status.as_str().to_owned()]
+            .into_iter()
+            .chain(tail)
+            .collect();
+        let out = self
+            .script(Retry::No, &scripts::SETTLE, vec![keys.task(&lease.task), keys.jobs(lease.task.shard())], args)
+            .await?;
+        settled(&out)
+    }
+}
