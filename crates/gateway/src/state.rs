@@ -183,7 +183,7 @@ async fn connect_store(config: &Config) -> Result<AnyStore, GatewayError> {
         cluster: config.store.cluster,
         prefix: config.store.prefix.clone(),
         shards,
-        pool_size: usize::try_from(config.store.pool_size).unwrap_or(8),
+        pool_size: usize::try_from(config.store.pool_size).unwrap_or(2),
         command_timeout: Duration::from_millis(config.store.command_timeout_ms),
     };
     // A replica may start before Redis: keep trying for a while rather than crash-looping.

@@ -267,7 +267,7 @@ pub struct StoreConfig {
     pub prefix: String,
     /// Shards (job streams); the same on every replica.
     pub shards: u64,
-    /// Pooled Redis connections.
+    /// Redis connections, each shared by all concurrent calls (multiplexed).
     pub pool_size: u64,
     /// Bound on every Redis call.
     pub command_timeout_ms: u64,
@@ -277,7 +277,7 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { prefix: "mcpgate".to_owned(), shards: 16, pool_size: 8, command_timeout_ms: 2_000, cluster: false }
+        Self { prefix: "mcpgate".to_owned(), shards: 16, pool_size: 2, command_timeout_ms: 2_000, cluster: false }
     }
 }
 

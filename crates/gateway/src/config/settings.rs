@@ -177,8 +177,12 @@ pub const SETTINGS: &[Setting] = &[
     ),
     s("store.prefix", Kind::Str, "Prefix of every Redis key (deployments may share a Redis) [mcpgate]"),
     s("store.shards", Kind::Int, "Task shards (job streams), 1 to 256; must be equal on every replica [16]"),
-    s("store.pool_size", Kind::Int, "Pooled Redis connections per replica (each multiplexed) [8]"),
-    s("store.command_timeout_ms", Kind::Int, "Bound on every Redis call: pool wait, connect and response [2000]"),
+    s(
+        "store.pool_size",
+        Kind::Int,
+        "Redis connections per replica, each shared by all concurrent calls (multiplexed) [2]",
+    ),
+    s("store.command_timeout_ms", Kind::Int, "Bound on every Redis call: connect and response [2000]"),
     s(
         "store.cluster",
         Kind::Bool,

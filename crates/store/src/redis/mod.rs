@@ -3,8 +3,8 @@
 //! (`lua/*.lua`) run with `EVALSHA`: one round trip, atomic, timed by Redis's own clock (so
 //! replicas with skewed clocks agree on leases and lifetimes).
 //!
-//! Invariants: every Redis call is bounded by the command timeout (pool wait, connect and
-//! response); a connection that fails at the connection level leaves the pool; the job
+//! Invariants: every Redis call is bounded by the command timeout (connect and response); a
+//! connection that fails at the connection level is replaced (see `pool`); the job
 //! reader and the event subscriber have their own connections and reconnect on their own.
 //! Against a Redis Cluster every command touches one slot (see `conn`).
 
@@ -50,9 +50,9 @@ pub struct RedisOptions {
     pub prefix: String,
     /// Number of shards (1–256); must be the same on every replica.
     pub shards: u16,
-    /// Pooled (multiplexed) connections.
+    /// Connections to a single server, each shared by concurrent calls (multiplexed).
     pub pool_size: usize,
-    /// Bound on every call: pool wait, connect and response.
+    /// Bound on every call: connect and response.
     pub command_timeout: Duration,
 }
 
@@ -68,7 +68,7 @@ enum Backend {
     Single {
         /// For the reader's and the subscriber's own connections.
         client: Client,
-        pool: Connections,
+        pool: Box<Connections>,
     },
     /// A Redis Cluster.
     Cluster {
@@ -133,7 +133,7 @@ impl RedisStore {
                     detail: "several Redis URLs are only meaningful for a cluster (store.cluster)".to_owned(),
                 });
             }
-            let pool = Connections::new(first.clone(), options.pool_size.max(1), options.command_timeout)?;
+            let pool = Box::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
             Backend::Single { client: first, pool }
         };
         let keys = Keys::new(&options.prefix);
@@ -224,7 +224,7 @@ impl RedisStore {
                     Ok(v) => return Ok(v),
                     Err(e) if is_connection_failure(&e) => {
                         if let (Some(pooled), Backend::Single { pool, .. }) = (pooled, &inner.backend) {
-                            pool.retire(pooled);
+                            pool.retire(&pooled);
                         }
                         attempt += 1;
                         if retry == Retry::No || attempt > 1 {

@@ -1,94 +1,109 @@
-//! Connection pool: deadpool over redis-rs multiplexed connections, with wait/create/recycle
-//! timeouts. deadpool-redis's own manager pings on every checkout, a second round trip per
-//! operation; this manager recycles for free. Instead, when a command fails at the connection
-//! level (e.g. Redis restarted) every pooled connection is retired at once (a generation
-//! bump), so no later caller draws another dead socket.
+//! The connections of one replica to a single Redis server: a small fixed set of multiplexed
+//! connections that every concurrent call shares. A call clones a handle of the next
+//! connection (round robin) and never waits for a checkout; concurrent commands pipeline on
+//! one socket, so both sides move many commands per syscall. (An exclusive-checkout pool of
+//! multiplexed connections serialises the callers of each connection and caps a replica at
+//! pool-size commands in flight: it defeats the multiplexing.)
+//!
+//! Invariants: a connection is made lazily, one connect per slot at a time, bounded by the
+//! command timeout; when a command fails at the connection level (e.g. Redis restarted) every
+//! connection of that generation is retired at once, so no later caller draws another dead
+//! socket.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use deadpool::managed::{self, Metrics, Object, RecycleError, RecycleResult};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError};
 
 use crate::error::StoreError;
 
-/// A pooled connection and the pool generation it was made in.
-pub(super) struct Tagged {
+/// A connection handle and the generation it was made in.
+#[derive(Clone)]
+pub(super) struct Pooled {
     pub(super) conn: MultiplexedConnection,
     generation: u64,
 }
 
-/// Creates multiplexed connections with bounded connect and response times.
-pub(super) struct Manager {
+/// The shared connections.
+pub(super) struct Connections {
     client: Client,
     config: AsyncConnectionConfig,
-    generation: Arc<AtomicU64>,
-}
-
-impl managed::Manager for Manager {
-    type Type = Tagged;
-    type Error = RedisError;
-
-    async fn create(&self) -> Result<Tagged, RedisError> {
-        let generation = self.generation.load(Ordering::Acquire);
-        let conn = self.client.get_multiplexed_async_connection_with_config(&self.config).await?;
-        Ok(Tagged { conn, generation })
-    }
-
-    async fn recycle(&self, conn: &mut Tagged, _: &Metrics) -> RecycleResult<RedisError> {
-        if conn.generation == self.generation.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(RecycleError::message("connection retired after a connection failure"))
-        }
-    }
-}
-
-/// The pool and its generation counter.
-pub(super) struct Connections {
-    pool: managed::Pool<Manager>,
-    generation: Arc<AtomicU64>,
+    /// The live connection of each slot (`None` until made, or once retired).
+    slots: Box<[Mutex<Option<Pooled>>]>,
+    /// One connect per slot at a time: callers arriving meanwhile wait for it.
+    connecting: Box<[tokio::sync::Mutex<()>]>,
+    next: AtomicUsize,
+    generation: AtomicU64,
     timeout: Duration,
 }
 
-/// A pooled connection.
-pub(super) type Conn = Object<Manager>;
-
 impl Connections {
-    /// Builds the pool.
-    pub(super) fn new(client: Client, size: usize, timeout: Duration) -> Result<Self, StoreError> {
-        let generation = Arc::new(AtomicU64::new(0));
+    /// `size` connections (at least one), made on first use.
+    pub(super) fn new(client: Client, size: usize, timeout: Duration) -> Self {
+        let size = size.max(1);
         let config =
             AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
-        let manager = Manager { client, config, generation: generation.clone() };
-        let pool = managed::Pool::builder(manager)
-            .max_size(size)
-            .wait_timeout(Some(timeout))
-            .create_timeout(Some(timeout))
-            .recycle_timeout(Some(timeout))
-            .runtime(deadpool::Runtime::Tokio1)
-            .build()
-            .map_err(|e| StoreError::Config { detail: format!("building the Redis pool: {e}") })?;
-        Ok(Self { pool, generation, timeout })
+        Self {
+            client,
+            config,
+            slots: (0..size).map(|_| Mutex::new(None)).collect(),
+            connecting: (0..size).map(|_| tokio::sync::Mutex::new(())).collect(),
+            next: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            timeout,
+        }
     }
 
-    /// Checks a connection out.
-    pub(super) async fn get(&self) -> Result<Conn, StoreError> {
-        self.pool.get().await.map_err(|e| match e {
-            managed::PoolError::Timeout(_) => {
-                StoreError::Timeout { millis: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX) }
+    /// A handle of the next connection, connecting it first if need be.
+    pub(super) async fn get(&self) -> Result<Pooled, StoreError> {
+        let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        if let Some(conn) = self.live(slot) {
+            return Ok(conn);
+        }
+        let timeout = || StoreError::Timeout { millis: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX) };
+        let _connecting =
+            tokio::time::timeout(self.timeout, self.connecting[slot].lock()).await.map_err(|_| timeout())?;
+        // Someone else may have connected it while we waited.
+        if let Some(conn) = self.live(slot) {
+            return Ok(conn);
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let conn =
+            tokio::time::timeout(self.timeout, self.client.get_multiplexed_async_connection_with_config(&self.config))
+                .await
+                .map_err(|_| timeout())?
+                .map_err(|e| StoreError::Unavailable { detail: e.to_string() })?;
+        let conn = Pooled { conn, generation };
+        *self.slots[slot].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// After a connection-level failure on `conn`: retires every connection of its
+    /// generation (once, however many callers saw the failure).
+    pub(super) fn retire(&self, conn: &Pooled) {
+        let _ = self.generation.compare_exchange(
+            conn.generation,
+            conn.generation.wrapping_add(1),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    /// Slot `slot`'s connection, if made in the current generation.
+    fn live(&self, slot: usize) -> Option<Pooled> {
+        let current = self.generation.load(Ordering::Acquire);
+        let mut guard = self.slots[slot].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match guard.as_ref() {
+            Some(conn) if conn.generation == current => Some(conn.clone()),
+            Some(_) => {
+                // Retired: dropping our handle lets the dead socket close.
+                *guard = None;
+                None
             }
-            managed::PoolError::Backend(e) => StoreError::Unavailable { detail: e.to_string() },
-            other => StoreError::Unavailable { detail: other.to_string() },
-        })
-    }
-
-    /// After a connection-level failure: drops this connection and retires all others.
-    pub(super) fn retire(&self, conn: Conn) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        let _ = Object::take(conn);
+            None => None,
+        }
     }
 }
 
