@@ -142,6 +142,11 @@ impl Gateway {
         let _ = self.child.wait();
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Resident memory (VmRSS) in KiB, from /proc.
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;

@@ -21,7 +21,8 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let config = config::load(&cli, &|name| std::env::var(name).ok())?;
-    telemetry::init(&config.log)?;
+    // Flushes exported spans when dropped, after the runtime has stopped.
+    let _telemetry = telemetry::init(&config.log, &|name| std::env::var(name).ok())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(run(config))
 }

@@ -1,21 +1,112 @@
-//! Logging: `tracing` to stderr as text or JSON, filtered by `log.level`. Stdout is kept for
-//! the one line scripts read (`listening on http://…`).
+//! Logging and tracing: `tracing` to stderr as text or JSON, filtered by `log.level`, and,
+//! in builds with the `otel` feature, span export over OTLP/HTTP when the standard
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set. Stdout is
+//! kept for the one line scripts read (`listening on http://…`).
+//!
+//! Exported spans are mcpgate's own at info level: the request's `mcp` span (method, era,
+//! pseudonymous principal, task id) and the worker's `task` span (task id, tool, attempt), so
+//! every span of a task's life carries its id, whichever replica ran it. No request or result
+//! content is put on spans.
 
-use tracing_subscriber::EnvFilter;
+use std::io::IsTerminal as _;
+
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 use crate::config::{LogConfig, LogFormat};
 use crate::error::GatewayError;
 
-/// Installs the global subscriber.
-pub fn init(config: &LogConfig) -> Result<(), GatewayError> {
+/// The environment variables that turn span export on.
+pub const OTLP_ENDPOINT_VARS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];
+
+/// Keeps span export running; flushes what is buffered when dropped (at exit).
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    #[cfg(feature = "otel")]
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(provider) = self.provider.take() {
+            // Best effort: the collector may be gone by now.
+            let _ = provider.shutdown();
+        }
+    }
+}
+
+/// Installs the global subscriber. `env` reads the environment (the OTLP variables).
+pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Telemetry, GatewayError> {
     let filter = EnvFilter::try_new(&config.level).map_err(|e| GatewayError::Config {
         setting: "log.level (MCPGATE_LOG_LEVEL)".to_owned(),
         problem: e.to_string(),
     })?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let result = match config.format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-    };
-    result.map_err(|e| GatewayError::Startup { what: "installing the logger".to_owned(), problem: e.to_string() })
+    // Colours only for a person at a terminal: escape codes garble files and log collectors.
+    let ansi = std::io::stderr().is_terminal();
+    let logs = match config.format {
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi).boxed(),
+        LogFormat::Json => {
+            tracing_subscriber::fmt::layer().json().flatten_event(true).with_writer(std::io::stderr).boxed()
+        }
+    }
+    .with_filter(filter)
+    .boxed();
+    let endpoint = OTLP_ENDPOINT_VARS.iter().find_map(|v| env(v).filter(|s| !s.trim().is_empty()));
+    let (export, telemetry) = export_layer(endpoint.as_deref(), env)?;
+    // Each layer has its own filter: log.level does not limit what is exported.
+    let layers: Vec<BoxedLayer> = std::iter::once(logs).chain(export).collect();
+    tracing_subscriber::registry()
+        .with(layers)
+        .try_init()
+        .map_err(|e| GatewayError::Startup { what: "installing the logger".to_owned(), problem: e.to_string() })?;
+    if endpoint.is_some() && !cfg!(feature = "otel") {
+        tracing::warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set but this build has no span export (cargo feature `otel`)");
+    }
+    Ok(telemetry)
+}
+
+type BoxedLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// The OTLP export layer (filtered to mcpgate's own spans at info level), when configured.
+#[cfg(feature = "otel")]
+fn export_layer(
+    endpoint: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Option<BoxedLayer>, Telemetry), GatewayError> {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+
+    let Some(endpoint) = endpoint else { return Ok((None, Telemetry::default())) };
+    let failed = |problem: String| GatewayError::Startup { what: format!("span export to {endpoint}"), problem };
+    // Its HTTP client (reqwest, built without a default TLS backend) needs the process's
+    // crypto provider, as the JWKS client does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself (endpoint, headers,
+    // timeout, compression).
+    let exporter =
+        opentelemetry_otlp::SpanExporter::builder().with_http().build().map_err(|e| failed(e.to_string()))?;
+    let service = env("OTEL_SERVICE_NAME").filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "mcpgate".to_owned());
+    let resource = opentelemetry_sdk::Resource::builder().with_service_name(service).build();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("mcpgate");
+    let targets = Targets::new()
+        .with_target("mcpgate", LevelFilter::INFO)
+        .with_target("mcpgate_runtime", LevelFilter::INFO)
+        .with_target("mcpgate_store", LevelFilter::INFO);
+    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(targets).boxed();
+    Ok((Some(layer), Telemetry { provider: Some(provider) }))
+}
+
+/// Without the `otel` feature there is nothing to export to.
+#[cfg(not(feature = "otel"))]
+fn export_layer(
+    _endpoint: Option<&str>,
+    _env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Option<BoxedLayer>, Telemetry), GatewayError> {
+    Ok((None, Telemetry::default()))
 }

@@ -158,7 +158,12 @@ impl Client {
             if Instant::now() + poll > deadline {
                 return Err(Failure::Lost(format!("task {task} not terminal within {:?}", shared.deadline)));
             }
-            tokio::time::sleep(poll).await;
+            if poll.is_zero() {
+                // Back to back (a timer of zero still waits for the timer wheel's next tick).
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(poll).await;
+            }
         }
     }
 

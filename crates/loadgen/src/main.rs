@@ -112,7 +112,8 @@ async fn run(options: Options, mix: Mix) -> anyhow::Result<u8> {
         bar.finish_and_clear();
     }
 
-    let report = Report::new(&options.url, options.clients, mix.describe(), elapsed, &stats);
+    let report =
+        Report::new(&options.url, options.clients, mix.describe(), elapsed, &stats, shared.mcp.requests_sent());
     let markdown = report.markdown();
     let mut out = std::io::stdout().lock();
     writeln!(out, "{markdown}")?;

@@ -5,6 +5,8 @@
 //! Invariant: every request is bounded in time; a failure says whether it is worth retrying
 //! (transport errors and 502/503/504, which a load balancer or a restarting replica causes).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -76,6 +78,8 @@ pub(crate) struct Mcp {
     http: reqwest::Client,
     url: String,
     authorization: Option<String>,
+    /// HTTP requests sent, by every clone (for requests per second next to flows).
+    sent: Arc<AtomicU64>,
 }
 
 /// What one reply carried.
@@ -95,7 +99,12 @@ impl Mcp {
             .connect_timeout(Duration::from_secs(5))
             .pool_max_idle_per_host(clients)
             .build()?;
-        Ok(Self { http, url: url.to_owned(), authorization })
+        Ok(Self { http, url: url.to_owned(), authorization, sent: Arc::new(AtomicU64::new(0)) })
+    }
+
+    /// HTTP requests sent so far.
+    pub(crate) fn requests_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// A 2026-07-28 request declaring `caps` (plus the tasks extension when `tasks`).
@@ -166,6 +175,7 @@ impl Mcp {
         if let Some(auth) = &self.authorization {
             req = req.header("authorization", auth);
         }
+        self.sent.fetch_add(1, Ordering::Relaxed);
         let resp = req.send().await.map_err(|e| CallError::Transport(e.to_string()))?;
         let status = resp.status().as_u16();
         let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);

@@ -45,6 +45,9 @@ pub(crate) struct Report {
     pub(crate) flows_ok: u64,
     pub(crate) flows_failed: u64,
     pub(crate) flows_per_second: f64,
+    /// HTTP requests sent (a flow sends one or more; retries and polls included).
+    pub(crate) requests: u64,
+    pub(crate) requests_per_second: f64,
     pub(crate) retried: u64,
     pub(crate) scenarios: Vec<ScenarioReport>,
     pub(crate) failures: std::collections::BTreeMap<String, u64>,
@@ -55,7 +58,7 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(url: &str, clients: usize, mix: String, elapsed: Duration, stats: &Stats) -> Self {
+    pub(crate) fn new(url: &str, clients: usize, mix: String, elapsed: Duration, stats: &Stats, requests: u64) -> Self {
         let scenarios = stats
             .scenarios
             .iter()
@@ -80,6 +83,8 @@ impl Report {
             flows_ok: stats.total_ok(),
             flows_failed: stats.total_failures(),
             flows_per_second: round(stats.total_ok() as f64 / secs(elapsed)),
+            requests,
+            requests_per_second: round(requests as f64 / secs(elapsed)),
             retried: stats.retried,
             scenarios,
             failures: stats.failures.clone(),
@@ -97,7 +102,7 @@ impl Report {
     pub(crate) fn markdown(&self) -> String {
         let mut out = format!(
             "## mcpgate-loadgen: {} flows ok, {} failed in {} s ({} flows/s)\n\n\
-             Target `{}`, {} clients, mix `{}`; {} transient failures retried.\n\n\
+             Target `{}`, {} clients, mix `{}`; {} HTTP requests ({}/s); {} transient failures retried.\n\n\
              | scenario | ok | failed | per second | p50 ms | p90 ms | p99 ms | max ms |\n\
              | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
             self.flows_ok,
@@ -107,6 +112,8 @@ impl Report {
             self.url,
             self.clients,
             self.mix,
+            self.requests,
+            self.requests_per_second,
             self.retried
         );
         for s in &self.scenarios {

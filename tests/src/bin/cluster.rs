@@ -1,5 +1,6 @@
 //! `mcpgate-cluster`: starts Redis, N replicas and nginx on loopback for scripts (the test
-//! command runs the conformance suite against it), prints `lb <url>`, and tears everything
+//! command runs the conformance suite against it; scripts/bench loads it), prints
+//! `redis <url>`, `replica <url> <pid>` for each replica and, last, `lb <url>`, and tears everything
 //! down when stdin closes or on SIGTERM/SIGINT, writing every replica's log and nginx's to
 //! stderr.
 
@@ -23,6 +24,12 @@ fn main() -> anyhow::Result<()> {
     let gateway_args: Vec<&str> = gateway_args.iter().map(String::as_str).collect();
     let cluster = mcpgate_e2e::Cluster::builder(replicas).args(&gateway_args).start()?;
     let mut out = std::io::stdout().lock();
+    if let Some((_, redis)) = cluster.env().iter().find(|(k, _)| k == "MCPGATE_REDIS_URL") {
+        writeln!(out, "redis {redis}")?;
+    }
+    for i in 0..replicas {
+        writeln!(out, "replica {} {}", cluster.replica_url(i), cluster.replica(i).pid())?;
+    }
     writeln!(out, "lb {}", cluster.url())?;
     out.flush()?;
     drop(out);

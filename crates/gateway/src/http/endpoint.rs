@@ -22,9 +22,10 @@ use crate::mcp::{Reply, Ticket, answer_task_input, dispatch};
 use crate::metrics::{MethodLabel, Outcome};
 use crate::state::AppState;
 
-/// The MCP endpoint. Its span carries the request's method, era and a pseudonymous principal
-/// id (filled in as they become known), so every log line of the request has them.
-#[tracing::instrument(name = "mcp", skip_all, fields(method = Empty, era = Empty, principal = Empty))]
+/// The MCP endpoint. Its span carries the request's method, era, a pseudonymous principal id
+/// and the task it creates or touches (filled in as they become known), so every log line and
+/// exported span of the request has them.
+#[tracing::instrument(name = "mcp", skip_all, fields(method = Empty, era = Empty, principal = Empty, task = Empty))]
 pub(super) async fn post_mcp(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
     let Ok(permit) = state.limiter.clone().try_acquire_owned() else {

@@ -9,7 +9,7 @@ mod render;
 mod request_state;
 pub mod session;
 mod task_input;
-mod task_view;
+pub mod task_view;
 
 pub use context::CallContext;
 pub use dispatch::{Reply, Ticket, dispatch};

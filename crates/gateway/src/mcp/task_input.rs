@@ -103,6 +103,7 @@ pub async fn answer(
         .map_err(|_| GatewayError::invalid_params("unknown or expired input request id"))?;
     let task = TaskId::parse(&input.task)
         .ok_or_else(|| GatewayError::invalid_params("unknown or expired input request id"))?;
+    tracing::Span::current().record("task", task.as_str());
     let Some(result) = response.result else {
         let message = response.error.as_ref().map(|e| clip(&e.message)).unwrap_or_default();
         tracing::info!(task = %task, key = %clip(&input.key), %message, "client answered an input request with an error");

@@ -15,7 +15,7 @@ use crate::error::GatewayError;
 use crate::time::iso8601;
 
 /// The extension's `Task`.
-pub(super) fn modern(record: &TaskRecord) -> Task {
+pub fn modern(record: &TaskRecord) -> Task {
     Task {
         task_id: record.id.to_string(),
         status: record.status,
@@ -28,7 +28,7 @@ pub(super) fn modern(record: &TaskRecord) -> Task {
 }
 
 /// 2025-11-25's `Task`.
-pub(super) fn legacy(record: &TaskRecord) -> LegacyTask {
+pub fn legacy(record: &TaskRecord) -> LegacyTask {
     LegacyTask {
         task_id: record.id.to_string(),
         status: legacy_status(record),
@@ -41,7 +41,7 @@ pub(super) fn legacy(record: &TaskRecord) -> LegacyTask {
 }
 
 /// The extension's `tasks/get` view: outstanding input requests, or the outcome, inline.
-pub(super) fn detailed(record: &TaskRecord) -> Result<DetailedTask, GatewayError> {
+pub fn detailed(record: &TaskRecord) -> Result<DetailedTask, GatewayError> {
     let mut view = DetailedTask {
         task: modern(record),
         input_requests: None,
@@ -64,13 +64,13 @@ pub(super) fn detailed(record: &TaskRecord) -> Result<DetailedTask, GatewayError
 }
 
 /// A parked task's outstanding input requests.
-pub(super) fn input_requests(record: &TaskRecord) -> Result<InputRequests, GatewayError> {
+pub fn input_requests(record: &TaskRecord) -> Result<InputRequests, GatewayError> {
     record.input_requests.iter().map(|(key, json)| Ok((key.clone(), parse(json, "input request")?))).collect()
 }
 
 /// What legacy `tasks/result` answers for a terminal task: the stored result with the
 /// related-task `_meta`, or the stored error.
-pub(super) fn legacy_result(record: &TaskRecord) -> Result<Vec<u8>, GatewayError> {
+pub fn legacy_result(record: &TaskRecord) -> Result<Vec<u8>, GatewayError> {
     match &record.outcome {
         Some(TaskOutcome::Result(json)) => {
             let mut result = parse::<Map<String, Value>>(json, "result")?;

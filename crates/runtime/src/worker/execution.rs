@@ -18,8 +18,15 @@ use crate::Principal;
 use crate::catalog::{Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
 use crate::task_metrics::TaskMetric;
 
-/// Runs one job (`reclaimed`: taken over from a worker that stopped renewing).
+/// Runs one job (`reclaimed`: taken over from a worker that stopped renewing), in a `task`
+/// span that carries the task id from the claim on (tool and attempt once claimed).
 pub(super) async fn run(shared: &Shared, job: Job, reclaimed: bool) {
+    let span =
+        tracing::info_span!("task", task = %job.task, tool = tracing::field::Empty, attempt = tracing::field::Empty);
+    tracing::Instrument::instrument(claim_and_execute(shared, job, reclaimed), span).await;
+}
+
+async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
     let options = &shared.options;
     let claim = shared.store.claim(&job, &options.worker_id, options.lease, options.max_attempts).await;
     let (lease, task) = match claim {
@@ -30,12 +37,12 @@ pub(super) async fn run(shared: &Shared, job: Job, reclaimed: bool) {
             (lease, *task)
         }
         Ok(Claim::Exhausted { tool }) => {
-            tracing::warn!(task = %job.task, "task failed: no attempt finished");
+            tracing::warn!("task failed: no attempt finished");
             options.metrics.count(&tool, TaskMetric::Failed);
             return;
         }
         Ok(Claim::Skip(why)) => {
-            tracing::debug!(task = %job.task, ?why, "job skipped");
+            tracing::debug!(?why, "job skipped");
             if why == mcpgate_store::Skip::Gone {
                 options.metrics.count("", TaskMetric::Expired);
             }
@@ -43,12 +50,14 @@ pub(super) async fn run(shared: &Shared, job: Job, reclaimed: bool) {
         }
         // The job stays pending; it is reclaimed once it has been idle for a lease.
         Err(e) => {
-            tracing::warn!(task = %job.task, error = %e, "claiming a job failed");
+            tracing::warn!(error = %e, "claiming a job failed");
             return;
         }
     };
-    let span = tracing::info_span!("task", task = %task.id, tool = %task.tool, attempt = task.attempts);
-    tracing::Instrument::instrument(execute(shared, job, lease, task), span).await;
+    let span = tracing::Span::current();
+    span.record("tool", task.tool.as_str());
+    span.record("attempt", task.attempts);
+    execute(shared, job, lease, task).await;
 }
 
 async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {

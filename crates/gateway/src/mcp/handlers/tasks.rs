@@ -136,7 +136,8 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
     if matches!(created, mcpgate_store::Created::New(_)) {
         state.task_metrics.count(&record.tool, TaskMetric::Created);
     }
-    tracing::debug!(task = %record.id, "task created");
+    tracing::Span::current().record("task", record.id.as_str());
+    tracing::debug!("task created");
     match cx.era {
         Era::Modern => {
             let result = CreateTaskResult {
@@ -338,8 +339,12 @@ async fn find(state: &AppState, cx: &CallContext, raw: &str) -> Result<TaskRecor
     }
 }
 
+/// The id a request names; the request's span records it (so every span of a task's life
+/// carries the task id).
 fn parse_id(raw: &str) -> Result<TaskId, GatewayError> {
-    TaskId::parse(raw).ok_or_else(|| not_found(raw))
+    let id = TaskId::parse(raw).ok_or_else(|| not_found(raw))?;
+    tracing::Span::current().record("task", id.as_str());
+    Ok(id)
 }
 
 fn not_found(raw: &str) -> GatewayError {
