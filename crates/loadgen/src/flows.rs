@@ -67,19 +67,22 @@ pub(crate) struct Shared {
 /// One virtual client: its id, request counter and legacy session.
 #[derive(Debug)]
 pub(crate) struct Client {
-    pub(crate) index: usize,
+    /// The run's nonce and the client's index: request ids and task labels start with it, so
+    /// a second run within the server's idempotency window creates new tasks rather than
+    /// being handed the first run's (which would read as instant, correct results).
+    tag: String,
     seq: u64,
     session: Option<String>,
 }
 
 impl Client {
-    pub(crate) fn new(index: usize) -> Self {
-        Self { index, seq: 0, session: None }
+    pub(crate) fn new(run: &str, index: usize) -> Self {
+        Self { tag: format!("{run}.{index}"), seq: 0, session: None }
     }
 
     fn next_id(&mut self) -> String {
         self.seq += 1;
-        format!("lg{}-{}", self.index, self.seq)
+        format!("lg{}-{}", self.tag, self.seq)
     }
 
     /// Runs one flow of `scenario`.
@@ -168,7 +171,7 @@ impl Client {
     }
 
     async fn task(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
-        let label = format!("t{}-{}", self.index, self.seq);
+        let label = format!("t{}-{}", self.tag, self.seq);
         let (task, poll) = self.create_task(shared, shared.task_seconds, &label, retried).await?;
         *created = true;
         let done = self.settle(shared, &task, poll, retried).await?;
@@ -179,7 +182,7 @@ impl Client {
     }
 
     async fn cancel(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
-        let label = format!("x{}-{}", self.index, self.seq);
+        let label = format!("x{}-{}", self.tag, self.seq);
         let (task, poll) = self.create_task(shared, 600.0, &label, retried).await?;
         *created = true;
         let id = self.next_id();
@@ -211,7 +214,7 @@ impl Client {
                 s
             }
         };
-        let label = format!("l{}-{}", self.index, self.seq);
+        let label = format!("l{}-{}", self.tag, self.seq);
         let id = self.next_id();
         let params =
             json!({"name": "slow_compute", "arguments": {"seconds": shared.task_seconds, "label": label}, "task": {}});
@@ -242,7 +245,7 @@ impl Client {
     }
 
     async fn mrtr2(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
-        let table = format!("tbl_{}_{}", self.index, self.seq);
+        let table = format!("tbl_{}_{}", self.tag, self.seq);
         let args = json!({"table": table, "older_than_days": 1});
         let state = self.round(shared, "delete_records", &args, json!({}), None, retried).await?;
         let answers = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
@@ -260,7 +263,7 @@ impl Client {
     }
 
     async fn mrtr3(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
-        let item = format!("WI-{}-{}", self.index, self.seq);
+        let item = format!("WI-{}-{}", self.tag, self.seq);
         let args = json!({"id": item});
         let s1 = self.round(shared, "update_work_item", &args, json!({}), None, retried).await?;
         let field = json!({"field": {"action": "accept", "content": {"field": "assignee"}}});

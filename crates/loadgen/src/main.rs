@@ -74,11 +74,12 @@ async fn run(options: Options, mix: Mix) -> anyhow::Result<u8> {
     let budget = options.flows;
     let bar = progress_bar(&options, &progress, started);
 
+    let nonce: Arc<str> = run_nonce().into();
     let mut handles = Vec::with_capacity(options.clients);
     for index in 0..options.clients {
-        let (shared, progress, mix) = (shared.clone(), progress.clone(), mix.clone());
+        let (shared, progress, mix, nonce) = (shared.clone(), progress.clone(), mix.clone(), nonce.clone());
         handles.push(tokio::spawn(async move {
-            let mut client = Client::new(index);
+            let mut client = Client::new(&nonce, index);
             let mut stats = Stats::default();
             // A per-client xorshift: scenario draws need no shared state.
             let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -163,4 +164,11 @@ fn progress_bar(options: &Options, progress: &Arc<Progress>, started: Instant) -
         }
     });
     Some(bar)
+}
+
+/// A short tag telling this run's requests and tasks from an earlier run's (clock and pid).
+fn run_nonce() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+    format!("{:08x}", mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32)
 }
