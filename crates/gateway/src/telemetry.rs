@@ -76,7 +76,7 @@ fn export_layer(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Option<BoxedLayer>, Telemetry), GatewayError> {
     use opentelemetry::trace::TracerProvider as _;
-    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::filter::{FilterExt as _, LevelFilter, Targets, filter_fn};
 
     let Some(endpoint) = endpoint else { return Ok((None, Telemetry::default())) };
     let failed = |problem: String| GatewayError::Startup { what: format!("span export to {endpoint}"), problem };
@@ -84,7 +84,7 @@ fn export_layer(
     // crypto provider, as the JWKS client does.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself (endpoint, headers,
-    // timeout, compression).
+    // timeout; no compression is built in).
     let exporter =
         opentelemetry_otlp::SpanExporter::builder().with_http().build().map_err(|e| failed(e.to_string()))?;
     let service = env("OTEL_SERVICE_NAME").filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "mcpgate".to_owned());
@@ -94,11 +94,10 @@ fn export_layer(
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("mcpgate");
-    let targets = Targets::new()
-        .with_target("mcpgate", LevelFilter::INFO)
-        .with_target("mcpgate_runtime", LevelFilter::INFO)
-        .with_target("mcpgate_store", LevelFilter::INFO);
-    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(targets).boxed();
+    // Spans only ("mcpgate" matches every mcpgate_* crate too): log events carry details
+    // (error texts, a client's error message) that must not leave through traces.
+    let filter = Targets::new().with_target("mcpgate", LevelFilter::INFO).and(filter_fn(|meta| meta.is_span()));
+    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter).boxed();
     Ok((Some(layer), Telemetry { provider: Some(provider) }))
 }
 

@@ -145,6 +145,7 @@ impl Client {
         let deadline = Instant::now() + shared.deadline;
         loop {
             let id = self.next_id();
+            let mut failed = false;
             match shared.mcp.modern(&id, "tasks/get", json!({"taskId": task}), true).await {
                 Ok(answer) => {
                     let status = answer.result["status"].as_str().unwrap_or_default();
@@ -152,7 +153,10 @@ impl Client {
                         return Ok(answer.result);
                     }
                 }
-                Err(e) if e.transient() => *retried += 1,
+                Err(e) if e.transient() => {
+                    *retried += 1;
+                    failed = true;
+                }
                 Err(CallError::Rpc { code: -32602, message, .. }) => {
                     return Err(Failure::Lost(format!("task {task} vanished: {message}")));
                 }
@@ -161,7 +165,10 @@ impl Client {
             if Instant::now() + poll > deadline {
                 return Err(Failure::Lost(format!("task {task} not terminal within {:?}", shared.deadline)));
             }
-            if poll.is_zero() {
+            if failed {
+                // A restarting replica refuses at once: do not spin on it.
+                tokio::time::sleep(poll.max(Duration::from_millis(50))).await;
+            } else if poll.is_zero() {
                 // Back to back (a timer of zero still waits for the timer wheel's next tick).
                 tokio::task::yield_now().await;
             } else {

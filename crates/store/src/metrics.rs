@@ -1,5 +1,5 @@
 //! Redis call latency and failures, for `/metrics`: every call the Redis store makes (a
-//! script, a read, a pipeline) is one observation, from pool checkout to reply.
+//! script, a read, a pipeline) is one observation, from the call to the reply.
 //!
 //! Invariant: fixed buckets and labels; recording is a few relaxed atomic increments.
 
@@ -51,7 +51,7 @@ impl StoreMetrics {
     /// Appends the Prometheus text exposition.
     pub fn render(&self, out: &mut String) {
         out.push_str(
-            "# HELP mcpgate_redis_call_duration_seconds Redis calls (script, read or pipeline), checkout to reply.\n",
+            "# HELP mcpgate_redis_call_duration_seconds Redis calls (script, read or pipeline), call to reply.\n",
         );
         out.push_str("# TYPE mcpgate_redis_call_duration_seconds histogram\n");
         let mut cumulative = 0;

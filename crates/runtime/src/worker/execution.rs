@@ -37,7 +37,7 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
             (lease, *task)
         }
         Ok(Claim::Exhausted { tool }) => {
-            tracing::warn!("task failed: no attempt finished");
+            tracing::warn!(task = %job.task, "task failed: no attempt finished");
             options.metrics.count(&tool, TaskMetric::Failed);
             return;
         }
@@ -50,7 +50,7 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
         }
         // The job stays pending; it is reclaimed once it has been idle for a lease.
         Err(e) => {
-            tracing::warn!(error = %e, "claiming a job failed");
+            tracing::warn!(task = %job.task, error = %e, "claiming a job failed");
             return;
         }
     };

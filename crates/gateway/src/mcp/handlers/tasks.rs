@@ -262,7 +262,7 @@ pub(in crate::mcp) fn result(
             // Input requests already sent on this stream (keys are never reused in a task).
             let mut sent: HashSet<String> = HashSet::new();
             loop {
-                let record = find(&state, &cx, &params.task_id).await?;
+                let record = find_quietly(&state, &cx, &id, &params.task_id).await?;
                 if record.status.is_terminal() {
                     return task_view::legacy_result(&record).map(Bytes::from);
                 }
@@ -333,7 +333,13 @@ fn legacy_task(state: &AppState, cx: &CallContext, record: &TaskRecord) -> Resul
 /// The caller's task, or "not found" (unknown, expired, malformed, or another's).
 async fn find(state: &AppState, cx: &CallContext, raw: &str) -> Result<TaskRecord, GatewayError> {
     let id = parse_id(raw)?;
-    match state.store.get(&id).await? {
+    find_quietly(state, cx, &id, raw).await
+}
+
+/// [`find`] of an id already parsed (and recorded on the span), e.g. on every wake-up of a
+/// waiting `tasks/result`.
+async fn find_quietly(state: &AppState, cx: &CallContext, id: &TaskId, raw: &str) -> Result<TaskRecord, GatewayError> {
+    match state.store.get(id).await? {
         Some(record) if record.owner == cx.principal.key() => Ok(record),
         _ => Err(not_found(raw)),
     }
