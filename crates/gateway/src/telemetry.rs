@@ -18,7 +18,7 @@ use crate::config::{LogConfig, LogFormat};
 use crate::error::GatewayError;
 
 /// The environment variables that turn span export on.
-pub const OTLP_ENDPOINT_VARS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];
+const OTLP_ENDPOINT_VARS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];
 
 /// Keeps span export running; flushes what is buffered when dropped (at exit).
 #[derive(Debug, Default)]

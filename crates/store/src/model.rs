@@ -104,6 +104,34 @@ pub struct NewTask {
     pub index_horizon_ms: Option<u64>,
 }
 
+impl NewTask {
+    /// The record this task starts as, once created as `id` at `created_ms` (store clock):
+    /// working, never run, nothing asked yet.
+    pub fn into_record(self, id: TaskId, created_ms: u64) -> TaskRecord {
+        TaskRecord {
+            id,
+            owner: self.owner,
+            issuer: self.issuer,
+            subject: self.subject,
+            era: self.era,
+            tool: self.tool,
+            arguments: self.arguments,
+            capabilities: self.capabilities,
+            status: TaskStatus::Working,
+            status_message: None,
+            created_ms,
+            updated_ms: created_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            outcome: None,
+            attempts: 0,
+            input_requests: RawByKey::new(),
+            state: self.state,
+            input_responses: self.input_responses,
+        }
+    }
+}
+
 /// How a task ended (or what a failed task carries), as raw JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskOutcome {

@@ -107,34 +107,15 @@ impl State {
         }
         let shard = u16::from(task.idempotency[0]) % self.shards;
         let id = TaskId::generate(u8::try_from(shard).unwrap_or(0));
-        let record = TaskRecord {
-            id: id.clone(),
-            owner: task.owner,
-            issuer: task.issuer,
-            subject: task.subject,
-            era: task.era,
-            tool: task.tool,
-            arguments: task.arguments,
-            capabilities: task.capabilities,
-            status: TaskStatus::Working,
-            status_message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms: task.ttl_ms,
-            poll_interval_ms: task.poll_interval_ms,
-            outcome: None,
-            attempts: 0,
-            input_requests: RawByKey::new(),
-            state: task.state,
-            input_responses: task.input_responses,
-        };
-        if let Some(ttl) = task.ttl_ms {
+        let (ttl_ms, idempotency, window_ms) = (task.ttl_ms, task.idempotency, task.idempotency_window_ms);
+        let record = task.into_record(id.clone(), now);
+        if let Some(ttl) = ttl_ms {
             self.expiries.insert((now.saturating_add(ttl), id.clone()));
         }
         self.owners.entry(record.owner.clone()).or_default().insert((now, id.clone()));
-        let expires = now.saturating_add(task.idempotency_window_ms);
-        self.idempotency.insert(task.idempotency, (id.clone(), expires));
-        self.idempotency_order.push_back((expires, task.idempotency));
+        let expires = now.saturating_add(window_ms);
+        self.idempotency.insert(idempotency, (id.clone(), expires));
+        self.idempotency_order.push_back((expires, idempotency));
         self.enqueue(id.clone());
         self.tasks.insert(id, Entry { record: record.clone(), lease_token: 0, lease_until: 0 });
         Created::New(record)

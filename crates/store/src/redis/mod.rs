@@ -212,19 +212,18 @@ impl RedisStore {
         let work = async {
             let mut attempt = 0;
             loop {
-                let (pooled, mut conn) = match &inner.backend {
+                let (generation, mut conn) = match &inner.backend {
                     Backend::Single { pool, .. } => {
                         let pooled = pool.get().await?;
-                        let conn = Conn::Single(pooled.conn.clone());
-                        (Some(pooled), conn)
+                        (Some(pooled.generation), Conn::Single(pooled.conn))
                     }
                     Backend::Cluster { conn, .. } => (None, Conn::Cluster(conn.clone())),
                 };
                 match f(&mut conn, data).await {
                     Ok(v) => return Ok(v),
                     Err(e) if is_connection_failure(&e) => {
-                        if let (Some(pooled), Backend::Single { pool, .. }) = (pooled, &inner.backend) {
-                            pool.retire(&pooled);
+                        if let (Some(generation), Backend::Single { pool, .. }) = (generation, &inner.backend) {
+                            pool.retire(generation);
                         }
                         attempt += 1;
                         if retry == Retry::No || attempt > 1 {

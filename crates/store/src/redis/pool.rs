@@ -23,7 +23,7 @@ use crate::error::StoreError;
 #[derive(Clone)]
 pub(super) struct Pooled {
     pub(super) conn: MultiplexedConnection,
-    generation: u64,
+    pub(super) generation: u64,
 }
 
 /// The shared connections.
@@ -80,12 +80,12 @@ impl Connections {
         Ok(conn)
     }
 
-    /// After a connection-level failure on `conn`: retires every connection of its
-    /// generation (once, however many callers saw the failure).
-    pub(super) fn retire(&self, conn: &Pooled) {
+    /// After a connection-level failure on a connection of `generation`: retires every
+    /// connection of it (once, however many callers saw the failure).
+    pub(super) fn retire(&self, generation: u64) {
         let _ = self.generation.compare_exchange(
-            conn.generation,
-            conn.generation.wrapping_add(1),
+            generation,
+            generation.wrapping_add(1),
             Ordering::AcqRel,
             Ordering::Acquire,
         );

@@ -60,27 +60,7 @@ impl TaskStore for RedisStore {
             match (item(&out, 0).as_deref(), item(&out, 1)) {
                 (Some("1"), Some(created)) => {
                     let created_ms = created.parse().unwrap_or(0);
-                    return Ok(Created::New(TaskRecord {
-                        id,
-                        owner: task.owner,
-                        issuer: task.issuer,
-                        subject: task.subject,
-                        era: task.era,
-                        tool: task.tool,
-                        arguments: task.arguments,
-                        capabilities: task.capabilities,
-                        status: TaskStatus::Working,
-                        status_message: None,
-                        created_ms,
-                        updated_ms: created_ms,
-                        ttl_ms: task.ttl_ms,
-                        poll_interval_ms: task.poll_interval_ms,
-                        outcome: None,
-                        attempts: 0,
-                        input_requests: RawByKey::new(),
-                        state: task.state,
-                        input_responses: task.input_responses,
-                    }));
+                    return Ok(Created::New(task.into_record(id, created_ms)));
                 }
                 (Some("0"), Some(existing)) => {
                     let existing = TaskId::parse(&existing)
