@@ -11,6 +11,8 @@
 //! Invariant: nothing from an earlier request is consulted; a request's params are decoded
 //! once on the success path (and `_meta` alone is re-read only to rank errors when they fail).
 
+use std::sync::Arc;
+
 use axum::http::HeaderMap;
 use serde::Deserialize;
 
@@ -82,16 +84,16 @@ pub(super) fn admit<P: Params>(
         Err(_) => peek_meta(request),
     };
     let header_version = headers.get(MCP_PROTOCOL_VERSION).map(|v| clip(v.to_str().unwrap_or("\u{fffd}").trim()));
-    let claimed_version = match &meta {
-        Ok(meta) => meta.as_ref().and_then(|m| m.protocol_version.clone()),
-        Err(peeked) => peeked.version.clone(),
+    let claims_version = match &meta {
+        Ok(meta) => meta.as_ref().is_some_and(|m| m.protocol_version.is_some()),
+        Err(peeked) => peeked.names_version,
     };
-    let era = decide_era(claimed_version.is_some(), header_version.as_deref());
+    let era = decide_era(claims_version, header_version.as_deref());
     let fail = |error: GatewayError| ErrorReply { error, id: Some(request.id.clone()), era };
     let Some(era) = era else {
         return Err(fail(GatewayError::UnsupportedVersion { requested: header_version.unwrap_or_default() }));
     };
-    let meta = match meta {
+    let mut meta = match meta {
         Ok(meta) => meta.unwrap_or_default(),
         // `_meta` names a version but some member is malformed: say so, rather than "missing".
         Err(peeked) if era == Era::Modern => {
@@ -107,13 +109,13 @@ pub(super) fn admit<P: Params>(
             let exists = method.is_some_and(|m| m.exists_in(Era::Modern));
             let name = typed.as_ref().ok().filter(|_| exists).and_then(Params::mirrored_name);
             check_routing(headers, &request.method, name).map_err(&fail)?;
-            (version, meta.client_capabilities.clone().unwrap_or_default())
+            (version, Arc::new(meta.client_capabilities.take().unwrap_or_default()))
         }
         Era::Legacy if method == Some(Method::Initialize) => (ProtocolVersion::LATEST_LEGACY, Default::default()),
         Era::Legacy => {
             let session = admit_legacy(state, headers, &principal, header_version.as_deref()).map_err(&fail)?;
             let version = session.protocol_version().unwrap_or(ProtocolVersion::LATEST_LEGACY);
-            (version, session.capabilities)
+            (version, Arc::new(session.capabilities))
         }
     };
     let Some(method) = method.filter(|m| m.exists_in(era)) else {
@@ -135,7 +137,8 @@ pub(super) fn admit<P: Params>(
 
 /// What could be read of a `_meta` that did not decode.
 struct PeekedMeta {
-    version: Option<String>,
+    /// Whether it names a protocol version.
+    names_version: bool,
     problem: String,
 }
 
@@ -150,10 +153,10 @@ fn peek_meta(request: &Request<'_>) -> Result<Option<RequestMeta>, PeekedMeta> {
     let Ok(Loose { meta: Some(raw) }) = decode_params::<Loose>(request.params) else {
         return Ok(None);
     };
-    let version = raw.get(PROTOCOL_VERSION_KEY).and_then(serde_json::Value::as_str).map(str::to_owned);
+    let names_version = raw.get(PROTOCOL_VERSION_KEY).is_some_and(serde_json::Value::is_string);
     match serde_json::from_value::<RequestMeta>(serde_json::Value::Object(raw)) {
         Ok(meta) => Ok(Some(meta)),
-        Err(e) => Err(PeekedMeta { version, problem: clip(&e.to_string()) }),
+        Err(e) => Err(PeekedMeta { names_version, problem: clip(&e.to_string()) }),
     }
 }
 

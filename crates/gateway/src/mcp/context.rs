@@ -1,5 +1,7 @@
 //! What the gateway knows about one admitted request once its era rules have been applied.
 
+use std::sync::Arc;
+
 use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::meta::{LoggingLevel, ProgressToken};
 use mcpgate_protocol::{Era, Method, ProtocolVersion, RequestId};
@@ -19,8 +21,9 @@ pub struct CallContext {
     pub version: ProtocolVersion,
     /// The caller.
     pub principal: Principal,
-    /// What the client declared (modern: this request's `_meta`; legacy: at `initialize`).
-    pub capabilities: ClientCapabilities,
+    /// What the client declared (modern: this request's `_meta`; legacy: at `initialize`);
+    /// shared with the tool's context and with work that outlives the handler.
+    pub capabilities: Arc<ClientCapabilities>,
     /// Progress opt-in.
     pub progress_token: Option<ProgressToken>,
     /// Log opt-in.

@@ -26,13 +26,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use mcpgate_protocol::Era;
 use mcpgate_protocol::input::{
     InputRequests, InputResponse, InputResponses, RawInputResponses, decode_input_responses,
 };
+use mcpgate_runtime::catalog::ToolCall;
 use mcpgate_seal::{Binding, OpenFailure, Purpose, SealError, Sealer, context_digest};
 use mcpgate_store::OnceMarks as _;
-
-use mcpgate_protocol::Era;
 
 use super::context::CallContext;
 use super::session::now_ms;
@@ -126,7 +126,7 @@ impl Round {
     /// gets every well-formed answer (malformed ones are ignored: the tool asks again), and a
     /// call that will be a task gets none. Call [`Round::commit`] once the request passed
     /// every other check.
-    pub(super) async fn resume(
+    pub(super) fn resume(
         state: &AppState,
         cx: &CallContext,
         target: Target,
@@ -152,6 +152,12 @@ impl Round {
             }
         }
         Ok(Self { target, answers, state: carried.state, mark })
+    }
+
+    /// The call the handler runs this round: `arguments`, every answer so far (kept here too,
+    /// for the next round's state) and the tool's continuation (handed over).
+    pub(super) fn tool_call(&mut self, arguments: Value) -> ToolCall {
+        ToolCall { arguments, input_responses: self.answers.clone(), state: self.state.take() }
     }
 
     /// Records the use of a single-use state: after the retry passed validation, before it

@@ -5,6 +5,8 @@
 //! progress, a `logLevel` at or below the message's level for logs) and only on that
 //! request's own stream; inside a task, progress becomes the task's status message instead.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -83,7 +85,7 @@ enum Reporter {
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     principal: Principal,
-    capabilities: ClientCapabilities,
+    capabilities: Arc<ClientCapabilities>,
     reporter: Reporter,
     cancel: CancellationToken,
 }
@@ -92,7 +94,7 @@ impl ToolContext {
     /// The context of a request.
     pub fn new(
         principal: Principal,
-        capabilities: ClientCapabilities,
+        capabilities: Arc<ClientCapabilities>,
         progress_token: Option<ProgressToken>,
         log_level: Option<LoggingLevel>,
         notifier: Notifier,
@@ -104,7 +106,7 @@ impl ToolContext {
     /// The context of a task run by a worker.
     pub fn for_task(
         principal: Principal,
-        capabilities: ClientCapabilities,
+        capabilities: Arc<ClientCapabilities>,
         status: watch::Sender<Option<String>>,
         cancel: CancellationToken,
     ) -> Self {
@@ -113,7 +115,7 @@ impl ToolContext {
 
     /// A context with no client behind it (tests, benchmarks).
     pub fn detached(principal: Principal, capabilities: ClientCapabilities) -> Self {
-        Self::new(principal, capabilities, None, None, Notifier::default(), CancellationToken::new())
+        Self::new(principal, Arc::new(capabilities), None, None, Notifier::default(), CancellationToken::new())
     }
 
     /// The caller.

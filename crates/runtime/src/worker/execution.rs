@@ -85,7 +85,7 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     let (status_tx, status_rx) = watch::channel(None);
     let cancel = shared.shutdown.child_token();
     let principal = Principal::new(&task.issuer, &task.subject, Vec::new());
-    let cx = ToolContext::for_task(principal, capabilities, status_tx, cancel.clone());
+    let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone());
     tracing::debug!("task run started");
     let expires = task.ttl_ms.map(|ttl| {
         let left = task.created_ms.saturating_add(ttl).saturating_sub(wall_clock_ms());

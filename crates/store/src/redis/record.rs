@@ -21,6 +21,17 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// `v` as text, taking its bytes (a record's fields can be large results).
+fn into_text(v: Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b).ok(),
+        Value::SimpleString(s) => Some(s),
+        Value::Int(n) => Some(n.to_string()),
+        Value::VerbatimString { text, .. } => Some(text),
+        _ => None,
+    }
+}
+
 /// The `i`-th element of a script reply as text.
 pub(super) fn item(values: &[Value], i: usize) -> Option<String> {
     values.get(i).and_then(text)
@@ -37,17 +48,17 @@ pub(super) fn parse_status(s: &str) -> Option<TaskStatus> {
     })
 }
 
-/// Decodes `field, value, field, value, …`; `None` for an empty list (no such key).
-pub(super) fn decode(pairs: &[Value]) -> Result<Option<TaskRecord>, StoreError> {
+/// Decodes `field, value, field, value, …` (taking the values); `None` for an empty list (no
+/// such key).
+pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError> {
     if pairs.is_empty() {
         return Ok(None);
     }
     let mut fields: HashMap<String, String> = HashMap::with_capacity(pairs.len() / 2);
     let (mut requests, mut answers, mut asked) = (RawByKey::new(), RawByKey::new(), RawByKey::new());
-    for pair in pairs.chunks(2) {
-        if let [k, v] = pair
-            && let (Some(k), Some(v)) = (text(k), text(v))
-        {
+    let mut values = pairs.into_iter();
+    while let (Some(k), Some(v)) = (values.next(), values.next()) {
+        if let (Some(k), Some(v)) = (into_text(k), into_text(v)) {
             if let Some(key) = k.strip_prefix("req:") {
                 requests.insert(key.to_owned(), v);
             } else if let Some(key) = k.strip_prefix("ans:") {

@@ -81,7 +81,7 @@ impl TaskStore for RedisStore {
         let mut cmd = redis::cmd("HGETALL");
         cmd.arg(&key);
         let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
-        decode(&pairs)
+        decode(pairs)
     }
 
     async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
@@ -121,7 +121,7 @@ impl TaskStore for RedisStore {
         let records: Vec<Vec<Value>> = self.call_each(Retry::Yes, reads).await?;
         let mut tasks = Vec::with_capacity(records.len());
         let mut dead = Vec::new();
-        for (pairs, (member, id)) in records.iter().zip(&entries) {
+        for (pairs, (member, id)) in records.into_iter().zip(&entries) {
             match decode(pairs)? {
                 Some(record) => tasks.push(record),
                 // The task expired: drop its index entry now (one extra round trip, only then).
@@ -141,16 +141,16 @@ impl TaskStore for RedisStore {
 
     async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
         let keys = &self.inner.keys;
-        let out = reply(
+        let mut out = reply(
             self.script(Retry::No, &scripts::CANCEL, vec![keys.task(id)], vec![owner.to_owned(), keys.channel(id)])
                 .await?,
         )?;
         match item(&out, 0).as_deref() {
             Some("notfound") => Ok(Cancelled::NotFound),
             Some("terminal") => {
-                decode(&out[1..])?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::AlreadyTerminal(r)))
+                decode(out.split_off(1))?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::AlreadyTerminal(r)))
             }
-            Some("ok") => decode(&out[1..])?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::Now(r))),
+            Some("ok") => decode(out.split_off(1))?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::Now(r))),
             _ => Err(StoreError::Corrupt { detail: "unexpected cancel reply".to_owned() }),
         }
     }
@@ -158,7 +158,7 @@ impl TaskStore for RedisStore {
     async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
         let keys = &self.inner.keys;
         let shard = job.task.shard();
-        let out = reply(
+        let mut out = reply(
             self.script(
                 Retry::No,
                 &scripts::CLAIM,
@@ -178,7 +178,7 @@ impl TaskStore for RedisStore {
                 let token = item(&out, 1)
                     .and_then(|t| t.parse().ok())
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a token".to_owned() })?;
-                let record = decode(&out[2..])?
+                let record = decode(out.split_off(2))?
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a record".to_owned() })?;
                 let lease =
                     Lease { task: job.task.clone(), token, entry: job.entry.clone(), worker: worker.to_owned() };

@@ -10,7 +10,6 @@ use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::state::AppState;
-use mcpgate_runtime::catalog::ToolCall;
 
 /// Validates a prompt request (known prompt, required arguments present, the echoed
 /// requestState) and prepares it.
@@ -32,9 +31,8 @@ pub(in crate::mcp) async fn get_prompt(
     }
     let arguments = Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>());
     let target = Target::new(cx, &params.name, &arguments, Mode::Now)?;
-    let mut round =
-        Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
+    let mut round = Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref())?;
     round.commit(state).await?;
-    let call = ToolCall { arguments, input_responses: round.answers.clone(), state: round.state.clone() };
+    let call = round.tool_call(arguments);
     Ok(prepare(state, cx, round, move |tcx| Box::pin(async move { prompt.get(call, &tcx).await })))
 }

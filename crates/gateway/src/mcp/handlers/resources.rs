@@ -19,8 +19,7 @@ pub(in crate::mcp) async fn read_resource(
     params: ReadResourceParams,
 ) -> Result<Prepared, GatewayError> {
     let target = Target::new(cx, &params.uri, &mcpgate_protocol::JsonObject::new(), Mode::Now)?;
-    let mut round =
-        Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
+    let mut round = Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref())?;
     round.commit(state).await?;
     let uri = params.uri;
     let catalog_state = state.clone();

@@ -98,7 +98,7 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
     let arguments =
         serde_json::to_string(&plan.arguments).map_err(|e| GatewayError::internal(format!("arguments: {e}")))?;
     let capabilities =
-        serde_json::to_string(&cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
+        serde_json::to_string(&*cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
     let request_id = serde_json::to_string(&cx.id).unwrap_or_default();
     let mut input_responses = RawAnswers::new();
     for (key, answer) in &plan.answers {

@@ -52,9 +52,8 @@ pub(in crate::mcp) async fn call_tool(
     let arguments = Value::Object(params.arguments.take().unwrap_or_default());
     let mode = if as_task.is_some() { Mode::BeforeTask } else { Mode::Now };
     let target = Target::new(cx, &params.name, &arguments, mode)?;
-    let mut round =
-        Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref()).await?;
-    let call = ToolCall { arguments, input_responses: round.answers.clone(), state: round.state.clone() };
+    let mut round = Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref())?;
+    let call = round.tool_call(arguments);
     if let Some(ttl) = as_task {
         // Refused now, not by a worker later: a task is only created for a call that can run.
         tool.check(&call.arguments)?;
