@@ -307,3 +307,41 @@ async fn a_whole_legacy_session_through_the_load_balancer() -> anyhow::Result<()
     assert_eq!(result.events()?.last().expect("final")["result"]["content"][0]["text"], "Computed result in 0.2 s");
     Ok(())
 }
+
+/// A rolling upgrade adds a tool: a replica of the old release reads the new tool's job, leaves
+/// it for another replica instead of failing the task, and a replica that knows the tool runs
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_for_an_unknown_tool_completes_on_a_replica_that_knows_it() -> anyhow::Result<()> {
+    // Replica 0 knows the tool but runs no tasks; replica 1 (the "old release") does not
+    // know it and runs tasks.
+    let mut cluster = Cluster::builder(2)
+        .env("MCPGATE_TOOLSET", "conformance")
+        .replica_env(0, "MCPGATE_TASKS_MAX_RUNNING", "0")
+        .replica_env(1, "MCPGATE_TOOLSET", "demo")
+        .start()?;
+    let client = Client::new()?;
+    let created = modern(
+        &client,
+        &cluster.replica_url(0),
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "upgrade"}}),
+    )
+    .await?;
+    let id = task_id(&created);
+    // The old replica passes it round (a deferral every half second) without failing it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cluster.replica(1).logs().contains("tool unknown here") {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica 1 never saw the job");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let waiting = modern(&client, &cluster.replica_url(0), "tasks/get", json!({"taskId": id})).await?;
+    assert_eq!(waiting["result"]["status"], "working", "not failed while no replica could run it: {waiting}");
+    // The new release arrives: it runs the task.
+    cluster.add_replica(&[("MCPGATE_TOOLSET", "conformance")])?;
+    let done = settle(&client, &cluster.replica_url(0), &id, Duration::from_secs(20)).await?;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed upgrade in 0 s", "{done}");
+    Ok(())
+}

@@ -339,3 +339,72 @@ async fn thousands_of_waiters_on_slow_clients_keep_memory_bounded() -> anyhow::R
     drop(sockets);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_stall_under_load_loses_no_task() -> anyhow::Result<()> {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut cluster = cluster(3).start()?;
+    let client = Client::new()?;
+    let lb = cluster.url();
+    let load = Load::start(
+        &lb,
+        &[
+            "--clients",
+            "8",
+            "--duration",
+            "14",
+            "--poll-ms",
+            "50",
+            "--task-seconds",
+            "0.3",
+            "--task-deadline",
+            "60",
+            "--mix",
+            "sync=30,task=40,legacy_task=30",
+        ],
+    )?;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Frozen for six command timeouts: every call in flight times out, connections stay open.
+    cluster.redis().pause();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cluster.redis().resume();
+    // The fleet serves tasks again within seconds: a task created now completes.
+    let resumed = tokio::time::Instant::now();
+    let deadline = resumed + Duration::from_secs(15);
+    let done = loop {
+        let call =
+            json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "after"}, "_meta": tasks_meta()});
+        let reply = client.modern(&lb, "tools/call", call).await?;
+        if reply.status == 200
+            && let Some(id) = reply.json()?["result"]["taskId"].as_str().map(str::to_owned)
+        {
+            let get = json!({"taskId": id, "_meta": tasks_meta()});
+            let task = client.modern(&lb, "tasks/get", get).await?.json()?;
+            if task["result"]["status"] == "completed" {
+                break task;
+            }
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no task completed within 15 s of the stall ending");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!("a task completed {:?} after Redis came back", resumed.elapsed());
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "Computed after in 0 s", "{done}");
+
+    let report = load.finish(Duration::from_secs(150)).await?;
+    assert_nothing_lost(&report);
+    for (kind, count) in report["failures"].as_object().into_iter().flatten() {
+        assert!(matches!(kind.as_str(), "transport" | "http_502" | "http_503" | "http_504"), "{kind}: {count}");
+    }
+    // The stall was seen as timeouts, not as dead connections.
+    let mut timeouts = 0.0;
+    for i in 0..3 {
+        let (_, text) = client.get(&format!("http://{}/metrics", cluster.replica(i).addr())).await?;
+        timeouts += text
+            .lines()
+            .find_map(|l| l.strip_prefix("mcpgate_redis_call_failures_total{kind=\"timeout\"} "))
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or(0.0);
+    }
+    assert!(timeouts > 0.0, "the stall was counted as timeouts");
+    Ok(())
+}

@@ -3,6 +3,7 @@
 mod cluster;
 mod deploy;
 mod faults;
+mod idempotency;
 mod jwt;
 mod mrtr;
 mod process;

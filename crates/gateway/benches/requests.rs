@@ -126,6 +126,7 @@ fn completed_record() -> TaskRecord {
         tool: "slow_compute".to_owned(),
         arguments: r#"{"seconds":0}"#.to_owned(),
         capabilities: "{}".to_owned(),
+        scopes: Vec::new(),
         status: TaskStatus::Completed,
         status_message: None,
         created_ms: 1_795_000_000_000,
@@ -135,6 +136,7 @@ fn completed_record() -> TaskRecord {
         outcome: Some(TaskOutcome::Result(
             r#"{"content":[{"type":"text","text":"done after 0 s"}],"isError":false}"#.to_owned(),
         )),
+        tool_error: false,
         attempts: 1,
         input_requests: Default::default(),
         state: None,

@@ -71,6 +71,7 @@ pub struct Metrics {
     count: Vec<AtomicU64>,
     auth_failures: AtomicU64,
     seal_failures: [AtomicU64; SEAL_REASONS.len()],
+    missing_mcp_name: AtomicU64,
     in_flight: AtomicI64,
 }
 
@@ -84,6 +85,7 @@ impl Default for Metrics {
             count: zeros(METHODS),
             auth_failures: AtomicU64::new(0),
             seal_failures: Default::default(),
+            missing_mcp_name: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
         }
     }
@@ -117,6 +119,11 @@ impl Metrics {
         if let Some(i) = SEAL_REASONS.iter().position(|r| *r == reason) {
             self.seal_failures[i].fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Counts a 2026-07-28 `tasks/*` request accepted without its `Mcp-Name` header.
+    pub fn missing_mcp_name(&self) {
+        self.missing_mcp_name.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Marks a request as started; the guard marks it finished (it may outlive the handler,
@@ -183,6 +190,11 @@ impl Metrics {
             let n = self.seal_failures[i].load(Ordering::Relaxed);
             let _ = writeln!(out, "mcpgate_seal_failures_total{{reason=\"{}\"}} {n}", reason.as_str());
         }
+        out.push_str(
+            "# HELP mcpgate_missing_mcp_name_total 2026-07-28 tasks/* requests accepted without an Mcp-Name header.\n",
+        );
+        out.push_str("# TYPE mcpgate_missing_mcp_name_total counter\n");
+        let _ = writeln!(out, "mcpgate_missing_mcp_name_total {}", self.missing_mcp_name.load(Ordering::Relaxed));
         out
     }
 }

@@ -212,6 +212,7 @@ fn worker_options(config: &Config, metrics: Arc<TaskMetrics>) -> WorkerOptions {
         lease: Duration::from_millis(config.tasks.lease_ms),
         max_attempts: u32::try_from(config.tasks.max_attempts).unwrap_or(3),
         read_block: Duration::from_secs(5),
+        unknown_tool_grace: Duration::from_secs(config.tasks.unknown_tool_grace_secs),
         metrics,
     }
 }

@@ -19,6 +19,9 @@ pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 /// Result `_meta` key: server implementation info.
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key (mcpgate's own): the idempotency key of a task-creating call, for clients that
+/// cannot set the `Idempotency-Key` header.
+pub const IDEMPOTENCY_KEY: &str = "io.mcpgate/idempotencyKey";
 /// Legacy `_meta` key tying a message to a task.
 pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 
@@ -40,6 +43,9 @@ pub struct RequestMeta {
     /// Opt-in to `notifications/progress` for this request.
     #[serde(rename = "progressToken", default, skip_serializing_if = "Option::is_none")]
     pub progress_token: Option<ProgressToken>,
+    /// Deduplicates task creation (like the `Idempotency-Key` header).
+    #[serde(rename = "io.mcpgate/idempotencyKey", default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// An opaque progress token: a string or an integer.

@@ -90,6 +90,11 @@ impl Method {
         Self::ALL.into_iter().find(|m| m.as_str() == name)
     }
 
+    /// Whether it is one of the `tasks/*` methods.
+    pub fn is_task_method(self) -> bool {
+        matches!(self, Self::TasksGet | Self::TasksResult | Self::TasksList | Self::TasksCancel | Self::TasksUpdate)
+    }
+
     /// Whether the method exists in `era` at all.
     pub fn exists_in(self, era: Era) -> bool {
         match self {

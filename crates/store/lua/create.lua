@@ -4,18 +4,24 @@
 -- KEYS[1]  task record (hash)              <p>:{<shard>}:task:<id>
 -- KEYS[2]  owner index of the shard (zset)  <p>:{<shard>}:owner:<owner hash>
 -- KEYS[3]  job stream of the shard          <p>:{<shard>}:jobs
--- KEYS[4]  idempotency key (string)         <p>:{<shard>}:idem:<digest>
+-- KEYS[4]  idempotency key (string)         <p>:{<shard>}:idem:<scope digest>; absent when
+--          the call asked for no deduplication (then ARGV[11] and ARGV[15] are unused)
 -- ARGV[1]  task id            ARGV[2]  owner key        ARGV[3]  issuer     ARGV[4] subject
 -- ARGV[5]  era                ARGV[6]  tool             ARGV[7]  arguments  ARGV[8] capabilities
 -- ARGV[9]  ttl ms (-1 = unlimited)      ARGV[10] poll interval ms
 -- ARGV[11] idempotency window ms        ARGV[12] "1" to ignore an existing idempotency key
 -- ARGV[13] index horizon ms: owner index entries older than this are dropped (0 = keep all)
 -- ARGV[14] continuation state JSON for the first run ('' = none)
--- ARGV[15..] answer key, method answered, answer JSON, ... gathered before creation
+-- ARGV[15] digest of the call (tool and arguments), hex: what the idempotency key must match
+-- ARGV[16] the creator's scopes, space-separated
+-- ARGV[17] bytes of the answers below (the task's answer budget starts there)
+-- ARGV[18..] answer key, method answered, answer JSON, ... gathered before creation
 --           (stored as ans:<key> and ask:<key>)
 -- returns  {1, created_ms}     the task was created (also when this very script already ran:
 --                              a retry after a lost reply must not reset the record)
 --          {0, existing_id}    the same call created that task within the window
+--          {2, existing_id}    the idempotency key was used for another call: nothing created
+-- The idempotency key holds "<task id> <call digest>".
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,10 +30,18 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {1, tonumber(redis.call('HGET', KEYS[1], 'created'))}
 end
 
-if ARGV[12] ~= '1' then
+if KEYS[4] and ARGV[12] ~= '1' then
   local existing = redis.call('GET', KEYS[4])
   if existing then
-    return {0, existing}
+    local space = string.find(existing, ' ', 1, true)
+    if not space then
+      return {0, existing}
+    end
+    local id = string.sub(existing, 1, space - 1)
+    if string.sub(existing, space + 1) ~= ARGV[15] then
+      return {2, id}
+    end
+    return {0, id}
   end
 end
 
@@ -36,11 +50,11 @@ redis.call('HSET', KEYS[1],
   'id', ARGV[1], 'owner', ARGV[2], 'iss', ARGV[3], 'sub', ARGV[4], 'era', ARGV[5],
   'tool', ARGV[6], 'args', ARGV[7], 'caps', ARGV[8], 'status', 'working',
   'created', now, 'updated', now, 'ttl', ttl, 'poll', ARGV[10],
-  'attempts', 0, 'token', 0, 'lease_until', 0)
+  'attempts', 0, 'token', 0, 'lease_until', 0, 'scopes', ARGV[16], 'ans_bytes', ARGV[17])
 if ARGV[14] ~= '' then
   redis.call('HSET', KEYS[1], 'state', ARGV[14])
 end
-for i = 15, #ARGV - 2, 3 do
+for i = 18, #ARGV - 2, 3 do
   redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 2], 'ask:' .. ARGV[i], ARGV[i + 1])
 end
 if ttl >= 0 then
@@ -69,11 +83,13 @@ end
 redis.call('XADD', KEYS[3], '*', 'task', ARGV[1])
 
 -- A retry is only recognised while the task surely exists.
-local window = tonumber(ARGV[11])
-if ttl >= 0 and ttl < window then
-  window = ttl
-end
-if window > 0 then
-  redis.call('SET', KEYS[4], ARGV[1], 'PX', window)
+if KEYS[4] then
+  local window = tonumber(ARGV[11])
+  if ttl >= 0 and ttl < window then
+    window = ttl
+  end
+  if window > 0 then
+    redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[15], 'PX', window)
+  end
 end
 return {1, now}

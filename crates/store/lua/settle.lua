@@ -6,10 +6,15 @@
 -- ARGV[1]  fencing token         ARGV[2]  job entry id       ARGV[3]  event channel
 -- ARGV[4]  new status: completed | failed | input_required
 -- then, for completed/failed:  ARGV[5] 'result' | 'error'    ARGV[6] outcome JSON
+--                              ARGV[7] '1' when the result is a tool error (isError: true)
 -- or, for input_required:      ARGV[5] state JSON ('' = none)
---                              ARGV[6..] request key, request JSON, key, JSON, ...
---                              (each stored as field req:<key>; 'pending' counts them)
+--                              ARGV[6] the request keys, a JSON array (read by tasks/get)
+--                              ARGV[7..] request key, method asked, request JSON, ...
+--                              (stored as req:<key> and reqm:<key>; 'pending' counts them)
 -- returns  'done' | 'terminal' | 'lost' | 'gone'
+-- Repeating a settle that was applied (its reply lost) is safe: the lease it used is then
+-- released (lease_until 0 under the same token), and the repeat answers 'done' (or
+-- 'terminal') without writing.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -19,7 +24,7 @@ local function ack()
   redis.call('XDEL', KEYS[2], ARGV[2])
 end
 
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl')
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'lease_until')
 if not f[1] then
   ack()
   return 'gone'
@@ -37,22 +42,29 @@ end
 if f[2] ~= ARGV[1] then
   return 'lost'
 end
+if f[5] == '0' then
+  -- This lease already settled (a repeat after a lost reply): nothing more to write.
+  ack()
+  return 'done'
+end
 
 local status = ARGV[4]
 if status == 'input_required' then
   local pending = 0
-  for i = 6, #ARGV - 1, 2 do
-    redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 1])
+  for i = 7, #ARGV - 2, 3 do
+    redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 2], 'reqm:' .. ARGV[i], ARGV[i + 1])
     pending = pending + 1
   end
-  redis.call('HSET', KEYS[1], 'status', status, 'pending', pending, 'updated', now, 'lease_until', 0)
+  redis.call('HSET', KEYS[1], 'status', status, 'pending', pending, 'updated', now, 'lease_until', 0,
+    'reqkeys', ARGV[6])
   if ARGV[5] == '' then
     redis.call('HDEL', KEYS[1], 'state')
   else
     redis.call('HSET', KEYS[1], 'state', ARGV[5])
   end
 else
-  redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0)
+  redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0,
+    'iserr', ARGV[7])
 end
 redis.call('PUBLISH', ARGV[3], status)
 ack()

@@ -10,8 +10,8 @@ use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, TaskEvent,
-    TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
+    Renewal, Settled, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use crate::redis::RedisStore;
 
@@ -72,8 +72,8 @@ impl TaskStore for AnyStore {
         delegate!(self, s => s.create(task))
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        delegate!(self, s => s.get(id))
+    async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
+        delegate!(self, s => s.get(id, read))
     }
 
     async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
@@ -98,32 +98,47 @@ impl TaskStore for AnyStore {
         job: &Job,
         status: TaskStatus,
         outcome: TaskOutcome,
+        tool_error: bool,
     ) -> Result<Settled, StoreError> {
-        delegate!(self, s => s.finish(lease, job, status, outcome))
+        delegate!(self, s => s.finish(lease, job, status, outcome, tool_error))
     }
 
     async fn park(
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &RawByKey,
+        input_requests: &RawRequests,
         state: Option<&str>,
     ) -> Result<Settled, StoreError> {
         delegate!(self, s => s.park(lease, job, input_requests, state))
     }
 
-    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
-        delegate!(self, s => s.answer(id, owner, answers))
+    async fn answer(
+        &self,
+        id: &TaskId,
+        owner: &str,
+        answers: &CheckedAnswers,
+        max_bytes: u64,
+    ) -> Result<Answered, StoreError> {
+        delegate!(self, s => s.answer(id, owner, answers, max_bytes))
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
         delegate!(self, s => s.release(lease, job))
+    }
+
+    async fn defer(&self, lease: &Lease, job: &Job, grace: Duration, error: &str) -> Result<Settled, StoreError> {
+        delegate!(self, s => s.defer(lease, job, grace, error))
     }
 }
 
 impl JobQueue for AnyStore {
     async fn read(&self, worker: &str, max: usize, block: Duration) -> Result<Vec<Job>, StoreError> {
         delegate!(self, s => s.read(worker, max, block))
+    }
+
+    async fn hand_back(&self, jobs: &[Job]) -> Result<(), StoreError> {
+        delegate!(self, s => s.hand_back(jobs))
     }
 
     async fn ack(&self, job: &Job) -> Result<(), StoreError> {

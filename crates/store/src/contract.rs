@@ -12,8 +12,8 @@ use std::time::Duration;
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, TaskId,
-    TaskOutcome, TaskRecord,
+    Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
+    Renewal, Settled, TaskId, TaskOutcome, TaskRecord,
 };
 use mcpgate_protocol::task::TaskStatus;
 
@@ -21,13 +21,16 @@ use mcpgate_protocol::task::TaskStatus;
 pub trait TaskStore: Send + Sync {
     /// Creates a task in `working`, indexes it under its owner and enqueues its job, in one
     /// atomic step (one round trip on Redis). Durable when it returns: an immediate `get` on
-    /// any replica finds it. If the same call (same idempotency digest) created a task within
-    /// the window and that task still exists, returns it instead and creates nothing.
+    /// any replica finds it. With an idempotency scope: if that scope created a task within the
+    /// window and the task still exists, returns it instead and creates nothing, or, when the
+    /// scope was used for another call, creates nothing and says so.
     fn create(&self, task: NewTask) -> impl Future<Output = Result<Created, StoreError>> + Send;
 
-    /// Reads a task (one round trip). `None` when unknown or expired. Does not check the
-    /// owner: callers compare [`TaskRecord::owner`] and answer "not found" for others.
-    fn get(&self, id: &TaskId) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send;
+    /// Reads as much of a task as `read` says (one round trip; a second one only for the
+    /// outstanding requests of a parked task read with less than [`Read::Full`]). `None` when
+    /// unknown or expired. Does not check the owner: callers compare [`TaskRecord::owner`]
+    /// and answer "not found" for others.
+    fn get(&self, id: &TaskId, read: Read) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send;
 
     /// One page of `owner`'s tasks, oldest first, after `cursor`. No scans: reads the owner's
     /// index (one key per shard) and the listed records.
@@ -63,36 +66,45 @@ pub trait TaskStore: Send + Sync {
         message: Option<&str>,
     ) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
 
-    /// Writes the final status and outcome and acknowledges the job, in one atomic step (one
-    /// round trip), only with the current lease and only from a non-terminal status.
+    /// Writes the final status and outcome (`tool_error`: a tool result with `isError: true`)
+    /// and acknowledges the job, in one atomic step (one round trip), only with the current
+    /// lease and only from a non-terminal status. Safe to repeat with the same lease after a
+    /// lost reply: a repeat finds the outcome written and changes nothing (`finish` and
+    /// `park` both say `Done` or `AlreadyTerminal` then, never `Lost` unless another worker
+    /// took the task over since).
     fn finish(
         &self,
         lease: &Lease,
         job: &Job,
         status: TaskStatus,
         outcome: TaskOutcome,
+        tool_error: bool,
     ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
 
-    /// Parks a task as `input_required` with its outstanding requests (raw JSON by key) and
-    /// continuation state and acknowledges the job, in one atomic step (one round trip), only
-    /// with the current lease. The worker is released: an answer re-enqueues the task.
+    /// Parks a task as `input_required` with its outstanding requests (method and raw JSON by
+    /// key) and continuation state and acknowledges the job, in one atomic step (one round
+    /// trip), only with the current lease. The worker is released: an answer re-enqueues the
+    /// task. Safe to repeat with the same lease, like `finish`.
     fn park(
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &RawByKey,
+        input_requests: &RawRequests,
         state: Option<&str>,
     ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
 
-    /// Records `owner`'s answers to a parked task (one round trip, atomic): answers to keys
-    /// not outstanding are ignored; answered keys stop being outstanding and join the task's
-    /// collected answers; once none remain the task is `working` again and its job enqueued,
-    /// so any worker resumes it.
+    /// Records `owner`'s answers to a parked task (one round trip, atomic, its cost independent
+    /// of the answers' size: the caller decoded and size-checked them): answers to keys not
+    /// outstanding are ignored; an answer whose `fits` lacks its request's method refuses
+    /// them all; so does taking the task's recorded answers past `max_bytes`; answered keys
+    /// stop being outstanding and join the task's collected answers; once none remain the
+    /// task is `working` again and its job enqueued, so any worker resumes it.
     fn answer(
         &self,
         id: &TaskId,
         owner: &str,
-        answers: &RawByKey,
+        answers: &CheckedAnswers,
+        max_bytes: u64,
     ) -> impl Future<Output = Result<Answered, StoreError>> + Send;
 
     /// Gives a running task back without an outcome (its worker is shutting down), in one
@@ -100,6 +112,18 @@ pub trait TaskStore: Send + Sync {
     /// not count, and its job is enqueued afresh so any worker takes it over at once instead
     /// of after the lease lapses.
     fn release(&self, lease: &Lease, job: &Job) -> impl Future<Output = Result<Settled, StoreError>> + Send;
+
+    /// Gives a claimed task back because this worker cannot run it (it does not know the
+    /// tool, e.g. during a rolling upgrade), like `release`, so another replica may; the first
+    /// deferral is remembered, and once `grace` has passed since then the task fails with
+    /// `error` (a JSON-RPC error object) instead ([`Settled::GaveUp`]).
+    fn defer(
+        &self,
+        lease: &Lease,
+        job: &Job,
+        grace: Duration,
+        error: &str,
+    ) -> impl Future<Output = Result<Settled, StoreError>> + Send;
 }
 
 /// One-time marks with an expiry (single-use tokens).
@@ -121,6 +145,10 @@ pub trait JobQueue: Send + Sync {
         max: usize,
         block: Duration,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+
+    /// Puts jobs this worker read but will not claim (it has no free slot for them) back on
+    /// the queue for any worker, at once (one round trip per job, sent together).
+    fn hand_back(&self, jobs: &[Job]) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Acknowledges a job that needs no more work (normally done by `finish`/`park`/`claim`).
     fn ack(&self, job: &Job) -> impl Future<Output = Result<(), StoreError>> + Send;

@@ -89,11 +89,12 @@ pub struct NewTask {
     pub ttl_ms: Option<u64>,
     /// Suggested poll interval.
     pub poll_interval_ms: u64,
-    /// Digest of (principal, request id, tool, arguments): the same call retried maps to the
-    /// same task; it also picks the shard.
-    pub idempotency: [u8; 32],
-    /// How long a retry is recognised as the same call.
-    pub idempotency_window_ms: u64,
+    /// The scopes the principal was granted, so the task runs with the authority its creator
+    /// had.
+    pub scopes: Vec<String>,
+    /// When set, a repeat of this call within the window returns the task it created; `None`
+    /// creates a new task every time.
+    pub idempotency: Option<Idempotency>,
     /// Answers gathered before the task was created (multi-round input that had to finish
     /// first), passed to the tool's first run.
     pub input_responses: RawAnswers,
@@ -117,6 +118,7 @@ impl NewTask {
             tool: self.tool,
             arguments: self.arguments,
             capabilities: self.capabilities,
+            scopes: self.scopes,
             status: TaskStatus::Working,
             status_message: None,
             created_ms,
@@ -124,12 +126,40 @@ impl NewTask {
             ttl_ms: self.ttl_ms,
             poll_interval_ms: self.poll_interval_ms,
             outcome: None,
+            tool_error: false,
             attempts: 0,
             input_requests: RawByKey::new(),
             state: self.state,
             input_responses: self.input_responses,
         }
     }
+}
+
+/// What makes two creations the same call: the first one's task is returned for the second.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    /// Digest of who asked and under which key (2025-11-25: principal, session, request id,
+    /// tool and arguments; 2026-07-28: principal and `Idempotency-Key`); it picks the shard.
+    pub scope: [u8; 32],
+    /// Digest of the call itself (tool and arguments): a scope reused for another call is
+    /// refused ([`Created::KeyReused`]), never answered with the first call's task.
+    pub call: [u8; 32],
+    /// How long a repeat is recognised.
+    pub window_ms: u64,
+}
+
+/// How much of a task a read fetches: reads on the request path never fetch what they do not
+/// render (a task's arguments may be megabytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Status, timestamps, lifetime, owner, tool, whether a result is a tool error, and the
+    /// outstanding input requests of a parked task; `arguments`, `capabilities`, `state`,
+    /// `input_responses` and `outcome` are left empty.
+    Control,
+    /// [`Read::Control`] plus the outcome (result or error).
+    WithOutcome,
+    /// Everything.
+    Full,
 }
 
 /// How a task ended (or what a failed task carries), as raw JSON.
@@ -160,6 +190,8 @@ pub struct TaskRecord {
     pub arguments: String,
     /// Client capabilities (JSON object).
     pub capabilities: String,
+    /// Scopes of the principal that created it.
+    pub scopes: Vec<String>,
     /// Status.
     pub status: TaskStatus,
     /// Human-readable status.
@@ -174,6 +206,9 @@ pub struct TaskRecord {
     pub poll_interval_ms: u64,
     /// Outcome once terminal.
     pub outcome: Option<TaskOutcome>,
+    /// The outcome is a tool result with `isError: true` (recorded at finish, so a reader of
+    /// the status alone need not fetch the result).
+    pub tool_error: bool,
     /// Executions started so far.
     pub attempts: u32,
     /// Outstanding input requests by key (each raw JSON), while `input_required`.
@@ -200,6 +235,24 @@ pub struct RawAnswer {
 /// Answers by the key of the request they answer.
 pub type RawAnswers = std::collections::BTreeMap<String, RawAnswer>;
 
+/// Input requests by key, each with the method it asks (stored beside it so an answer is
+/// checked against it without decoding the request inside the store).
+pub type RawRequests = std::collections::BTreeMap<String, RawAnswer>;
+
+/// An answer as the store records it: checked by the gateway (it decoded, and is not too
+/// large), together with every method it is a valid result of; the store records it only
+/// if the request under its key asks one of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedAnswer {
+    /// Methods the answer is a valid result of (`elicitation/create`, ...).
+    pub fits: Vec<&'static str>,
+    /// The answer's JSON, as received.
+    pub json: String,
+}
+
+/// Checked answers by the key of the request they answer.
+pub type CheckedAnswers = std::collections::BTreeMap<String, CheckedAnswer>;
+
 /// Result of [`crate::TaskStore::answer`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answered {
@@ -209,6 +262,9 @@ pub enum Answered {
     NotWaiting(mcpgate_protocol::task::TaskStatus),
     /// The answer under this outstanding key does not fit its request; nothing was recorded.
     Invalid(String),
+    /// Recording them would take the task's answers past this many bytes; nothing was
+    /// recorded.
+    TooLarge(u64),
     /// Answers recorded; this many requests are still outstanding.
     Waiting(usize),
     /// Every request is answered: the task is `working` again and its job enqueued.
@@ -222,13 +278,17 @@ pub enum Created {
     New(TaskRecord),
     /// The same call was made before within the idempotency window: that task.
     Existing(TaskRecord),
+    /// The idempotency scope (e.g. an `Idempotency-Key`) was used within the window for a
+    /// different call (tool or arguments): nothing was created.
+    KeyReused,
 }
 
 impl Created {
-    /// The task either way.
-    pub fn record(&self) -> &TaskRecord {
+    /// The task, unless the key was reused for another call.
+    pub fn record(&self) -> Option<&TaskRecord> {
         match self {
-            Self::New(r) | Self::Existing(r) => r,
+            Self::New(r) | Self::Existing(r) => Some(r),
+            Self::KeyReused => None,
         }
     }
 }
@@ -322,6 +382,9 @@ pub enum Settled {
     Lost,
     /// The task is gone; job acknowledged.
     Gone,
+    /// [`crate::TaskStore::defer`] only: no replica could run the task within the grace
+    /// period, so it failed; job acknowledged.
+    GaveUp,
 }
 
 /// Position in an owner's task list (exclusive).

@@ -233,6 +233,12 @@ pub struct TasksConfig {
     pub poll_interval_ms: u64,
     /// How long a retried call is recognised as the same call.
     pub idempotency_window_ms: u64,
+    /// Largest single answer to an input request (`tasks/update`, a legacy response).
+    pub max_answer_bytes: u64,
+    /// Most bytes of answers one task may collect over all its rounds.
+    pub max_task_answer_bytes: u64,
+    /// How long a task whose tool no replica knows is passed between replicas before it fails.
+    pub unknown_tool_grace_secs: u64,
     /// Tasks run at once per replica.
     pub max_running: u64,
     /// Lease length (renewed every third of it).
@@ -251,6 +257,9 @@ impl Default for TasksConfig {
             allow_unlimited_ttl: false,
             poll_interval_ms: 1_000,
             idempotency_window_ms: 300_000,
+            max_answer_bytes: 1_048_576,
+            max_task_answer_bytes: 4_194_304,
+            unknown_tool_grace_secs: 300,
             max_running: 256,
             lease_ms: 30_000,
             max_attempts: 3,

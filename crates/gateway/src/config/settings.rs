@@ -157,7 +157,18 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "tasks.idempotency_window_ms",
         Kind::Int,
-        "How long a retried call (same caller, request id, tool and arguments) returns the task it created [300000]",
+        "How long a repeated task call returns the task it created: 2025-11-25, the same session, request id, tool and arguments; 2026-07-28, the same Idempotency-Key [300000]",
+    ),
+    s("tasks.max_answer_bytes", Kind::Int, "Largest answer to one input request of a task [1048576]"),
+    s(
+        "tasks.max_task_answer_bytes",
+        Kind::Int,
+        "Most bytes of answers one task may collect over all its input rounds [4194304]",
+    ),
+    s(
+        "tasks.unknown_tool_grace_secs",
+        Kind::Int,
+        "How long a task whose tool this replica does not know is left for other replicas (a rolling upgrade) before it fails naming the tool [300]",
     ),
     s(
         "tasks.max_running",

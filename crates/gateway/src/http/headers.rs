@@ -47,8 +47,24 @@ pub fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, Gatew
     }
 }
 
-/// Checks `Mcp-Method` (always required) and `Mcp-Name` (required when `name` is given).
-pub fn check_routing(headers: &HeaderMap, method: &str, name: Option<&str>) -> Result<(), GatewayError> {
+/// What [`check_routing`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    /// Every mirrored header that must be there is, and agrees with the body.
+    Agrees,
+    /// `Mcp-Name` is absent where it was allowed to be (`lenient`); the rest agrees.
+    NameMissing,
+}
+
+/// Checks `Mcp-Method` (always required) and `Mcp-Name` (required when `name` is given,
+/// unless `lenient`: then only a mismatch is refused). `lenient` exists for `tasks/*`, whose
+/// `Mcp-Name` real clients (FastMCP 4.1) omit; intermediaries routing on it must cope.
+pub fn check_routing(
+    headers: &HeaderMap,
+    method: &str,
+    name: Option<&str>,
+    lenient: bool,
+) -> Result<Routing, GatewayError> {
     match mirrored(headers, MCP_METHOD)? {
         None => {
             return Err(GatewayError::header_mismatch("Mcp-Method header is required"));
@@ -60,6 +76,7 @@ pub fn check_routing(headers: &HeaderMap, method: &str, name: Option<&str>) -> R
     }
     if let Some(expected) = name {
         match mirrored(headers, MCP_NAME)? {
+            None if lenient => return Ok(Routing::NameMissing),
             None => {
                 return Err(GatewayError::header_mismatch(format!("Mcp-Name header is required for {method}")));
             }
@@ -69,7 +86,7 @@ pub fn check_routing(headers: &HeaderMap, method: &str, name: Option<&str>) -> R
             Some(_) => {}
         }
     }
-    Ok(())
+    Ok(Routing::Agrees)
 }
 
 /// Checks a call's `Mcp-Param-*` headers against its `x-mcp-header` arguments: both absent,
@@ -139,10 +156,12 @@ mod tests {
     #[test]
     fn routing_headers() {
         let mut h = with(MCP_METHOD, "tools/call");
-        assert!(check_routing(&h, "tools/call", Some("echo")).is_err(), "Mcp-Name missing");
+        assert!(check_routing(&h, "tools/call", Some("echo"), false).is_err(), "Mcp-Name missing");
+        assert_eq!(check_routing(&h, "tools/call", Some("echo"), true).ok(), Some(Routing::NameMissing));
         h.insert(MCP_NAME, HeaderValue::from_static("  echo "));
-        assert!(check_routing(&h, "tools/call", Some("echo")).is_ok());
-        assert!(check_routing(&h, "tools/call", Some("other")).is_err());
-        assert!(check_routing(&h, "TOOLS/CALL", None).is_err(), "values are case-sensitive");
+        assert_eq!(check_routing(&h, "tools/call", Some("echo"), false).ok(), Some(Routing::Agrees));
+        assert!(check_routing(&h, "tools/call", Some("other"), false).is_err());
+        assert!(check_routing(&h, "tools/call", Some("other"), true).is_err(), "a mismatch is refused even then");
+        assert!(check_routing(&h, "TOOLS/CALL", None, false).is_err(), "values are case-sensitive");
     }
 }

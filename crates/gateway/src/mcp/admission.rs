@@ -4,7 +4,8 @@
 //! Modern (2026-07-28) when `_meta` names a protocol version or the `MCP-Protocol-Version`
 //! header is a modern one; then, in this order: version header present, required `_meta`
 //! keys present, header equal to `_meta`, version supported, `Mcp-Method`/`Mcp-Name` equal to
-//! the body, method offered. Legacy otherwise: `initialize` needs nothing else; every other
+//! the body (a `tasks/*` request may omit `Mcp-Name`, as some real clients do; a mismatch is
+//! still refused), method offered. Legacy otherwise: `initialize` needs nothing else; every other
 //! method needs a sealed session id of this principal, and an `MCP-Protocol-Version` header,
 //! when sent, must be the session's version.
 //!
@@ -31,7 +32,8 @@ use super::context::CallContext;
 use super::session;
 use crate::auth::Principal;
 use crate::error::{ErrorReply, GatewayError, clip};
-use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, check_routing};
+use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Routing, check_routing};
+use crate::mcp::idempotency;
 use crate::state::AppState;
 
 /// Params of a method: they carry `_meta`, and maybe the value `Mcp-Name` mirrors.
@@ -102,18 +104,25 @@ pub(super) fn admit<P: Params>(
         Err(_) => RequestMeta::default(),
     };
 
+    let mut session_id = None;
+    let mut idempotency_key = None;
     let (version, capabilities) = match era {
         Era::Modern => {
             let version = admit_modern(&meta, header_version.as_deref()).map_err(&fail)?;
             // A method this era does not have answers "not found", whatever its headers say.
             let exists = method.is_some_and(|m| m.exists_in(Era::Modern));
             let name = typed.as_ref().ok().filter(|_| exists).and_then(Params::mirrored_name);
-            check_routing(headers, &request.method, name).map_err(&fail)?;
+            let lenient = method.filter(|_| exists).is_some_and(Method::is_task_method);
+            if check_routing(headers, &request.method, name, lenient).map_err(&fail)? == Routing::NameMissing {
+                state.metrics.missing_mcp_name();
+            }
+            idempotency_key = idempotency::key(headers, meta.idempotency_key.take()).map_err(&fail)?;
             (version, Arc::new(meta.client_capabilities.take().unwrap_or_default()))
         }
         Era::Legacy if method == Some(Method::Initialize) => (ProtocolVersion::LATEST_LEGACY, Default::default()),
         Era::Legacy => {
-            let session = admit_legacy(state, headers, &principal, header_version.as_deref()).map_err(&fail)?;
+            let (session, id) = admit_legacy(state, headers, &principal, header_version.as_deref()).map_err(&fail)?;
+            session_id = Some(id);
             let version = session.protocol_version().unwrap_or(ProtocolVersion::LATEST_LEGACY);
             (version, Arc::new(session.capabilities))
         }
@@ -131,6 +140,8 @@ pub(super) fn admit<P: Params>(
         capabilities,
         progress_token: meta.progress_token,
         log_level: if era == Era::Modern { meta.log_level } else { None },
+        session: session_id,
+        idempotency_key,
     };
     Ok((cx, params))
 }
@@ -196,15 +207,18 @@ fn admit_modern(meta: &RequestMeta, header: Option<&str>) -> Result<ProtocolVers
     }
 }
 
+/// Opens the request's session; returns it and its identity (a digest of the sealed id: every
+/// `initialize` seals with a fresh random nonce, so no two sessions share it).
 fn admit_legacy(
     state: &AppState,
     headers: &HeaderMap,
     principal: &Principal,
     header_version: Option<&str>,
-) -> Result<session::Session, GatewayError> {
+) -> Result<(session::Session, [u8; 32]), GatewayError> {
     let token = headers.get(MCP_SESSION_ID).ok_or(GatewayError::SessionRequired)?;
     let token = token.to_str().map_err(|_| GatewayError::SessionNotFound { reason: "not visible ASCII" })?.trim();
     let session = session::open(&state.sealer, &state.metrics, principal, token)?;
+    let identity = mcpgate_seal::context_digest(&[b"session", token.as_bytes()]);
     if let Some(v) = header_version
         && v != session.version
     {
@@ -215,5 +229,5 @@ fn admit_legacy(
             ),
         });
     }
-    Ok(session)
+    Ok((session, identity))
 }

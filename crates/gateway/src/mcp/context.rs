@@ -28,4 +28,10 @@ pub struct CallContext {
     pub progress_token: Option<ProgressToken>,
     /// Log opt-in.
     pub log_level: Option<LoggingLevel>,
+    /// Legacy: the identity of the sealed session (a digest of its id), so two sessions of
+    /// one principal never share a task through idempotent creation.
+    pub session: Option<[u8; 32]>,
+    /// Modern: the client's idempotency key (`Idempotency-Key` header or
+    /// `_meta["io.mcpgate/idempotencyKey"]`), validated.
+    pub idempotency_key: Option<String>,
 }

@@ -2,9 +2,11 @@
 //! and rendering the result for that era.
 
 mod admission;
+mod answers;
 mod context;
 mod dispatch;
 mod handlers;
+pub mod idempotency;
 mod render;
 mod request_state;
 pub mod session;

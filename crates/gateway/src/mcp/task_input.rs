@@ -17,7 +17,9 @@ use mcpgate_protocol::jsonrpc::ResponseMessage;
 use mcpgate_protocol::meta::RELATED_TASK_KEY;
 use mcpgate_protocol::{JsonObject, RequestId};
 use mcpgate_seal::{Binding, Purpose};
-use mcpgate_store::{Answered, RawByKey, TaskId, TaskRecord, TaskStore as _};
+use mcpgate_store::{TaskId, TaskRecord};
+
+use crate::mcp::answers;
 
 use super::session::now_ms;
 use crate::auth::Principal;
@@ -109,13 +111,9 @@ pub async fn answer(
         tracing::info!(task = %task, key = %clip(&input.key), %message, "client answered an input request with an error");
         return Ok(());
     };
-    let answers = RawByKey::from([(input.key.clone(), result.get().to_owned())]);
-    match state.store.answer(&task, principal.key(), &answers).await? {
-        Answered::NotFound => Err(GatewayError::TaskNotFound { task: task.to_string() }),
-        Answered::Invalid(key) => Err(GatewayError::invalid_params(format!(
-            "the response to input request {}: not a valid result",
-            clip(&key)
-        ))),
-        Answered::NotWaiting(_) | Answered::Waiting(_) | Answered::Resumed => Ok(()),
-    }
+    let answers = answers::check(state, [(input.key.clone(), result.get().to_owned())])?;
+    answers::record(state, &task, principal.key(), &answers, |key| {
+        format!("the response to input request {}", clip(key))
+    })
+    .await
 }

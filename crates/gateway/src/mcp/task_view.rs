@@ -2,7 +2,6 @@
 //! (`ttlMs`, `pollIntervalMs`, inline result or error) and 2025-11-25's `Task` (`ttl`,
 //! `pollInterval`), where a tool result with `isError: true` reads as `failed`.
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use mcpgate_protocol::ErrorObject;
@@ -92,18 +91,9 @@ pub fn legacy_result(record: &TaskRecord) -> Result<Vec<u8>, GatewayError> {
 
 /// 2025-11-25 reads a tool result with `isError: true` as a failed task.
 fn legacy_status(record: &TaskRecord) -> TaskStatus {
-    #[derive(Deserialize)]
-    struct IsError {
-        #[serde(rename = "isError", default)]
-        is_error: Option<bool>,
-    }
-    match (&record.status, &record.outcome) {
-        (TaskStatus::Completed, Some(TaskOutcome::Result(json)))
-            if serde_json::from_str::<IsError>(json).is_ok_and(|r| r.is_error == Some(true)) =>
-        {
-            TaskStatus::Failed
-        }
-        (status, _) => *status,
+    match record.status {
+        TaskStatus::Completed if record.tool_error => TaskStatus::Failed,
+        status => status,
     }
 }
 

@@ -13,3 +13,4 @@ mod support;
 mod task_input;
 mod tasks;
 mod transport;
+mod workers;

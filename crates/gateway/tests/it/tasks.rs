@@ -151,10 +151,23 @@ async fn cancel_acks_idempotently_and_the_task_stays_cancelled() {
 #[tokio::test]
 async fn retries_of_the_same_call_get_the_same_task() {
     let app = app(config()).await;
-    let a = create(&app, "slow_compute", json!({"seconds": 0.1, "label": "same"})).await;
-    let b = create(&app, "slow_compute", json!({"label": "same", "seconds": 0.1})).await;
-    assert_eq!(a["taskId"], b["taskId"], "same principal, request id and arguments");
-    let c = create(&app, "slow_compute", json!({"seconds": 0.1, "label": "other"})).await;
+    let keyed = |args: Value, key: &'static str| {
+        let app = app.clone();
+        async move {
+            let call = json!({"name": "slow_compute", "arguments": args});
+            Req::modern_with("tools/call", call, with_ext()).header("idempotency-key", key).send(&app).await
+        }
+    };
+    let a = keyed(json!({"seconds": 0.1, "label": "same"}), "k1").await.result();
+    let b = keyed(json!({"label": "same", "seconds": 0.1}), "k1").await.result();
+    assert_eq!(a["taskId"], b["taskId"], "same principal and key, the same arguments in another order");
+    let reused = keyed(json!({"seconds": 0.1, "label": "other"}), "k1").await;
+    let json = assert_error(&reused, 200, -32602);
+    assert!(json["error"]["message"].as_str().expect("message").contains("reused with different arguments"), "{json}");
+    // Without a key a 2026-07-28 call always creates a task: request ids identify nothing.
+    let c = create(&app, "slow_compute", json!({"seconds": 0.1, "label": "same"})).await;
+    let d = create(&app, "slow_compute", json!({"seconds": 0.1, "label": "same"})).await;
+    assert_ne!(c["taskId"], d["taskId"]);
     assert_ne!(a["taskId"], c["taskId"]);
 }
 

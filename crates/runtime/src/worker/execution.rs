@@ -1,6 +1,9 @@
 //! One job, start to end: claim the task, run its tool under the watchdog, record what came
-//! out (a result, a failure, or a request for input), or let go when told to stop (handing
-//! the task back on shutdown).
+//! out (a result, a failure, or a request for input; retried with the same lease while the
+//! store is unreachable, for a bounded time), or let go when told to stop (handing the task
+//! back on shutdown, or to another replica when this one does not know the tool).
+
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -9,7 +12,8 @@ use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::input::{InputResponse, InputResponses};
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{
-    Claim, EventBus as _, Job, JobQueue as _, Lease, Settled, TaskOutcome, TaskRecord, TaskStore as _,
+    Claim, EventBus as _, Job, JobQueue as _, Lease, RawAnswer, Settled, StoreError, TaskOutcome, TaskRecord,
+    TaskStore as _,
 };
 
 use super::Shared;
@@ -28,6 +32,8 @@ pub(super) async fn run(shared: &Shared, job: Job, reclaimed: bool) {
 
 async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
     let options = &shared.options;
+    // The lease runs from no earlier than now (Redis's clock starts it when the claim lands).
+    let claimed_at = tokio::time::Instant::now();
     let claim = shared.store.claim(&job, &options.worker_id, options.lease, options.max_attempts).await;
     let (lease, task) = match claim {
         Ok(Claim::Run { lease, task }) => {
@@ -57,10 +63,37 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
     let span = tracing::Span::current();
     span.record("tool", task.tool.as_str());
     span.record("attempt", task.attempts);
-    execute(shared, job, lease, task).await;
+    execute(shared, job, lease, task, claimed_at + options.lease).await;
 }
 
-async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
+/// Pause before giving a task with an unknown tool back, so replicas that do not know it do
+/// not pass it round in a busy loop.
+const DEFER_PAUSE: Duration = Duration::from_millis(500);
+
+/// Gives back a task whose tool this replica does not know (another replica may, e.g. during
+/// a rolling upgrade), or fails it once no replica ran it within the grace period.
+async fn defer_unknown(shared: &Shared, job: &Job, lease: &Lease, task: &TaskRecord) {
+    tokio::time::sleep(DEFER_PAUSE.min(shared.options.lease / 3)).await;
+    let failure = Failure::InvalidParams(format!(
+        "Unknown tool: {} (no replica that knows it ran this task within {} s)",
+        task.tool,
+        shared.options.unknown_tool_grace.as_secs()
+    ));
+    let error = serde_json::to_string(&(shared.errors)(&failure))
+        .unwrap_or_else(|_| r#"{"code":-32602,"message":"Unknown tool"}"#.to_owned());
+    match shared.store.defer(lease, job, shared.options.unknown_tool_grace, &error).await {
+        Ok(Settled::Done) => tracing::info!(tool = %task.tool, "tool unknown here; task left for another replica"),
+        Ok(Settled::GaveUp) => {
+            tracing::warn!(tool = %task.tool, "no replica ran the task's tool within the grace period; task failed");
+            shared.options.metrics.count(&task.tool, TaskMetric::Failed);
+        }
+        Ok(other) => tracing::debug!(?other, "task with an unknown tool moved on meanwhile"),
+        // The lease lapses and the job is reclaimed, by this or another replica.
+        Err(e) => tracing::warn!(error = %e, "giving back a task with an unknown tool failed"),
+    }
+}
+
+async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held_until: tokio::time::Instant) {
     // Subscribe before the tool starts, so a cancel between now and then is not missed.
     let events = match shared.store.subscribe(&task.id).await {
         Ok(sub) => Some(sub),
@@ -70,8 +103,7 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
         }
     };
     let Some((tool, _)) = shared.catalog.tool(&task.tool) else {
-        let failure = Failure::InvalidParams(format!("Unknown tool: {}", task.tool));
-        settle(shared, &job, &lease, Outcome::Failed(failure), &task).await;
+        defer_unknown(shared, &job, &lease, &task).await;
         return;
     };
     let call = match build_call(&task) {
@@ -84,7 +116,8 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
     let (status_tx, status_rx) = watch::channel(None);
     let cancel = shared.shutdown.child_token();
-    let principal = Principal::new(&task.issuer, &task.subject, Vec::new());
+    // The task acts with the authority its creator had when it was created.
+    let principal = Principal::new(&task.issuer, &task.subject, task.scopes.clone());
     let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone());
     tracing::debug!("task run started");
     let expires = task.ttl_ms.map(|ttl| {
@@ -94,7 +127,7 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
     let ended = tokio::select! {
         // The watchdog first: when both are ready, a stop (shutdown, cancel) wins.
         biased;
-        stop = watch(shared, &lease, status_rx, events, expires) => Err(stop),
+        stop = watch(shared, &lease, status_rx, events, expires, held_until) => Err(stop),
         outcome = tool.call(call, &cx) => Ok(outcome),
     };
     cancel.cancel();
@@ -114,6 +147,10 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord) {
             Ok(other) => tracing::debug!(?other, "task not handed back: it moved on meanwhile"),
             Err(e) => tracing::warn!(error = %e, "handing a task back failed; it is taken over once its lease lapses"),
         },
+        Err(Stop::LeaseEnding) => {
+            // Not acknowledged: once the lease lapses, any replica reclaims the job.
+            tracing::warn!("task run stopped: its lease could not be renewed and was about to lapse");
+        }
         Err(stop) => {
             tracing::info!(?stop, "task run stopped before its tool finished");
             if stop == Stop::Gone {
@@ -174,9 +211,13 @@ async fn settle(
             // Stored era-neutral; each era's reader adds its own envelope fields.
             result.result_type = None;
             result.meta = None;
+            let tool_error = result.is_error == Some(true);
             match serde_json::to_string(&result) {
                 Ok(json) => (
-                    store.finish(lease, job, TaskStatus::Completed, TaskOutcome::Result(json)).await,
+                    persist(shared, || {
+                        store.finish(lease, job, TaskStatus::Completed, TaskOutcome::Result(json.clone()), tool_error)
+                    })
+                    .await,
                     Some(TaskMetric::Completed),
                 ),
                 Err(e) => (
@@ -199,11 +240,11 @@ async fn settle(
             } else {
                 None
             };
-            let mut raw = mcpgate_store::RawByKey::new();
+            let mut raw = mcpgate_store::RawRequests::new();
             let refuse = refuse.or_else(|| {
                 requests.iter().find_map(|(key, request)| match serde_json::to_string(request) {
                     Ok(json) => {
-                        raw.insert(key.clone(), json);
+                        raw.insert(key.clone(), RawAnswer { method: request.method().to_owned(), json });
                         None
                     }
                     Err(e) => Some(Failure::Internal(format!("unserializable input request: {e}"))),
@@ -211,7 +252,10 @@ async fn settle(
             });
             match refuse {
                 Some(failure) => (failed(shared, job, lease, &failure).await, Some(TaskMetric::Failed)),
-                None => (store.park(lease, job, &raw, state.map(|s| s.to_string()).as_deref()).await, None),
+                None => {
+                    let state = state.map(|s| s.to_string());
+                    (persist(shared, || store.park(lease, job, &raw, state.as_deref())).await, None)
+                }
             }
         }
     };
@@ -240,6 +284,7 @@ fn record(
             metrics.count(&task.tool, TaskMetric::Expired);
             tracing::debug!("task expired before its outcome was recorded");
         }
+        Ok(Settled::GaveUp) => tracing::warn!("unexpected answer to recording an outcome"),
         // The lease lapses and another attempt runs the task again.
         Err(e) => tracing::warn!(error = %e, "recording a task outcome failed"),
     }
@@ -257,5 +302,36 @@ async fn failed(
     let error = (shared.errors)(failure);
     let json =
         serde_json::to_string(&error).unwrap_or_else(|_| r#"{"code":-32603,"message":"Internal error"}"#.to_owned());
-    shared.store.finish(lease, job, TaskStatus::Failed, TaskOutcome::Error(json)).await
+    persist(shared, || shared.store.finish(lease, job, TaskStatus::Failed, TaskOutcome::Error(json.clone()), false))
+        .await
+}
+
+/// Longest time an outcome's write is retried while the store does not answer: past it the
+/// outcome is dropped and the task runs again once its lease lapsed.
+fn persist_for(lease: Duration) -> Duration {
+    (lease * 2).max(Duration::from_secs(10))
+}
+
+/// Writes an outcome, retrying with the same lease (safe: a repeat of a write that landed
+/// changes nothing, and a newer lease holder's token refuses it) while the store is
+/// unreachable or slow, for a bounded time, so a computed result is not lost to a blip.
+async fn persist<F, Fut>(shared: &Shared, write: F) -> Result<Settled, StoreError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Settled, StoreError>>,
+{
+    let give_up = tokio::time::Instant::now() + persist_for(shared.options.lease);
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match write().await {
+            Err(e @ (StoreError::Unavailable { .. } | StoreError::Timeout { .. }))
+                if tokio::time::Instant::now() + backoff < give_up =>
+            {
+                tracing::warn!(error = %e, "recording a task outcome failed; retrying with the same lease");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
 }

@@ -2,12 +2,16 @@
 //! local pool, each under a lease it renews while the tool runs; jobs whose worker died are
 //! reclaimed once their lease lapsed.
 //!
-//! Invariants: at most `max_running` jobs run at once per replica; a run stops within a
-//! moment of its task being cancelled (an event, with lease renewal as the fallback), expiring,
-//! or being taken over; only the current lease holder can record an outcome; when the
-//! shutdown grace period ends, running jobs are handed back (re-enqueued, the attempt not
-//! counted) so another replica finishes them, or, if Redis cannot be reached, their leases
-//! lapse and they are reclaimed.
+//! Invariants: at most `max_running` jobs run at once per replica, and a replica holds no
+//! job it has no free slot for (a read that returns more is handed back at once); a run stops
+//! within a moment of its task being cancelled (an event, with lease renewal as the fallback),
+//! expiring, or being taken over, and before its lease can lapse when renewals fail (so no
+//! other replica can start the same task while it still runs); only the current lease holder
+//! can record an outcome, and an outcome whose write fails is retried with the same lease; a
+//! task whose tool this replica does not know is left for another replica; when the shutdown
+//! grace period ends, running jobs are handed back (re-enqueued, the attempt not counted) so
+//! another replica finishes them, or, if Redis cannot be reached, their leases lapse and they
+//! are reclaimed.
 
 mod execution;
 mod watchdog;
@@ -39,6 +43,9 @@ pub struct WorkerOptions {
     pub max_attempts: u32,
     /// Longest wait of one queue read.
     pub read_block: Duration,
+    /// How long a task whose tool no replica knows goes round before it fails (a rolling
+    /// upgrade adding the tool should finish within it).
+    pub unknown_tool_grace: Duration,
     /// Where task events are counted.
     pub metrics: Arc<TaskMetrics>,
 }
@@ -148,18 +155,23 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
             Ok(jobs) => {
                 backoff = Duration::from_millis(100);
                 let mut first = Some(first);
+                let mut surplus = Vec::new();
                 for job in jobs {
-                    // The read may return more than there was room for: those jobs are ours
-                    // now, so they wait here for a slot (on shutdown they are left pending,
-                    // and reclaimed by another replica).
-                    let permit = match first.take() {
-                        Some(p) => p,
-                        None => match wait_for_slot(&shared).await {
-                            Some(p) => p,
-                            None => break,
-                        },
-                    };
-                    spawn_run(&shared, job, permit, false);
+                    // Redis caps a multi-stream read per stream, so it may return more than
+                    // there is room for: those go back to the queue at once, for a replica
+                    // with free slots, rather than waiting here behind running work.
+                    let permit = first.take().or_else(|| shared.slots.clone().try_acquire_owned().ok());
+                    match permit {
+                        Some(permit) if !shared.stopping.is_cancelled() => spawn_run(&shared, job, permit, false),
+                        _ => surplus.push(job),
+                    }
+                }
+                if !surplus.is_empty() {
+                    tracing::debug!(jobs = surplus.len(), "handing back jobs read beyond the free slots");
+                    if let Err(e) = shared.store.hand_back(&surplus).await {
+                        // Still pending on this worker: reclaimed once idle for a lease.
+                        tracing::warn!(error = %e, "handing back surplus jobs failed");
+                    }
                 }
             }
             Err(e) => {

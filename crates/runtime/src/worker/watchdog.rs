@@ -1,5 +1,11 @@
 //! The watchdog of one run: renews the lease (writing the latest status message, at most once
 //! a second), listens for the task's events, and says when the run must stop.
+//!
+//! Invariant: the run is stopped before its lease can lapse. The lease is known to last until
+//! `lease` after the *sending* of the last renewal that was confirmed (Redis extends it from
+//! its own later clock), so while renewals fail the watchdog stops the run a margin before
+//! that instant, never after: another replica can only claim the task once the lease has
+//! lapsed and the job has been idle for a whole lease.
 
 use std::time::Duration;
 
@@ -22,6 +28,15 @@ pub(super) enum Stop {
     Lost,
     /// This replica is shutting down.
     Shutdown,
+    /// Renewals failed and the lease is about to lapse: stop before another worker may start.
+    LeaseEnding,
+}
+
+/// How long before the lease's known end a run whose renewals fail is stopped: a tenth of the
+/// lease, at most a second (the time the tool gets to notice its cancellation and the
+/// abandoned future to drop).
+fn stop_margin(lease: Duration) -> Duration {
+    (lease / 10).min(Duration::from_secs(1))
 }
 
 /// Least time between two status-message writes.
@@ -38,8 +53,12 @@ pub(super) async fn watch(
     mut status: watch::Receiver<Option<String>>,
     mut events: Option<Subscription>,
     mut expires: Option<Instant>,
+    held_until: Instant,
 ) -> Stop {
     let (store, duration, shutdown) = (&shared.store, shared.options.lease, &shared.shutdown);
+    let margin = stop_margin(duration);
+    // The last instant the run may go on without a confirmed renewal.
+    let mut stop_at = held_until - margin;
     let renew_every = duration / 3;
     let mut next_renew = Instant::now() + renew_every;
     let mut written: Option<String> = None;
@@ -48,6 +67,7 @@ pub(super) async fn watch(
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return Stop::Shutdown,
+            () = sleep_until(stop_at) => return Stop::LeaseEnding,
             event = next_event(&mut events) => match event {
                 TaskEvent::Status(TaskStatus::Cancelled) => return Stop::Cancelled,
                 TaskEvent::Status(s) if s.is_terminal() => return Stop::Cancelled,
@@ -72,12 +92,20 @@ pub(super) async fn watch(
         }
         let message = status.borrow().clone();
         let fresh = message.is_some() && message != written;
-        match store.renew(lease, duration, if fresh { message.as_deref() } else { None }).await {
+        let sent = Instant::now();
+        // A renewal that hangs must not carry the run past its lease.
+        let renewed = tokio::select! {
+            renewed = store.renew(lease, duration, if fresh { message.as_deref() } else { None }) => renewed,
+            () = sleep_until(stop_at) => return Stop::LeaseEnding,
+            () = shutdown.cancelled() => return Stop::Shutdown,
+        };
+        match renewed {
             Ok(Renewal::Held) => {
                 if fresh {
                     written = message;
                     last_write = Instant::now();
                 }
+                stop_at = sent + duration - margin;
                 next_renew = Instant::now() + renew_every;
             }
             Ok(Renewal::Cancelled) => return Stop::Cancelled,

@@ -18,8 +18,8 @@ use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, TaskEvent,
-    TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
+    Renewal, Settled, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use state::State;
 
@@ -94,8 +94,8 @@ impl TaskStore for MemoryStore {
         Ok(created)
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.with(|s, _| s.tasks.get(id).map(|e| e.record.clone())))
+    async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.with(|s, _| s.tasks.get(id).map(|e| e.view(read))))
     }
 
     async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
@@ -120,11 +120,13 @@ impl TaskStore for MemoryStore {
         job: &Job,
         status: TaskStatus,
         outcome: TaskOutcome,
+        tool_error: bool,
     ) -> Result<Settled, StoreError> {
         Ok(self.with(|s, now| {
-            s.settle(lease, job, now, |record| {
-                record.status = status;
-                record.outcome = Some(outcome);
+            s.settle(lease, job, now, |entry| {
+                entry.record.status = status;
+                entry.record.outcome = Some(outcome);
+                entry.record.tool_error = tool_error;
             })
         }))
     }
@@ -133,20 +135,27 @@ impl TaskStore for MemoryStore {
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &RawByKey,
+        input_requests: &RawRequests,
         state: Option<&str>,
     ) -> Result<Settled, StoreError> {
         Ok(self.with(|s, now| {
-            s.settle(lease, job, now, |record| {
-                record.status = TaskStatus::InputRequired;
-                record.input_requests.clone_from(input_requests);
-                record.state = state.map(str::to_owned);
+            s.settle(lease, job, now, |entry| {
+                entry.record.status = TaskStatus::InputRequired;
+                entry.record.input_requests = input_requests.iter().map(|(k, r)| (k.clone(), r.json.clone())).collect();
+                entry.asked = input_requests.iter().map(|(k, r)| (k.clone(), r.method.clone())).collect();
+                entry.record.state = state.map(str::to_owned);
             })
         }))
     }
 
-    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
-        let answered = self.with(|s, now| s.answer(id, owner, answers, now));
+    async fn answer(
+        &self,
+        id: &TaskId,
+        owner: &str,
+        answers: &CheckedAnswers,
+        max_bytes: u64,
+    ) -> Result<Answered, StoreError> {
+        let answered = self.with(|s, now| s.answer(id, owner, answers, max_bytes, now));
         if answered == Answered::Resumed {
             self.jobs_ready.notify_waiters();
         }
@@ -155,6 +164,14 @@ impl TaskStore for MemoryStore {
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
         let settled = self.with(|s, _| s.release(lease, job));
+        if settled == Settled::Done {
+            self.jobs_ready.notify_waiters();
+        }
+        Ok(settled)
+    }
+
+    async fn defer(&self, lease: &Lease, job: &Job, grace: Duration, error: &str) -> Result<Settled, StoreError> {
+        let settled = self.with(|s, now| s.defer(lease, job, millis(grace), error, now));
         if settled == Settled::Done {
             self.jobs_ready.notify_waiters();
         }
@@ -176,6 +193,12 @@ impl JobQueue for MemoryStore {
                 return Ok(Vec::new());
             }
         }
+    }
+
+    async fn hand_back(&self, jobs: &[Job]) -> Result<(), StoreError> {
+        self.with(|s, _| s.hand_back(jobs));
+        self.jobs_ready.notify_waiters();
+        Ok(())
     }
 
     async fn ack(&self, job: &Job) -> Result<(), StoreError> {

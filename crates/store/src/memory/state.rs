@@ -9,8 +9,8 @@ use serde_json::json;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawAnswer, RawByKey, Renewal, Settled,
-    Skip, TaskEvent, TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawAnswer, Read,
+    Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 
 /// Most dead-lettered jobs kept in memory.
@@ -20,6 +20,45 @@ pub(super) struct Entry {
     pub(super) record: TaskRecord,
     lease_token: u64,
     lease_until: u64,
+    /// The method each outstanding input request asks.
+    pub(super) asked: std::collections::BTreeMap<String, String>,
+    /// Bytes of the answers recorded so far.
+    answer_bytes: u64,
+    /// When a worker first gave the task back for not knowing its tool.
+    deferred_since: Option<u64>,
+}
+
+impl Entry {
+    /// The record as a read of `read` sees it.
+    pub(super) fn view(&self, read: Read) -> TaskRecord {
+        let r = &self.record;
+        if read == Read::Full {
+            return r.clone();
+        }
+        TaskRecord {
+            id: r.id.clone(),
+            owner: r.owner.clone(),
+            issuer: r.issuer.clone(),
+            subject: r.subject.clone(),
+            era: r.era,
+            tool: r.tool.clone(),
+            arguments: String::new(),
+            capabilities: String::new(),
+            scopes: r.scopes.clone(),
+            status: r.status,
+            status_message: r.status_message.clone(),
+            created_ms: r.created_ms,
+            updated_ms: r.updated_ms,
+            ttl_ms: r.ttl_ms,
+            poll_interval_ms: r.poll_interval_ms,
+            outcome: if read == Read::WithOutcome { r.outcome.clone() } else { None },
+            tool_error: r.tool_error,
+            attempts: r.attempts,
+            input_requests: r.input_requests.clone(),
+            state: None,
+            input_responses: crate::model::RawAnswers::new(),
+        }
+    }
 }
 
 struct Pending {
@@ -32,7 +71,8 @@ pub(super) struct State {
     shards: u16,
     pub(super) tasks: HashMap<TaskId, Entry>,
     expiries: BTreeSet<(u64, TaskId)>,
-    idempotency: HashMap<[u8; 32], (TaskId, u64)>,
+    /// Scope digest → (task, call digest, end of the window).
+    idempotency: HashMap<[u8; 32], (TaskId, [u8; 32], u64)>,
     idempotency_order: VecDeque<(u64, [u8; 32])>,
     owners: HashMap<String, BTreeSet<(u64, TaskId)>>,
     queue: VecDeque<Job>,
@@ -93,31 +133,52 @@ impl State {
                 break;
             }
             self.idempotency_order.pop_front();
-            if self.idempotency.get(&digest).is_some_and(|(_, exp)| *exp <= now) {
+            if self.idempotency.get(&digest).is_some_and(|(_, _, exp)| *exp <= now) {
                 self.idempotency.remove(&digest);
             }
         }
     }
 
     pub(super) fn create(&mut self, task: NewTask, now: u64) -> Created {
-        if let Some((id, _)) = self.idempotency.get(&task.idempotency)
+        if let Some(idempotency) = &task.idempotency
+            && let Some((id, call, _)) = self.idempotency.get(&idempotency.scope)
             && let Some(entry) = self.tasks.get(id)
         {
-            return Created::Existing(entry.record.clone());
+            if *call != idempotency.call {
+                return Created::KeyReused;
+            }
+            return Created::Existing(entry.view(Read::Control));
         }
-        let shard = u16::from(task.idempotency[0]) % self.shards;
+        let shard = match &task.idempotency {
+            Some(i) => u16::from(i.scope[0]) % self.shards,
+            None => rand::random_range(0..self.shards),
+        };
         let id = TaskId::generate(u8::try_from(shard).unwrap_or(0));
-        let (ttl_ms, idempotency, window_ms) = (task.ttl_ms, task.idempotency, task.idempotency_window_ms);
+        let (ttl_ms, idempotency) = (task.ttl_ms, task.idempotency.clone());
+        let answer_bytes = task.input_responses.values().map(|a| a.json.len() as u64).sum();
         let record = task.into_record(id.clone(), now);
         if let Some(ttl) = ttl_ms {
             self.expiries.insert((now.saturating_add(ttl), id.clone()));
         }
         self.owners.entry(record.owner.clone()).or_default().insert((now, id.clone()));
-        let expires = now.saturating_add(window_ms);
-        self.idempotency.insert(idempotency, (id.clone(), expires));
-        self.idempotency_order.push_back((expires, idempotency));
+        if let Some(idempotency) = idempotency {
+            let window = ttl_ms.map_or(idempotency.window_ms, |ttl| ttl.min(idempotency.window_ms));
+            if window > 0 {
+                let expires = now.saturating_add(window);
+                self.idempotency.insert(idempotency.scope, (id.clone(), idempotency.call, expires));
+                self.idempotency_order.push_back((expires, idempotency.scope));
+            }
+        }
         self.enqueue(id.clone());
-        self.tasks.insert(id, Entry { record: record.clone(), lease_token: 0, lease_until: 0 });
+        let entry = Entry {
+            record: record.clone(),
+            lease_token: 0,
+            lease_until: 0,
+            asked: std::collections::BTreeMap::new(),
+            answer_bytes,
+            deferred_since: None,
+        };
+        self.tasks.insert(id, entry);
         Created::New(record)
     }
 
@@ -140,7 +201,7 @@ impl State {
             }
             if let Some(entry) = self.tasks.get(id) {
                 debug_assert_eq!(entry.record.created_ms, *created);
-                tasks.push(entry.record.clone());
+                tasks.push(entry.view(Read::Control));
             }
         }
         Page { tasks, next }
@@ -235,13 +296,7 @@ impl State {
 
     /// The common shape of `finish` and `park`: only with the current lease, only from a
     /// non-terminal status; acknowledges the job unless the lease was superseded.
-    pub(super) fn settle(
-        &mut self,
-        lease: &Lease,
-        job: &Job,
-        now: u64,
-        apply: impl FnOnce(&mut TaskRecord),
-    ) -> Settled {
+    pub(super) fn settle(&mut self, lease: &Lease, job: &Job, now: u64, apply: impl FnOnce(&mut Entry)) -> Settled {
         let Some(entry) = self.tasks.get_mut(&lease.task) else {
             self.ack(job);
             return Settled::Gone;
@@ -253,7 +308,12 @@ impl State {
         if entry.lease_token != lease.token {
             return Settled::Lost;
         }
-        apply(&mut entry.record);
+        if entry.lease_until == 0 {
+            // This lease already settled (a repeat): nothing more to write.
+            self.ack(job);
+            return Settled::Done;
+        }
+        apply(&mut *entry);
         entry.record.updated_ms = now;
         entry.lease_until = 0;
         let status = entry.record.status;
@@ -282,28 +342,80 @@ impl State {
         Settled::Done
     }
 
+    /// Gives a task back that this worker cannot run (see `TaskStore::defer`).
+    pub(super) fn defer(&mut self, lease: &Lease, job: &Job, grace: u64, error: &str, now: u64) -> Settled {
+        let Some(entry) = self.tasks.get_mut(&lease.task) else {
+            self.ack(job);
+            return Settled::Gone;
+        };
+        if entry.lease_token != lease.token {
+            return Settled::Lost;
+        }
+        if entry.record.status != TaskStatus::Working {
+            self.ack(job);
+            return Settled::AlreadyTerminal;
+        }
+        let since = *entry.deferred_since.get_or_insert(now);
+        entry.lease_until = 0;
+        if now.saturating_sub(since) >= grace {
+            entry.record.status = TaskStatus::Failed;
+            entry.record.outcome = Some(TaskOutcome::Error(error.to_owned()));
+            entry.record.status_message = Some("Failed: no replica can run its tool".to_owned());
+            entry.record.updated_ms = now;
+            self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::Failed)));
+            self.ack(job);
+            return Settled::GaveUp;
+        }
+        entry.record.attempts = entry.record.attempts.saturating_sub(1);
+        self.ack(job);
+        self.enqueue(lease.task.clone());
+        Settled::Done
+    }
+
+    /// Puts read but unclaimed jobs back at the front of the queue.
+    pub(super) fn hand_back(&mut self, jobs: &[Job]) {
+        for job in jobs.iter().rev() {
+            if self.pending.remove(&job.entry).is_some() {
+                self.next_entry += 1;
+                self.queue.push_front(Job { task: job.task.clone(), entry: format!("{}-0", self.next_entry) });
+            }
+        }
+    }
+
     /// Records answers to a parked task (see `TaskStore::answer`).
-    pub(super) fn answer(&mut self, id: &TaskId, owner: &str, answers: &RawByKey, now: u64) -> Answered {
+    pub(super) fn answer(
+        &mut self,
+        id: &TaskId,
+        owner: &str,
+        answers: &CheckedAnswers,
+        max_bytes: u64,
+        now: u64,
+    ) -> Answered {
         let Some(entry) = self.tasks.get_mut(id).filter(|e| e.record.owner == owner) else {
             return Answered::NotFound;
         };
-        let record = &mut entry.record;
-        if record.status != TaskStatus::InputRequired {
-            return Answered::NotWaiting(record.status);
+        if entry.record.status != TaskStatus::InputRequired {
+            return Answered::NotWaiting(entry.record.status);
         }
-        let mut methods = RawByKey::new();
+        let mut bytes = entry.answer_bytes;
         for (key, answer) in answers {
-            if let Some(request) = record.input_requests.get(key) {
-                match fits(request, answer) {
-                    Some(method) => methods.insert(key.clone(), method.to_owned()),
-                    None => return Answered::Invalid(key.clone()),
-                };
+            if entry.record.input_requests.contains_key(key) {
+                let asked = entry.asked.get(key).map(String::as_str);
+                if !asked.is_some_and(|m| answer.fits.contains(&m)) {
+                    return Answered::Invalid(key.clone());
+                }
+                bytes = bytes.saturating_add(answer.json.len() as u64);
             }
         }
+        if bytes > max_bytes {
+            return Answered::TooLarge(max_bytes);
+        }
+        entry.answer_bytes = bytes;
+        let record = &mut entry.record;
         for (key, answer) in answers {
             if record.input_requests.remove(key).is_some() {
-                let method = methods.remove(key).unwrap_or_default();
-                record.input_responses.insert(key.clone(), RawAnswer { method, json: answer.clone() });
+                let method = entry.asked.remove(key).unwrap_or_default();
+                record.input_responses.insert(key.clone(), RawAnswer { method, json: answer.json.clone() });
             }
         }
         record.updated_ms = now;
@@ -359,14 +471,6 @@ impl State {
         }
         jobs
     }
-}
-
-/// The method of the request, if the answer is a result of it (as `answer.lua` checks).
-fn fits(request: &str, answer: &str) -> Option<&'static str> {
-    use mcpgate_protocol::input::{InputRequest, InputResponse};
-    let method = serde_json::from_str::<InputRequest>(request).ok()?.method();
-    let mut de = serde_json::Deserializer::from_str(answer);
-    InputResponse::decode_for(method, &mut de).ok().map(|_| method)
 }
 
 /// The error a task ends with when no attempt finished.

@@ -75,6 +75,33 @@ impl JobQueue for RedisStore {
         }
     }
 
+    async fn hand_back(&self, jobs: &[Job]) -> Result<(), StoreError> {
+        // One script per job (each in its shard's slot), sent together. Not retried after a
+        // dead connection: a handed-back job that is still pending is reclaimed anyway.
+        let invocations: Vec<redis::ScriptInvocation<'static>> = jobs
+            .iter()
+            .map(|job| {
+                let mut invocation = scripts::HAND_BACK.prepare_invoke();
+                invocation.key(self.inner.keys.jobs(job.task.shard())).arg(&job.entry).arg(job.task.as_str());
+                invocation
+            })
+            .collect();
+        if invocations.is_empty() {
+            return Ok(());
+        }
+        self.call(Retry::No, invocations.as_slice(), |conn, invocations| {
+            Box::pin(async move {
+                futures_util::future::try_join_all(invocations.iter().map(|invocation| {
+                    let mut conn = conn.clone();
+                    async move { invocation.invoke_async::<i64>(&mut conn).await }
+                }))
+                .await
+                .map(drop)
+            })
+        })
+        .await
+    }
+
     async fn ack(&self, job: &Job) -> Result<(), StoreError> {
         let stream = self.inner.keys.jobs(job.task.shard());
         let entry = job.entry.clone();

@@ -68,7 +68,7 @@ enum Backend {
     Single {
         /// For the reader's and the subscriber's own connections.
         client: Client,
-        pool: Box<Connections>,
+        pool: Arc<Connections>,
     },
     /// A Redis Cluster.
     Cluster {
@@ -133,7 +133,7 @@ impl RedisStore {
                     detail: "several Redis URLs are only meaningful for a cluster (store.cluster)".to_owned(),
                 });
             }
-            let pool = Box::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
+            let pool = Arc::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
             Backend::Single { client: first, pool }
         };
         let keys = Keys::new(&options.prefix);
@@ -201,7 +201,8 @@ impl RedisStore {
     /// Runs `f` on a connection, everything bounded by the command timeout. After a
     /// connection-level failure the pool is retired and, for operations that may safely run
     /// twice, `f` runs once more on a fresh connection (a cluster connection reconnects
-    /// itself).
+    /// itself). A timeout (Redis's reply late, whether redis-rs or the outer bound noticed)
+    /// is reported as one and counted towards replacing the connections (see `pool`).
     async fn call<D: Sync + ?Sized, T>(
         &self,
         retry: Retry,
@@ -209,18 +210,23 @@ impl RedisStore {
         f: impl for<'c> Fn(&'c mut Conn, &'c D) -> Op<'c, T>,
     ) -> Result<T, StoreError> {
         let inner = &self.inner;
+        // The connection in use, so a timeout can be charged to it.
+        let used: std::sync::Mutex<Option<(u64, redis::aio::MultiplexedConnection)>> = std::sync::Mutex::new(None);
         let work = async {
             let mut attempt = 0;
             loop {
                 let (generation, mut conn) = match &inner.backend {
                     Backend::Single { pool, .. } => {
                         let pooled = pool.get().await?;
+                        *used.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some((pooled.generation, pooled.conn.clone()));
                         (Some(pooled.generation), Conn::Single(pooled.conn))
                     }
                     Backend::Cluster { conn, .. } => (None, Conn::Cluster(conn.clone())),
                 };
                 match f(&mut conn, data).await {
                     Ok(v) => return Ok(v),
+                    Err(e) if e.is_timeout() => return Err(StoreError::Timeout { millis: millis(inner.timeout) }),
                     Err(e) if is_connection_failure(&e) => {
                         if let (Some(generation), Backend::Single { pool, .. }) = (generation, &inner.backend) {
                             pool.retire(generation);
@@ -235,14 +241,28 @@ impl RedisStore {
             }
         };
         let started = tokio::time::Instant::now();
-        let result = tokio::time::timeout(inner.timeout, work).await;
-        let outcome = match &result {
-            Ok(Ok(_)) => CallOutcome::Ok,
-            Ok(Err(_)) => CallOutcome::Error,
-            Err(_) => CallOutcome::Timeout,
+        let result = match tokio::time::timeout(inner.timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Timeout { millis: millis(inner.timeout) }),
         };
+        let outcome = match &result {
+            Ok(_) => CallOutcome::Ok,
+            Err(StoreError::Timeout { .. }) => CallOutcome::Timeout,
+            Err(_) => CallOutcome::Error,
+        };
+        if let Backend::Single { pool, .. } = &inner.backend {
+            match outcome {
+                CallOutcome::Timeout => {
+                    let used = used.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+                    if let Some((generation, conn)) = used {
+                        pool.timed_out(generation, Some(conn));
+                    }
+                }
+                _ => pool.answered(),
+            }
+        }
         inner.metrics.record(started.elapsed(), outcome);
-        result.map_err(|_| StoreError::Timeout { millis: millis(inner.timeout) })?
+        result
     }
 
     /// Sends several single-slot commands together (one call; a multiplexed connection
@@ -304,6 +324,12 @@ impl RedisStore {
             invocation.arg(a);
         }
         self.call(retry, &invocation, |conn, invocation| Box::pin(invocation.invoke_async::<Value>(conn))).await
+    }
+
+    /// A shard for a task no retry has to find again.
+    fn random_shard(&self) -> u8 {
+        use rand::RngExt as _;
+        u8::try_from(rand::rng().random_range(0..self.inner.shards)).unwrap_or(0)
     }
 
     fn shard_of(&self, digest: &[u8; 32]) -> u8 {

@@ -8,10 +8,13 @@
 //! Invariants: a connection is made lazily, one connect per slot at a time, bounded by the
 //! command timeout; when a command fails at the connection level (e.g. Redis restarted) every
 //! connection of that generation is retired at once, so no later caller draws another dead
-//! socket.
+//! socket. A timeout is not a failure of the connection (Redis may be busy or paused, and a
+//! multiplexed connection matches late replies to their abandoned requests): after a timeout
+//! a bounded `PING` probes the connection and retires the generation if it gets no answer,
+//! and so do a few timeouts in a row, so a half-open socket is never reused for long.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -37,7 +40,14 @@ pub(super) struct Connections {
     next: AtomicUsize,
     generation: AtomicU64,
     timeout: Duration,
+    /// Calls that timed out since the last one that did not.
+    timeouts_in_a_row: AtomicU32,
+    /// A probe of the current generation is under way (one at a time).
+    probing: AtomicBool,
 }
+
+/// Timeouts in a row after which the connections are replaced without waiting for a probe.
+const RETIRE_AFTER_TIMEOUTS: u32 = 3;
 
 impl Connections {
     /// `size` connections (at least one), made on first use.
@@ -53,7 +63,47 @@ impl Connections {
             next: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             timeout,
+            timeouts_in_a_row: AtomicU32::new(0),
+            probing: AtomicBool::new(false),
         }
+    }
+
+    /// A call on a connection of this pool got an answer (of any kind).
+    pub(super) fn answered(&self) {
+        if self.timeouts_in_a_row.load(Ordering::Relaxed) != 0 {
+            self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// A call on `conn` (of `generation`) timed out: probes the connection with a bounded
+    /// `PING` in the background (retiring the generation if it gets no answer), and retires
+    /// it at once after a few timeouts in a row. Returns whether it retired.
+    pub(super) fn timed_out(self: &std::sync::Arc<Self>, generation: u64, conn: Option<MultiplexedConnection>) -> bool {
+        let in_a_row = self.timeouts_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+        if in_a_row >= RETIRE_AFTER_TIMEOUTS {
+            self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+            self.retire(generation);
+            return true;
+        }
+        if let Some(mut conn) = conn
+            && !self.probing.swap(true, Ordering::AcqRel)
+        {
+            let pool = std::sync::Arc::clone(self);
+            tokio::spawn(async move {
+                let ping = redis::cmd("PING");
+                let answered = tokio::time::timeout(pool.timeout, ping.query_async::<String>(&mut conn))
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+                if !answered {
+                    tracing::warn!(
+                        "a Redis connection did not answer a PING after a timeout; replacing the connections"
+                    );
+                    pool.retire(generation);
+                }
+                pool.probing.store(false, Ordering::Release);
+            });
+        }
+        false
     }
 
     /// A handle of the next connection, connecting it first if need be.
@@ -107,10 +157,12 @@ impl Connections {
     }
 }
 
-/// Whether an error means the connection itself is unusable.
+/// Whether an error means the connection itself is unusable (a timeout does not: see the
+/// module's invariants).
 pub(super) fn is_connection_failure(error: &RedisError) -> bool {
-    error.is_io_error()
-        || error.is_connection_dropped()
-        || error.is_connection_refusal()
-        || error.is_unrecoverable_error()
+    !error.is_timeout()
+        && (error.is_io_error()
+            || error.is_connection_dropped()
+            || error.is_connection_refusal()
+            || error.is_unrecoverable_error())
 }

@@ -1,5 +1,6 @@
-//! Decoding a task record from the flat field/value list Redis returns (`HGETALL`, or the
-//! tail of a script's reply).
+//! Decoding a task record from the flat field/value list Redis returns (`HGETALL`, the tail
+//! of a script's reply, or an `HMGET` of named fields), and the fields each kind of read
+//! names.
 
 use std::collections::HashMap;
 
@@ -32,6 +33,40 @@ fn into_text(v: Value) -> Option<String> {
     }
 }
 
+/// What every read fetches: enough to render a task's status in either era, and to find the
+/// keys of a parked task's outstanding requests. Never the arguments or capabilities.
+pub(super) const CONTROL_FIELDS: &[&str] = &[
+    "id", "owner", "iss", "sub", "era", "tool", "status", "msg", "created", "updated", "ttl", "poll", "attempts",
+    "scopes", "iserr", "reqkeys",
+];
+
+/// What a read of the outcome adds.
+pub(super) const OUTCOME_FIELDS: &[&str] = &["result", "error"];
+
+/// Pairs `names` with the values an `HMGET` of them returned, leaving out absent fields, as
+/// [`decode`] takes them.
+pub(super) fn decode_fields<S: AsRef<str>>(names: &[S], values: Vec<Value>) -> Vec<Value> {
+    let mut pairs = Vec::with_capacity(names.len() * 2);
+    for (name, value) in names.iter().zip(values) {
+        if value != Value::Nil {
+            pairs.push(Value::BulkString(name.as_ref().as_bytes().to_vec()));
+            pairs.push(value);
+        }
+    }
+    pairs
+}
+
+/// The keys of a parked task's outstanding requests, when `pairs` (from [`decode_fields`]) is
+/// a task waiting for input whose keys are listed (answered keys are absent when read).
+pub(super) fn request_keys(pairs: &[Value]) -> Option<Vec<String>> {
+    let field =
+        |name: &str| pairs.chunks_exact(2).find(|kv| text(&kv[0]).as_deref() == Some(name)).and_then(|kv| text(&kv[1]));
+    if field("status").as_deref() != Some("input_required") {
+        return None;
+    }
+    serde_json::from_str(&field("reqkeys")?).ok()
+}
+
 /// The `i`-th element of a script reply as text.
 pub(super) fn item(values: &[Value], i: usize) -> Option<String> {
     values.get(i).and_then(text)
@@ -56,6 +91,8 @@ pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError
     }
     let mut fields: HashMap<String, String> = HashMap::with_capacity(pairs.len() / 2);
     let (mut requests, mut answers, mut asked) = (RawByKey::new(), RawByKey::new(), RawByKey::new());
+    // Fields not decoded here (reqm:<key>, reqkeys, ans_bytes, deferred_since, ...) are
+    // bookkeeping of the scripts.
     let mut values = pairs.into_iter();
     while let (Some(k), Some(v)) = (values.next(), values.next()) {
         if let (Some(k), Some(v)) = (into_text(k), into_text(v)) {
@@ -93,8 +130,10 @@ pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError
         subject: take("sub").unwrap_or_default(),
         era,
         tool: take("tool").ok_or_else(|| corrupt("tool"))?,
-        arguments: take("args").unwrap_or_else(|| "{}".to_owned()),
-        capabilities: take("caps").unwrap_or_else(|| "{}".to_owned()),
+        // Empty when not read (see `Read`).
+        arguments: take("args").unwrap_or_default(),
+        capabilities: take("caps").unwrap_or_default(),
+        scopes: take("scopes").map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default(),
         status,
         status_message: take("msg"),
         created_ms: u64::try_from(number(take("created"), "created")?).unwrap_or(0),
@@ -102,6 +141,7 @@ pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError
         ttl_ms: u64::try_from(ttl).ok(),
         poll_interval_ms: u64::try_from(number(take("poll"), "poll")?).unwrap_or(0),
         outcome,
+        tool_error: take("iserr").as_deref() == Some("1"),
         attempts: u32::try_from(number(take("attempts"), "attempts")?).unwrap_or(0),
         // Left over from an earlier round only if the task ended while parked.
         input_requests: if status == TaskStatus::InputRequired { requests } else { RawByKey::new() },

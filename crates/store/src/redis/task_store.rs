@@ -1,6 +1,6 @@
 //! The task records and their transitions on Redis: each transition is one Lua script
-//! (one round trip, atomic), reads are one `HGETALL` (a listing, one command per shard plus
-//! one per task, sent together).
+//! (one round trip, atomic), reads are one `HMGET` of the fields the reader renders (a full
+//! read is one `HGETALL`; a listing, one command per shard plus one per task, sent together).
 
 use std::time::Duration;
 
@@ -8,33 +8,38 @@ use redis::Value;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use super::record::{decode, item, parse_status};
+use super::record::{CONTROL_FIELDS, OUTCOME_FIELDS, decode, decode_fields, item, parse_status, request_keys};
 use super::{RedisStore, Retry, era_name, millis, reply, scripts};
 use crate::contract::TaskStore;
 use crate::error::StoreError;
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawByKey, Renewal, Settled, Skip,
-    TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
+    Renewal, Settled, Skip, TaskId, TaskOutcome, TaskRecord,
 };
 
 impl TaskStore for RedisStore {
     async fn create(&self, task: NewTask) -> Result<Created, StoreError> {
-        let shard = self.shard_of(&task.idempotency);
+        let shard = match &task.idempotency {
+            Some(idempotency) => self.shard_of(&idempotency.scope),
+            None => self.random_shard(),
+        };
         let keys = &self.inner.keys;
+        let call = task.idempotency.as_ref().map(|i| hex(&i.call)).unwrap_or_default();
+        let window = task.idempotency.as_ref().map_or(0, |i| i.window_ms);
+        let answer_bytes: usize = task.input_responses.values().map(|a| a.json.len()).sum();
         let mut force = false;
         loop {
             let id = TaskId::generate(shard);
             let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
+            let mut script_keys = vec![keys.task(&id), keys.owner(shard, &task.owner), keys.jobs(shard)];
+            if let Some(idempotency) = &task.idempotency {
+                script_keys.push(keys.idempotency(shard, &idempotency.scope));
+            }
             let out = reply(
                 self.script(
                     Retry::Yes,
                     &scripts::CREATE,
-                    vec![
-                        keys.task(&id),
-                        keys.owner(shard, &task.owner),
-                        keys.jobs(shard),
-                        keys.idempotency(shard, &task.idempotency),
-                    ],
+                    script_keys,
                     [
                         id.to_string(),
                         task.owner.clone(),
@@ -46,10 +51,13 @@ impl TaskStore for RedisStore {
                         task.capabilities.clone(),
                         ttl,
                         task.poll_interval_ms.to_string(),
-                        task.idempotency_window_ms.to_string(),
+                        window.to_string(),
                         if force { "1" } else { "0" }.to_owned(),
                         task.index_horizon_ms.unwrap_or(0).to_string(),
                         task.state.clone().unwrap_or_default(),
+                        call.clone(),
+                        task.scopes.join(" "),
+                        answer_bytes.to_string(),
                     ]
                     .into_iter()
                     .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
@@ -62,10 +70,11 @@ impl TaskStore for RedisStore {
                     let created_ms = created.parse().unwrap_or(0);
                     return Ok(Created::New(task.into_record(id, created_ms)));
                 }
+                (Some("2"), Some(_)) => return Ok(Created::KeyReused),
                 (Some("0"), Some(existing)) => {
                     let existing = TaskId::parse(&existing)
                         .ok_or_else(|| StoreError::Corrupt { detail: "idempotency key holds no task id".to_owned() })?;
-                    match self.get(&existing).await? {
+                    match self.get(&existing, Read::Control).await? {
                         Some(record) => return Ok(Created::Existing(record)),
                         // Expired at the edge of the window: create anew.
                         None => force = true,
@@ -76,11 +85,34 @@ impl TaskStore for RedisStore {
         }
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+    async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
         let key = self.inner.keys.task(id);
-        let mut cmd = redis::cmd("HGETALL");
-        cmd.arg(&key);
-        let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        if read == Read::Full {
+            let mut cmd = redis::cmd("HGETALL");
+            cmd.arg(&key);
+            let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+            return decode(pairs);
+        }
+        let fields: Vec<&str> = if read == Read::WithOutcome {
+            CONTROL_FIELDS.iter().chain(OUTCOME_FIELDS).copied().collect()
+        } else {
+            CONTROL_FIELDS.to_vec()
+        };
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(&key).arg(&fields);
+        let values: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        let mut pairs = decode_fields(&fields, values);
+        // A parked task's outstanding requests: their keys are listed in the record.
+        if let Some(keys) = request_keys(&pairs) {
+            let names: Vec<String> = keys.iter().map(|k| format!("req:{k}")).collect();
+            if !names.is_empty() {
+                let mut cmd = redis::cmd("HMGET");
+                cmd.arg(&key).arg(&names);
+                let values: Vec<Value> =
+                    self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+                pairs.extend(decode_fields(&names, values));
+            }
+        }
         decode(pairs)
     }
 
@@ -113,16 +145,16 @@ impl TaskStore for RedisStore {
         let reads: Vec<redis::Cmd> = entries
             .iter()
             .map(|(_, id)| {
-                let mut cmd = redis::cmd("HGETALL");
-                cmd.arg(self.inner.keys.task(id));
+                let mut cmd = redis::cmd("HMGET");
+                cmd.arg(self.inner.keys.task(id)).arg(CONTROL_FIELDS);
                 cmd
             })
             .collect();
         let records: Vec<Vec<Value>> = self.call_each(Retry::Yes, reads).await?;
         let mut tasks = Vec::with_capacity(records.len());
         let mut dead = Vec::new();
-        for (pairs, (member, id)) in records.into_iter().zip(&entries) {
-            match decode(pairs)? {
+        for (values, (member, id)) in records.into_iter().zip(&entries) {
+            match decode(decode_fields(CONTROL_FIELDS, values))? {
                 Some(record) => tasks.push(record),
                 // The task expired: drop its index entry now (one extra round trip, only then).
                 None => {
@@ -224,29 +256,50 @@ impl TaskStore for RedisStore {
         job: &Job,
         status: TaskStatus,
         outcome: TaskOutcome,
+        tool_error: bool,
     ) -> Result<Settled, StoreError> {
         let (field, json) = match outcome {
             TaskOutcome::Result(r) => ("result", r),
             TaskOutcome::Error(e) => ("error", e),
         };
-        self.settle(lease, job, status, vec![field.to_owned(), json]).await
+        let flag = if tool_error { "1" } else { "0" };
+        self.settle(lease, job, status, vec![field.to_owned(), json, flag.to_owned()]).await
     }
 
     async fn park(
         &self,
         lease: &Lease,
         job: &Job,
-        input_requests: &RawByKey,
+        input_requests: &RawRequests,
         state: Option<&str>,
     ) -> Result<Settled, StoreError> {
-        let mut args = vec![state.unwrap_or_default().to_owned()];
-        args.extend(pairs(input_requests));
+        let names: Vec<&String> = input_requests.keys().collect();
+        let names =
+            serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
+        let mut args = vec![state.unwrap_or_default().to_owned(), names];
+        args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
         self.settle(lease, job, TaskStatus::InputRequired, args).await
     }
 
-    async fn answer(&self, id: &TaskId, owner: &str, answers: &RawByKey) -> Result<Answered, StoreError> {
+    async fn answer(
+        &self,
+        id: &TaskId,
+        owner: &str,
+        answers: &CheckedAnswers,
+        max_bytes: u64,
+    ) -> Result<Answered, StoreError> {
         let keys = &self.inner.keys;
-        let args = [owner.to_owned(), keys.channel(id)].into_iter().chain(pairs(answers)).collect();
+        let args = [owner.to_owned(), keys.channel(id), max_bytes.to_string()]
+            .into_iter()
+            .chain(answers.iter().flat_map(|(k, a)| {
+                let mut fits = String::from(",");
+                for method in &a.fits {
+                    fits.push_str(method);
+                    fits.push(',');
+                }
+                [k.clone(), fits, a.json.clone()]
+            }))
+            .collect();
         let out =
             reply(self.script(Retry::No, &scripts::ANSWER, vec![keys.task(id), keys.jobs(id.shard())], args).await?)?;
         Ok(match item(&out, 0).as_deref() {
@@ -257,6 +310,7 @@ impl TaskStore for RedisStore {
                     .ok_or_else(|| StoreError::Corrupt { detail: "answer reply without a status".to_owned() })?,
             ),
             Some("invalid") => Answered::Invalid(item(&out, 1).unwrap_or_default()),
+            Some("toolarge") => Answered::TooLarge(item(&out, 1).and_then(|n| n.parse().ok()).unwrap_or(max_bytes)),
             Some("waiting") => Answered::Waiting(item(&out, 1).and_then(|n| n.parse().ok()).unwrap_or(1)),
             Some("resumed") => Answered::Resumed,
             _ => return Err(StoreError::Corrupt { detail: "unexpected answer reply".to_owned() }),
@@ -275,11 +329,35 @@ impl TaskStore for RedisStore {
             .await?;
         settled(&out)
     }
+
+    async fn defer(&self, lease: &Lease, job: &Job, grace: Duration, error: &str) -> Result<Settled, StoreError> {
+        let keys = &self.inner.keys;
+        let out = self
+            .script(
+                Retry::No,
+                &scripts::DEFER,
+                vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
+                vec![
+                    lease.token.to_string(),
+                    job.entry.clone(),
+                    millis(grace).to_string(),
+                    error.to_owned(),
+                    keys.channel(&lease.task),
+                    "Failed: no replica can run its tool".to_owned(),
+                ],
+            )
+            .await?;
+        settled(&out)
+    }
 }
 
-/// Flattens raw JSON by key into script arguments: key, JSON, key, JSON, …
-fn pairs(values: &RawByKey) -> impl Iterator<Item = String> + '_ {
-    values.iter().flat_map(|(k, v)| [k.clone(), v.clone()])
+/// Lower-case hex of a digest.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 /// Decodes the reply of `settle.lua` / `release.lua`.
@@ -289,6 +367,7 @@ fn settled(out: &Value) -> Result<Settled, StoreError> {
         Some("terminal") => Settled::AlreadyTerminal,
         Some("lost") => Settled::Lost,
         Some("gone") => Settled::Gone,
+        Some("gaveup") => Settled::GaveUp,
         _ => return Err(StoreError::Corrupt { detail: "unexpected settle reply".to_owned() }),
     })
 }

@@ -47,6 +47,23 @@ impl RedisServer {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
     }
 
+    /// Freezes the server (SIGSTOP): its sockets stay open and accept bytes, nothing is
+    /// answered, as in a long stall. [`RedisServer::resume`] thaws it.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT): it answers everything it received meanwhile.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("redis-server is running").id();
+        let status = Command::new("kill").arg(signal).arg(pid.to_string()).status().expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid} failed");
+    }
+
     /// Stops the server (SIGKILL) and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -10,17 +10,20 @@ use mcpgate_protocol::task::TaskStatus;
 
 use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
 use crate::model::{
-    Answered, Cancelled, Claim, Created, Job, NewTask, RawAnswer, RawAnswers, RawByKey, Renewal, Settled, Skip,
-    TaskEvent, TaskId, TaskOutcome,
+    Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, NewTask, RawAnswer,
+    RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome,
 };
 
 const LEASE: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_secs(5);
 
+/// Answers may hold this many bytes per task in the suite.
+const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
 fn new_task(owner: &str, call: u8) -> NewTask {
-    let mut idempotency = [0u8; 32];
-    idempotency[0] = call;
-    idempotency[1..1 + owner.len().min(31)].copy_from_slice(&owner.as_bytes()[..owner.len().min(31)]);
+    let mut scope = [0u8; 32];
+    scope[0] = call;
+    scope[1..1 + owner.len().min(31)].copy_from_slice(&owner.as_bytes()[..owner.len().min(31)]);
     NewTask {
         owner: owner.to_owned(),
         issuer: "https://issuer.example.com".to_owned(),
@@ -31,8 +34,8 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         capabilities: "{}".to_owned(),
         ttl_ms: Some(60_000),
         poll_interval_ms: 500,
-        idempotency,
-        idempotency_window_ms: 60_000,
+        scopes: vec!["tasks:run".to_owned(), "reports".to_owned()],
+        idempotency: Some(Idempotency { scope, call: [call; 32], window_ms: 60_000 }),
         index_horizon_ms: Some(3_600_000),
         input_responses: RawAnswers::new(),
         state: None,
@@ -50,6 +53,21 @@ fn form_answers(pairs: &[(&str, &str)]) -> RawAnswers {
 fn raw(pairs: &[(&str, &str)]) -> RawByKey {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
 }
+
+/// Form requests to park with.
+fn asks(pairs: &[(&str, &str)]) -> RawRequests {
+    form_answers(pairs)
+}
+
+/// Answers as the gateway hands them over: each with the methods it is a result of.
+fn checked(pairs: &[(&str, &str, &[&'static str])]) -> CheckedAnswers {
+    pairs
+        .iter()
+        .map(|(k, json, fits)| ((*k).to_owned(), CheckedAnswer { fits: fits.to_vec(), json: (*json).to_owned() }))
+        .collect()
+}
+
+const FORM: &[&str] = &["elicitation/create"];
 
 async fn next_job<S: JobQueue>(store: &S, worker: &str, task: &TaskId) -> Job {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -88,6 +106,59 @@ where
     reclaim_reaches_every_pending_job(&make().await).await;
     answers_gathered_before_creation_reach_the_first_run(&make().await).await;
     marks_are_single_use(&make().await).await;
+    settling_twice_writes_once(&make().await).await;
+    deferred_tasks_go_round_then_fail(&make().await).await;
+    handed_back_jobs_reach_another_worker(&make().await).await;
+}
+
+async fn settling_twice_writes_once<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("twice", 1)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    let result = TaskOutcome::Result(r#"{"content":[],"isError":true}"#.to_owned());
+    assert_eq!(
+        store.finish(&lease, &job, TaskStatus::Completed, result.clone(), true).await.expect("finish"),
+        Settled::Done
+    );
+    // The repeat of a finish whose reply was lost: the outcome stays the first one.
+    let other = TaskOutcome::Error(r#"{"code":-32603,"message":"x"}"#.to_owned());
+    let repeat = store.finish(&lease, &job, TaskStatus::Failed, other, false).await.expect("finish");
+    assert!(matches!(repeat, Settled::Done | Settled::AlreadyTerminal), "{repeat:?}");
+    let done = store.get(&record.id, Read::WithOutcome).await.expect("get").expect("exists");
+    assert_eq!((done.status, done.outcome, done.tool_error), (TaskStatus::Completed, Some(result), true));
+    let control = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert!(control.outcome.is_none() && control.tool_error, "a control read knows the tool error, not the result");
+}
+
+async fn deferred_tasks_go_round_then_fail<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("deferred", 1)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "old", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "old", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    let error = r#"{"code":-32603,"message":"no replica knows tool slow_compute"}"#;
+    assert_eq!(store.defer(&lease, &job, Duration::from_secs(60), error).await.expect("defer"), Settled::Done);
+    // Any worker gets it again at once, the deferral not counted as an attempt.
+    let again = next_job(store, "new", &record.id).await;
+    let Claim::Run { lease, task } = store.claim(&again, "new", LEASE, 3).await.expect("claim") else {
+        panic!("runs again")
+    };
+    assert_eq!(task.attempts, 1);
+    // Past the grace period (counted from the first deferral) it fails with the error given.
+    assert_eq!(store.defer(&lease, &again, Duration::ZERO, error).await.expect("defer"), Settled::GaveUp);
+    let failed = store.get(&record.id, Read::WithOutcome).await.expect("get").expect("exists");
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!(failed.outcome, Some(TaskOutcome::Error(error.to_owned())));
+}
+
+async fn handed_back_jobs_reach_another_worker<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("surplus", 1)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "busy", &record.id).await;
+    store.hand_back(std::slice::from_ref(&job)).await.expect("hand back");
+    let taken = next_job(store, "idle", &record.id).await;
+    assert_ne!(taken.entry, job.entry, "a fresh entry");
+    assert!(matches!(store.claim(&taken, "idle", LEASE, 3).await.expect("claim"), Claim::Run { .. }));
+    // The old entry is gone: reclaiming finds nothing of it.
+    let reclaimed = store.reclaim("other", Duration::ZERO, 10).await.expect("reclaim");
+    assert!(reclaimed.iter().all(|j| j.entry != job.entry), "{reclaimed:?}");
 }
 
 async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
@@ -95,7 +166,7 @@ async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
     let Created::New(record) = created else { panic!("a new task") };
     assert_eq!(record.status, TaskStatus::Working);
     assert_eq!(record.attempts, 0);
-    let got = store.get(&record.id).await.expect("get").expect("durable when create returns");
+    let got = store.get(&record.id, Read::Full).await.expect("get").expect("durable when create returns");
     assert_eq!(got.id, record.id);
     assert_eq!(got.owner, "alice");
     assert_eq!(got.arguments, r#"{"seconds":1}"#);
@@ -107,13 +178,32 @@ async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
     let other = store.create(new_task("alice", 2)).await.expect("create");
     assert!(matches!(&other, Created::New(r) if r.id != record.id));
 
-    assert!(store.get(&TaskId::generate(0)).await.expect("get").is_none());
+    assert!(store.get(&TaskId::generate(0), Read::Full).await.expect("get").is_none());
+
+    // The same scope for another call is refused, and creates nothing.
+    let mut reused = new_task("alice", 1);
+    if let Some(i) = reused.idempotency.as_mut() {
+        i.call = [99; 32];
+    }
+    assert_eq!(store.create(reused).await.expect("create"), Created::KeyReused);
+    // Without a scope every creation is a new task.
+    let mut plain = new_task("alice", 1);
+    plain.idempotency = None;
+    let a = store.create(plain.clone()).await.expect("create");
+    let b = store.create(plain).await.expect("create");
+    assert!(matches!((&a, &b), (Created::New(x), Created::New(y)) if x.id != y.id), "{a:?} {b:?}");
+    // A control read carries what renders a status, never the payload.
+    let control = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert_eq!(control.status, TaskStatus::Working);
+    assert_eq!(control.scopes, ["tasks:run", "reports"], "the creator's scopes are kept");
+    assert!(control.arguments.is_empty() && control.capabilities.is_empty(), "{control:?}");
+    assert_eq!(got.scopes, control.scopes);
 }
 
 async fn list_pages_by_owner<S: TaskStore>(store: &S) {
     let mut ids = Vec::new();
     for call in 0..5 {
-        ids.push(store.create(new_task("lister", call)).await.expect("create").record().id.clone());
+        ids.push(store.create(new_task("lister", call)).await.expect("create").record().expect("a task").id.clone());
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     store.create(new_task("someone-else", 9)).await.expect("create");
@@ -129,26 +219,26 @@ async fn list_pages_by_owner<S: TaskStore>(store: &S) {
 }
 
 async fn run_to_completion_with_events<S: TaskStore + JobQueue + EventBus>(store: &S) {
-    let record = store.create(new_task("runner", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("runner", 1)).await.expect("create").record().expect("a task").clone();
     let mut sub = store.subscribe(&record.id).await.expect("subscribe");
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { lease, task } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     assert_eq!((lease.token, task.attempts), (1, 1));
     assert_eq!(store.claim(&job, "w2", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Busy), "live lease");
     assert_eq!(store.renew(&lease, LEASE, Some("halfway")).await.expect("renew"), Renewal::Held);
-    let got = store.get(&record.id).await.expect("get").expect("exists");
+    let got = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!(got.status_message.as_deref(), Some("halfway"));
     let outcome = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
     assert_eq!(
-        store.finish(&lease, &job, TaskStatus::Completed, outcome.clone()).await.expect("finish"),
+        store.finish(&lease, &job, TaskStatus::Completed, outcome.clone(), false).await.expect("finish"),
         Settled::Done
     );
     assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Completed));
-    let done = store.get(&record.id).await.expect("get").expect("exists");
+    let done = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!((done.status, done.outcome), (TaskStatus::Completed, Some(outcome.clone())));
     // A terminal task never changes again, and its job is gone.
     assert_eq!(
-        store.finish(&lease, &job, TaskStatus::Failed, outcome).await.expect("finish"),
+        store.finish(&lease, &job, TaskStatus::Failed, outcome, false).await.expect("finish"),
         Settled::AlreadyTerminal
     );
     assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Terminal));
@@ -159,7 +249,7 @@ async fn run_to_completion_with_events<S: TaskStore + JobQueue + EventBus>(store
 }
 
 async fn cancel_is_idempotent_and_final<S: TaskStore + JobQueue + EventBus>(store: &S) {
-    let record = store.create(new_task("canceller", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("canceller", 1)).await.expect("create").record().expect("a task").clone();
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     let mut sub = store.subscribe(&record.id).await.expect("subscribe");
@@ -173,16 +263,16 @@ async fn cancel_is_idempotent_and_final<S: TaskStore + JobQueue + EventBus>(stor
     assert_eq!(store.renew(&lease, LEASE, None).await.expect("renew"), Renewal::Cancelled, "the worker learns it");
     let late = TaskOutcome::Result("{}".to_owned());
     assert_eq!(
-        store.finish(&lease, &job, TaskStatus::Completed, late).await.expect("finish"),
+        store.finish(&lease, &job, TaskStatus::Completed, late, false).await.expect("finish"),
         Settled::AlreadyTerminal,
         "a late finish cannot overwrite cancelled"
     );
-    assert_eq!(store.get(&record.id).await.expect("get").expect("exists").status, TaskStatus::Cancelled);
+    assert_eq!(store.get(&record.id, Read::Full).await.expect("get").expect("exists").status, TaskStatus::Cancelled);
     assert_eq!(store.cancel(&TaskId::generate(3), "canceller").await.expect("cancel"), Cancelled::NotFound);
 }
 
 async fn stale_leases_cannot_write<S: TaskStore + JobQueue>(store: &S) {
-    let record = store.create(new_task("reclaimed", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("reclaimed", 1)).await.expect("create").record().expect("a task").clone();
     let job = next_job(store, "dying", &record.id).await;
     let short = Duration::from_millis(150);
     let Claim::Run { lease: old, .. } = store.claim(&job, "dying", short, 3).await.expect("claim") else {
@@ -197,12 +287,15 @@ async fn stale_leases_cannot_write<S: TaskStore + JobQueue>(store: &S) {
     assert_eq!((new.token, task.attempts), (old.token + 1, 2));
     assert_eq!(store.renew(&old, LEASE, None).await.expect("renew"), Renewal::Lost);
     let outcome = TaskOutcome::Result("{}".to_owned());
-    assert_eq!(store.finish(&old, &job, TaskStatus::Completed, outcome.clone()).await.expect("finish"), Settled::Lost);
-    assert_eq!(store.finish(&new, &job, TaskStatus::Completed, outcome).await.expect("finish"), Settled::Done);
+    assert_eq!(
+        store.finish(&old, &job, TaskStatus::Completed, outcome.clone(), false).await.expect("finish"),
+        Settled::Lost
+    );
+    assert_eq!(store.finish(&new, &job, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
 }
 
 async fn attempts_run_out<S: TaskStore + JobQueue>(store: &S) {
-    let record = store.create(new_task("unlucky", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("unlucky", 1)).await.expect("create").record().expect("a task").clone();
     let job = next_job(store, "w1", &record.id).await;
     let short = Duration::from_millis(100);
     assert!(matches!(store.claim(&job, "w1", short, 1).await.expect("claim"), Claim::Run { .. }));
@@ -211,7 +304,7 @@ async fn attempts_run_out<S: TaskStore + JobQueue>(store: &S) {
         store.claim(&job, "w2", short, 1).await.expect("claim"),
         Claim::Exhausted { tool: "slow_compute".to_owned() }
     );
-    let failed = store.get(&record.id).await.expect("get").expect("exists");
+    let failed = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!(failed.status, TaskStatus::Failed);
     let Some(TaskOutcome::Error(error)) = failed.outcome else { panic!("a clear error") };
     let error: serde_json::Value = serde_json::from_str(&error).expect("JSON error object");
@@ -222,17 +315,17 @@ async fn attempts_run_out<S: TaskStore + JobQueue>(store: &S) {
 async fn lifetime_ends<S: TaskStore + JobQueue>(store: &S) {
     let mut task = new_task("ephemeral", 1);
     task.ttl_ms = Some(300);
-    let record = store.create(task).await.expect("create").record().clone();
-    assert!(store.get(&record.id).await.expect("get").is_some());
+    let record = store.create(task).await.expect("create").record().expect("a task").clone();
+    assert!(store.get(&record.id, Read::Full).await.expect("get").is_some());
     let job = next_job(store, "w1", &record.id).await;
     tokio::time::sleep(Duration::from_millis(450)).await;
-    assert!(store.get(&record.id).await.expect("get").is_none(), "gone after its lifetime");
+    assert!(store.get(&record.id, Read::Full).await.expect("get").is_none(), "gone after its lifetime");
     assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Gone));
     assert_eq!(store.cancel(&record.id, "ephemeral").await.expect("cancel"), Cancelled::NotFound);
     let mut unlimited = new_task("ephemeral", 2);
     unlimited.ttl_ms = None;
-    let record = store.create(unlimited).await.expect("create").record().clone();
-    assert_eq!(store.get(&record.id).await.expect("get").expect("exists").ttl_ms, None);
+    let record = store.create(unlimited).await.expect("create").record().expect("a task").clone();
+    assert_eq!(store.get(&record.id, Read::Full).await.expect("get").expect("exists").ttl_ms, None);
 }
 
 const CONFIRM: &str =
@@ -241,16 +334,21 @@ const NAME: &str =
     r#"{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object"}}}"#;
 
 async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
-    let record = store.create(new_task("asker", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("asker", 1)).await.expect("create").record().expect("a task").clone();
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     let mut sub = store.subscribe(&record.id).await.expect("subscribe");
-    let requests = raw(&[("confirm", CONFIRM), ("name", NAME)]);
+    let requests = asks(&[("confirm", CONFIRM), ("name", NAME)]);
     assert_eq!(store.park(&lease, &job, &requests, Some(r#"{"step":1}"#)).await.expect("park"), Settled::Done);
     assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::InputRequired));
-    let parked = store.get(&record.id).await.expect("get").expect("exists");
+    // A repeat of the same park (a lost reply) changes nothing.
+    assert_eq!(store.park(&lease, &job, &requests, Some(r#"{"step":9}"#)).await.expect("park"), Settled::Done);
+    let parked = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!(parked.status, TaskStatus::InputRequired);
-    assert_eq!(parked.input_requests, requests, "kept byte for byte");
+    assert_eq!(parked.input_requests, raw(&[("confirm", CONFIRM), ("name", NAME)]), "kept byte for byte");
+    let control = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert_eq!(control.input_requests, parked.input_requests, "a control read shows what is asked");
+    assert!(control.arguments.is_empty() && control.state.is_none(), "but not the payload");
     assert_eq!(parked.state.as_deref(), Some(r#"{"step":1}"#));
     assert_eq!(store.claim(&job, "w1", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Parked));
 
@@ -258,28 +356,48 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     // leaves the rest outstanding; the last one resumes the task on any worker.
     let yes = r#"{"action":"accept","content":{"confirm":true}}"#;
     assert_eq!(
-        store.answer(&record.id, "intruder", &raw(&[("confirm", yes)])).await.expect("answer"),
+        store
+            .answer(&record.id, "intruder", &checked(&[("confirm", yes, FORM)]), MAX_ANSWER_BYTES)
+            .await
+            .expect("answer"),
         Answered::NotFound
     );
     // An answer of the wrong kind for an outstanding key is refused, and nothing recorded.
     let roots = r#"{"roots":[{"uri":"file:///tmp"}]}"#;
-    let wrong = raw(&[("confirm", roots), ("name", r#"{"action":"accept","content":{"name":"x"}}"#)]);
+    let wrong = checked(&[
+        ("confirm", roots, &["roots/list"]),
+        ("name", r#"{"action":"accept","content":{"name":"x"}}"#, FORM),
+    ]);
     assert_eq!(
-        store.answer(&record.id, "asker", &wrong).await.expect("answer"),
+        store.answer(&record.id, "asker", &wrong, MAX_ANSWER_BYTES).await.expect("answer"),
         Answered::Invalid("confirm".to_owned())
     );
-    let first = raw(&[("confirm", yes), ("unknown", r#"{"x":1}"#)]);
-    assert_eq!(store.answer(&record.id, "asker", &first).await.expect("answer"), Answered::Waiting(1));
-    let partial = store.get(&record.id).await.expect("get").expect("exists");
+    // Answers past the task's byte budget are refused, and nothing recorded.
+    let both = checked(&[("confirm", yes, FORM), ("name", yes, FORM)]);
+    let budget = u64::try_from(yes.len()).expect("small");
+    assert_eq!(store.answer(&record.id, "asker", &both, budget).await.expect("answer"), Answered::TooLarge(budget));
+    let first = checked(&[("confirm", yes, FORM), ("unknown", r#"{"x":1}"#, &[])]);
+    assert_eq!(
+        store.answer(&record.id, "asker", &first, MAX_ANSWER_BYTES).await.expect("answer"),
+        Answered::Waiting(1)
+    );
+    let partial = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!(partial.status, TaskStatus::InputRequired);
     assert_eq!(partial.input_requests, raw(&[("name", NAME)]));
     assert_eq!(partial.input_responses, form_answers(&[("confirm", yes)]), "unknown keys are not recorded");
     // An answer to a key no longer outstanding changes nothing.
-    let again = raw(&[("confirm", r#"{"action":"decline"}"#)]);
-    assert_eq!(store.answer(&record.id, "asker", &again).await.expect("answer"), Answered::Waiting(1));
+    let again = checked(&[("confirm", r#"{"action":"decline"}"#, FORM)]);
+    assert_eq!(
+        store.answer(&record.id, "asker", &again, MAX_ANSWER_BYTES).await.expect("answer"),
+        Answered::Waiting(1)
+    );
     // Stored verbatim: no re-encoding of big numbers, empty arrays or escapes.
     let alice = r#"{"action":"accept","content":{"name":"Ålice \"A\"","n":12345678901234567890,"tags":[]}}"#;
-    assert_eq!(store.answer(&record.id, "asker", &raw(&[("name", alice)])).await.expect("answer"), Answered::Resumed);
+    // The budget counts every round: the first answer's bytes are already spent.
+    let tight = u64::try_from(yes.len() + alice.len() - 1).expect("small");
+    let last = checked(&[("name", alice, FORM)]);
+    assert_eq!(store.answer(&record.id, "asker", &last, tight).await.expect("answer"), Answered::TooLarge(tight));
+    assert_eq!(store.answer(&record.id, "asker", &last, MAX_ANSWER_BYTES).await.expect("answer"), Answered::Resumed);
     assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Working));
     let resumed = next_job(store, "w2", &record.id).await;
     let Claim::Run { task, .. } = store.claim(&resumed, "w2", LEASE, 3).await.expect("claim") else {
@@ -295,7 +413,7 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     assert_eq!(task.state.as_deref(), Some(r#"{"step":1}"#));
     assert_eq!(task.attempts, 2, "the resumed run is a new claim");
     assert_eq!(
-        store.answer(&record.id, "asker", &raw(&[("name", alice)])).await.expect("answer"),
+        store.answer(&record.id, "asker", &last, MAX_ANSWER_BYTES).await.expect("answer"),
         Answered::NotWaiting(TaskStatus::Working)
     );
 }
@@ -305,7 +423,7 @@ async fn answers_gathered_before_creation_reach_the_first_run<S: TaskStore + Job
     let alice = r#"{"action":"accept","content":{"name":"Alice"}}"#;
     task.input_responses = form_answers(&[("user_name", alice)]);
     task.state = Some(r#"{"asked":1}"#.to_owned());
-    let record = store.create(task).await.expect("create").record().clone();
+    let record = store.create(task).await.expect("create").record().expect("a task").clone();
     assert_eq!(record.input_responses, form_answers(&[("user_name", alice)]));
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { task, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
@@ -322,7 +440,7 @@ async fn marks_are_single_use<S: OnceMarks>(store: &S) {
 }
 
 async fn released_tasks_run_again_at_once<S: TaskStore + JobQueue>(store: &S) {
-    let record = store.create(new_task("handover", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("handover", 1)).await.expect("create").record().expect("a task").clone();
     let job = next_job(store, "leaving", &record.id).await;
     let Claim::Run { lease, .. } = store.claim(&job, "leaving", LEASE, 1).await.expect("claim") else { panic!("runs") };
     // A reader already waiting gets the fresh job as soon as it is enqueued.
@@ -331,7 +449,7 @@ async fn released_tasks_run_again_at_once<S: TaskStore + JobQueue>(store: &S) {
         store.release(&lease, &job).await
     });
     assert_eq!(released.expect("release"), Settled::Done);
-    let released = store.get(&record.id).await.expect("get").expect("exists");
+    let released = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!((released.status, released.attempts), (TaskStatus::Working, 0), "the attempt does not count");
     // It runs again although only one attempt is allowed.
     let again = read.expect("read").into_iter().find(|j| j.task == record.id).expect("the waiting reader got the job");
@@ -342,12 +460,12 @@ async fn released_tasks_run_again_at_once<S: TaskStore + JobQueue>(store: &S) {
     assert_eq!((new.token, task.attempts), (lease.token + 1, 1));
     assert_eq!(store.release(&lease, &job).await.expect("release"), Settled::Lost, "only the holder releases");
     let outcome = TaskOutcome::Result("{}".to_owned());
-    assert_eq!(store.finish(&new, &again, TaskStatus::Completed, outcome).await.expect("finish"), Settled::Done);
+    assert_eq!(store.finish(&new, &again, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
     assert_eq!(store.release(&new, &again).await.expect("release"), Settled::AlreadyTerminal);
 }
 
 async fn renewed_jobs_are_not_reclaimed<S: TaskStore + JobQueue>(store: &S) {
-    let record = store.create(new_task("longrun", 1)).await.expect("create").record().clone();
+    let record = store.create(new_task("longrun", 1)).await.expect("create").record().expect("a task").clone();
     let job = next_job(store, "busy", &record.id).await;
     let Claim::Run { lease, .. } = store.claim(&job, "busy", LEASE, 3).await.expect("claim") else { panic!("runs") };
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -364,7 +482,7 @@ async fn renewed_jobs_are_not_reclaimed<S: TaskStore + JobQueue>(store: &S) {
 async fn reclaim_reaches_every_pending_job<S: TaskStore + JobQueue>(store: &S) {
     let mut ids = std::collections::BTreeSet::new();
     for call in 0..6 {
-        let record = store.create(new_task("many", call)).await.expect("create").record().clone();
+        let record = store.create(new_task("many", call)).await.expect("create").record().expect("a task").clone();
         next_job(store, "vanished", &record.id).await;
         ids.insert(record.id);
     }

@@ -29,8 +29,8 @@ fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
         capabilities: "{}".to_owned(),
         ttl_ms: Some(60_000),
         poll_interval_ms: 100,
-        idempotency,
-        idempotency_window_ms: 0,
+        scopes: Vec::new(),
+        idempotency: Some(mcpgate_store::Idempotency { scope: idempotency, call: [0; 32], window_ms: 0 }),
         index_horizon_ms: None,
         input_responses: mcpgate_store::RawAnswers::new(),
         state: None,
@@ -133,17 +133,19 @@ async fn every_operation_is_one_round_trip() {
     let server = RedisServer::start();
     let store = RedisStore::connect(options(&server)).await.expect("connects");
     let mut monitor = Monitor::start(server.port()).await;
-    let task = NewTask { idempotency_window_ms: 60_000, ..new_task("rt", [3; 32]) };
+    let scoped = |scope: [u8; 32]| Some(mcpgate_store::Idempotency { scope, call: [0; 32], window_ms: 60_000 });
+    let task = NewTask { idempotency: scoped([3; 32]), ..new_task("rt", [3; 32]) };
     let mut count = async |what: &str| {
         let seen = monitor.commands_since_last().await;
         assert_eq!(seen.len(), 1, "{what} took {} round trips: {seen:#?}", seen.len());
         seen.into_iter().next().expect("one")
     };
 
-    let record = store.create(task.clone()).await.expect("create").record().clone();
+    let record = store.create(task.clone()).await.expect("create").record().expect("a task").clone();
     assert!(count("create").await.to_ascii_lowercase().contains("evalsha"));
-    store.get(&record.id).await.expect("get");
-    assert!(count("get").await.to_ascii_lowercase().contains("hgetall"));
+    store.get(&record.id, mcpgate_store::Read::WithOutcome).await.expect("get");
+    let get = count("get").await.to_ascii_lowercase();
+    assert!(get.contains("hmget") && !get.contains("\"args\""), "a poll reads no payload: {get}");
 
     let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
     count("read").await;
@@ -153,15 +155,30 @@ async fn every_operation_is_one_round_trip() {
     count("claim").await;
     store.renew(&lease, Duration::from_secs(30), Some("progress")).await.expect("renew");
     count("renew").await;
-    store.finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned())).await.expect("finish");
+    store
+        .finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned()), false)
+        .await
+        .expect("finish");
     assert!(count("finish (with the job acknowledgement)").await.to_ascii_lowercase().contains("evalsha"));
 
-    let other = store.create(NewTask { idempotency: [4; 32], ..task.clone() }).await.expect("create").record().clone();
+    let other = store
+        .create(NewTask { idempotency: scoped([4; 32]), ..task.clone() })
+        .await
+        .expect("create")
+        .record()
+        .expect("a task")
+        .clone();
     count("create").await;
     store.cancel(&other.id, "rt").await.expect("cancel");
     count("cancel").await;
 
-    let asking = store.create(NewTask { idempotency: [5; 32], ..task }).await.expect("create").record().clone();
+    let asking = store
+        .create(NewTask { idempotency: scoped([5; 32]), ..task })
+        .await
+        .expect("create")
+        .record()
+        .expect("a task")
+        .clone();
     count("create").await;
     let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
     count("read").await;
@@ -170,13 +187,17 @@ async fn every_operation_is_one_round_trip() {
         panic!("runs")
     };
     count("claim").await;
-    let ask = r#"{"method":"roots/list"}"#;
-    let requests: mcpgate_store::RawByKey = [("a".to_owned(), ask.to_owned()), ("b".to_owned(), ask.to_owned())].into();
+    let ask =
+        mcpgate_store::RawAnswer { method: "roots/list".to_owned(), json: r#"{"method":"roots/list"}"#.to_owned() };
+    let requests: mcpgate_store::RawRequests = [("a".to_owned(), ask.clone()), ("b".to_owned(), ask)].into();
     store.park(&lease, job, &requests, Some("{}")).await.expect("park");
     count("park").await;
-    let answers: mcpgate_store::RawByKey =
-        [("a".to_owned(), r#"{"roots":[]}"#.to_owned()), ("b".to_owned(), r#"{"roots":[]}"#.to_owned())].into();
-    assert_eq!(store.answer(&asking.id, "rt", &answers).await.expect("answer"), mcpgate_store::Answered::Resumed);
+    let roots = mcpgate_store::CheckedAnswer { fits: vec!["roots/list"], json: r#"{"roots":[]}"#.to_owned() };
+    let answers: mcpgate_store::CheckedAnswers = [("a".to_owned(), roots.clone()), ("b".to_owned(), roots)].into();
+    assert_eq!(
+        store.answer(&asking.id, "rt", &answers, 1 << 20).await.expect("answer"),
+        mcpgate_store::Answered::Resumed
+    );
     count("answer (with the re-enqueue)").await;
 }
 
@@ -214,7 +235,7 @@ async fn the_store_recovers_when_redis_restarts() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let jobs = store.read("w", 10, Duration::from_millis(200)).await.unwrap_or_default();
-        if jobs.iter().any(|j| j.task == created.record().id) {
+        if jobs.iter().any(|j| j.task == created.record().expect("a task").id) {
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "the queue did not recover");

@@ -22,8 +22,8 @@ use mcpgate_protocol::task::{
     CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams, TaskStatus,
 };
 use mcpgate_store::{
-    Answered, Cancelled, EventBus as _, ListCursor, NewTask, RawAnswer, RawAnswers, RawByKey, TaskEvent, TaskId,
-    TaskRecord, TaskStore as _,
+    Cancelled, EventBus as _, ListCursor, NewTask, RawAnswer, RawAnswers, Read, TaskEvent, TaskId, TaskRecord,
+    TaskStore as _,
 };
 
 use crate::config::AuthMode;
@@ -35,7 +35,7 @@ use mcpgate_runtime::task_metrics::TaskMetric;
 use crate::mcp::render;
 use crate::mcp::request_state::MAX_ANSWERS;
 use crate::mcp::session::now_ms;
-use crate::mcp::{task_input, task_view};
+use crate::mcp::{answers, idempotency, task_input, task_view};
 use crate::state::AppState;
 
 /// Tasks per `tasks/list` page.
@@ -99,7 +99,6 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
         serde_json::to_string(&plan.arguments).map_err(|e| GatewayError::internal(format!("arguments: {e}")))?;
     let capabilities =
         serde_json::to_string(&*cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
-    let request_id = serde_json::to_string(&cx.id).unwrap_or_default();
     let mut input_responses = RawAnswers::new();
     for (key, answer) in &plan.answers {
         let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal(format!("answer: {e}")))?;
@@ -107,12 +106,7 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
     }
     let owner = cx.principal.key();
     // Arguments serialize with sorted keys, so the same call always has the same digest.
-    let idempotency = mcpgate_seal::context_digest(&[
-        owner.as_bytes(),
-        request_id.as_bytes(),
-        plan.tool.as_bytes(),
-        arguments.as_bytes(),
-    ]);
+    let idempotency = idempotency::scope(cx, &plan.tool, &arguments, tasks.idempotency_window_ms);
     let created = state
         .store
         .create(NewTask {
@@ -123,16 +117,21 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
             tool: plan.tool,
             arguments,
             capabilities,
+            scopes: cx.principal.scopes().to_vec(),
             ttl_ms,
             poll_interval_ms: tasks.poll_interval_ms,
             idempotency,
-            idempotency_window_ms: tasks.idempotency_window_ms,
             index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
             input_responses,
             state: plan.state.map(|s| s.to_string()),
         })
         .await?;
-    let record = created.record();
+    let Some(record) = created.record() else {
+        return Err(GatewayError::invalid_params(
+            "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
+             tasks.idempotency_window_ms",
+        ));
+    };
     if matches!(created, mcpgate_store::Created::New(_)) {
         state.task_metrics.count(&record.tool, TaskMetric::Created);
     }
@@ -161,7 +160,9 @@ pub(in crate::mcp) async fn get(
     params: &TaskIdParams,
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
-    let record = find(state, cx, &params.task_id).await?;
+    // Only what is rendered: a modern view carries the outcome inline, a legacy one does not.
+    let read = if cx.era == Era::Modern { Read::WithOutcome } else { Read::Control };
+    let record = find(state, cx, &params.task_id, read).await?;
     match cx.era {
         Era::Modern => render::complete(state, cx, task_view::detailed(&record)?),
         Era::Legacy => legacy_task(state, cx, &record),
@@ -205,16 +206,12 @@ pub(in crate::mcp) async fn update(
     if params.input_responses.len() > MAX_ANSWERS {
         return Err(GatewayError::invalid_params(format!("at most {MAX_ANSWERS} inputResponses per request")));
     }
-    let answers: RawByKey = params.input_responses.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
-    match state.store.answer(&id, cx.principal.key(), &answers).await? {
-        Answered::NotFound => Err(not_found(&params.task_id)),
-        Answered::Invalid(key) => Err(GatewayError::invalid_params(format!(
-            "inputResponses.{}: not a valid answer to the request it names",
-            clip(&key)
-        ))),
-        Answered::NotWaiting(_) | Answered::Waiting(_) | Answered::Resumed => {
-            render::complete(state, cx, EmptyResult::default())
-        }
+    let answers = answers::check(state, params.input_responses.iter().map(|(k, v)| (k.clone(), v.to_string())))?;
+    match answers::record(state, &id, cx.principal.key(), &answers, |key| format!("inputResponses.{}", clip(key))).await
+    {
+        Err(GatewayError::TaskNotFound { .. }) => Err(not_found(&params.task_id)),
+        Err(e) => Err(e),
+        Ok(()) => render::complete(state, cx, EmptyResult::default()),
     }
 }
 
@@ -262,7 +259,7 @@ pub(in crate::mcp) fn result(
             // Input requests already sent on this stream (keys are never reused in a task).
             let mut sent: HashSet<String> = HashSet::new();
             loop {
-                let record = find_quietly(&state, &cx, &id, &params.task_id).await?;
+                let record = find_quietly(&state, &cx, &id, &params.task_id, Read::WithOutcome).await?;
                 if record.status.is_terminal() {
                     return task_view::legacy_result(&record).map(Bytes::from);
                 }
@@ -331,15 +328,21 @@ fn legacy_task(state: &AppState, cx: &CallContext, record: &TaskRecord) -> Resul
 }
 
 /// The caller's task, or "not found" (unknown, expired, malformed, or another's).
-async fn find(state: &AppState, cx: &CallContext, raw: &str) -> Result<TaskRecord, GatewayError> {
+async fn find(state: &AppState, cx: &CallContext, raw: &str, read: Read) -> Result<TaskRecord, GatewayError> {
     let id = parse_id(raw)?;
-    find_quietly(state, cx, &id, raw).await
+    find_quietly(state, cx, &id, raw, read).await
 }
 
 /// [`find`] of an id already parsed (and recorded on the span), e.g. on every wake-up of a
 /// waiting `tasks/result`.
-async fn find_quietly(state: &AppState, cx: &CallContext, id: &TaskId, raw: &str) -> Result<TaskRecord, GatewayError> {
-    match state.store.get(id).await? {
+async fn find_quietly(
+    state: &AppState,
+    cx: &CallContext,
+    id: &TaskId,
+    raw: &str,
+    read: Read,
+) -> Result<TaskRecord, GatewayError> {
+    match state.store.get(id, read).await? {
         Some(record) if record.owner == cx.principal.key() => Ok(record),
         _ => Err(not_found(raw)),
     }
