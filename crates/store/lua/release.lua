@@ -1,10 +1,17 @@
--- release.lua: give a running task back without an outcome (its worker is shutting down):
--- under the current lease only, the task stays working, the attempt does not count, and the
--- job is replaced by a fresh one that any worker reads at once. One atomic step.
+-- release.lua: give a running task back without an outcome: under the current lease only, the
+-- task stays working, the attempt does not count, and the job is replaced by a fresh one that
+-- any worker reads at once. One atomic step. Two uses:
+--   * release (its worker is shutting down): ARGV[1..2] only;
+--   * defer (its worker does not know the task's tool, e.g. a replica of an older release
+--     during a rolling upgrade): the first deferral is remembered, and once the grace period
+--     since then is over the task fails instead, so a tool no replica knows does not go round
+--     for ever.
 --
 -- KEYS[1]  task record (hash)    KEYS[2]  job stream
 -- ARGV[1]  fencing token         ARGV[2]  job entry id
--- returns  'done' | 'terminal' | 'lost' | 'gone'
+-- defer only: ARGV[3] grace ms   ARGV[4] error JSON (when giving up)   ARGV[5] event channel
+--             ARGV[6] status message (when giving up)
+-- returns  'done' | 'gaveup' (defer only) | 'terminal' | 'lost' | 'gone'
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -14,7 +21,7 @@ local function ack()
   redis.call('XDEL', KEYS[2], ARGV[2])
 end
 
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'id', 'attempts')
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'id', 'attempts', 'deferred_since')
 if not f[1] then
   ack()
   return 'gone'
@@ -32,6 +39,20 @@ end
 if f[1] ~= 'working' then
   ack()
   return 'terminal'
+end
+if ARGV[3] then
+  local since = tonumber(f[7])
+  if not since then
+    since = now
+    redis.call('HSET', KEYS[1], 'deferred_since', now)
+  end
+  if now - since >= tonumber(ARGV[3]) then
+    redis.call('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[4], 'updated', now, 'lease_until', 0,
+      'msg', ARGV[6])
+    redis.call('PUBLISH', ARGV[5], 'failed')
+    ack()
+    return 'gaveup'
+  end
 end
 local attempts = tonumber(f[6]) - 1
 if attempts < 0 then

@@ -152,9 +152,10 @@ pub struct Idempotency {
 /// render (a task's arguments may be megabytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Read {
-    /// Status, timestamps, lifetime, owner, tool, whether a result is a tool error, and the
-    /// outstanding input requests of a parked task; `arguments`, `capabilities`, `state`,
-    /// `input_responses` and `outcome` are left empty.
+    /// Status, message, timestamps, lifetime, poll interval, owner, era, tool, whether a
+    /// result is a tool error, and the outstanding input requests of a parked task; the rest
+    /// (`arguments`, `capabilities`, `scopes`, `state`, `input_responses`, `outcome`, and
+    /// `issuer`, `subject` and `attempts`) may be left empty.
     Control,
     /// [`Read::Control`] plus the outcome (result or error).
     WithOutcome,

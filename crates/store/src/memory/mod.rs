@@ -163,7 +163,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
-        let settled = self.with(|s, _| s.release(lease, job));
+        let settled = self.with(|s, now| s.release(lease, job, None, now));
         if settled == Settled::Done {
             self.jobs_ready.notify_waiters();
         }
@@ -171,7 +171,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn defer(&self, lease: &Lease, job: &Job, grace: Duration, error: &str) -> Result<Settled, StoreError> {
-        let settled = self.with(|s, now| s.defer(lease, job, millis(grace), error, now));
+        let settled = self.with(|s, now| s.release(lease, job, Some((millis(grace), error)), now));
         if settled == Settled::Done {
             self.jobs_ready.notify_waiters();
         }

@@ -322,8 +322,9 @@ impl State {
         Settled::Done
     }
 
-    /// Gives a running task back (see `TaskStore::release`).
-    pub(super) fn release(&mut self, lease: &Lease, job: &Job) -> Settled {
+    /// Gives a running task back (see `TaskStore::release`), or, with `defer` (grace ms and
+    /// the error to fail with), one this worker cannot run (see `TaskStore::defer`).
+    pub(super) fn release(&mut self, lease: &Lease, job: &Job, defer: Option<(u64, &str)>, now: u64) -> Settled {
         let Some(entry) = self.tasks.get_mut(&lease.task) else {
             self.ack(job);
             return Settled::Gone;
@@ -336,35 +337,17 @@ impl State {
             return Settled::AlreadyTerminal;
         }
         entry.lease_until = 0;
-        entry.record.attempts = entry.record.attempts.saturating_sub(1);
-        self.ack(job);
-        self.enqueue(lease.task.clone());
-        Settled::Done
-    }
-
-    /// Gives a task back that this worker cannot run (see `TaskStore::defer`).
-    pub(super) fn defer(&mut self, lease: &Lease, job: &Job, grace: u64, error: &str, now: u64) -> Settled {
-        let Some(entry) = self.tasks.get_mut(&lease.task) else {
-            self.ack(job);
-            return Settled::Gone;
-        };
-        if entry.lease_token != lease.token {
-            return Settled::Lost;
-        }
-        if entry.record.status != TaskStatus::Working {
-            self.ack(job);
-            return Settled::AlreadyTerminal;
-        }
-        let since = *entry.deferred_since.get_or_insert(now);
-        entry.lease_until = 0;
-        if now.saturating_sub(since) >= grace {
-            entry.record.status = TaskStatus::Failed;
-            entry.record.outcome = Some(TaskOutcome::Error(error.to_owned()));
-            entry.record.status_message = Some("Failed: no replica can run its tool".to_owned());
-            entry.record.updated_ms = now;
-            self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::Failed)));
-            self.ack(job);
-            return Settled::GaveUp;
+        if let Some((grace, error)) = defer {
+            let since = *entry.deferred_since.get_or_insert(now);
+            if now.saturating_sub(since) >= grace {
+                entry.record.status = TaskStatus::Failed;
+                entry.record.outcome = Some(TaskOutcome::Error(error.to_owned()));
+                entry.record.status_message = Some("Failed: no replica can run its tool".to_owned());
+                entry.record.updated_ms = now;
+                self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::Failed)));
+                self.ack(job);
+                return Settled::GaveUp;
+            }
         }
         entry.record.attempts = entry.record.attempts.saturating_sub(1);
         self.ack(job);

@@ -2,6 +2,7 @@
 //! of a script's reply, or an `HMGET` of named fields), and the fields each kind of read
 //! names.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use redis::Value;
@@ -34,37 +35,34 @@ fn into_text(v: Value) -> Option<String> {
 }
 
 /// What every read fetches: enough to render a task's status in either era, and to find the
-/// keys of a parked task's outstanding requests. Never the arguments or capabilities.
-pub(super) const CONTROL_FIELDS: &[&str] = &[
-    "id", "owner", "iss", "sub", "era", "tool", "status", "msg", "created", "updated", "ttl", "poll", "attempts",
-    "scopes", "iserr", "reqkeys",
+/// keys of a parked task's outstanding requests (status first, then `reqkeys`: see
+/// [`request_keys`]). Never the arguments or capabilities.
+pub(super) const CONTROL_FIELDS: &[&str] =
+    &["status", "reqkeys", "id", "owner", "era", "tool", "msg", "created", "updated", "ttl", "poll", "iserr"];
+
+/// [`CONTROL_FIELDS`] and the outcome.
+pub(super) const OUTCOME_FIELDS: &[&str] = &[
+    "status", "reqkeys", "id", "owner", "era", "tool", "msg", "created", "updated", "ttl", "poll", "iserr", "result",
+    "error",
 ];
 
-/// What a read of the outcome adds.
-pub(super) const OUTCOME_FIELDS: &[&str] = &["result", "error"];
-
 /// Pairs `names` with the values an `HMGET` of them returned, leaving out absent fields, as
-/// [`decode`] takes them.
-pub(super) fn decode_fields<S: AsRef<str>>(names: &[S], values: Vec<Value>) -> Vec<Value> {
-    let mut pairs = Vec::with_capacity(names.len() * 2);
-    for (name, value) in names.iter().zip(values) {
-        if value != Value::Nil {
-            pairs.push(Value::BulkString(name.as_ref().as_bytes().to_vec()));
-            pairs.push(value);
-        }
-    }
-    pairs
+/// [`decode_named`] takes them (no copy of the names).
+pub(super) fn decode_fields<'a, S: AsRef<str>>(
+    names: &'a [S],
+    values: Vec<Value>,
+) -> impl Iterator<Item = (Cow<'a, str>, Value)> {
+    names.iter().zip(values).filter(|(_, v)| *v != Value::Nil).map(|(n, v)| (Cow::Borrowed(n.as_ref()), v))
 }
 
-/// The keys of a parked task's outstanding requests, when `pairs` (from [`decode_fields`]) is
-/// a task waiting for input whose keys are listed (answered keys are absent when read).
-pub(super) fn request_keys(pairs: &[Value]) -> Option<Vec<String>> {
-    let field =
-        |name: &str| pairs.chunks_exact(2).find(|kv| text(&kv[0]).as_deref() == Some(name)).and_then(|kv| text(&kv[1]));
-    if field("status").as_deref() != Some("input_required") {
+/// The keys of a parked task's outstanding requests, given the values of an `HMGET` of
+/// [`CONTROL_FIELDS`]: `None` unless the task waits for input (answered keys are absent when
+/// read).
+pub(super) fn request_keys(values: &[Value]) -> Option<Vec<String>> {
+    if values.first().and_then(text).as_deref() != Some("input_required") {
         return None;
     }
-    serde_json::from_str(&field("reqkeys")?).ok()
+    serde_json::from_str(&values.get(1).and_then(text)?).ok()
 }
 
 /// The `i`-th element of a script reply as text.
@@ -86,16 +84,28 @@ pub(super) fn parse_status(s: &str) -> Option<TaskStatus> {
 /// Decodes `field, value, field, value, …` (taking the values); `None` for an empty list (no
 /// such key).
 pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError> {
-    if pairs.is_empty() {
-        return Ok(None);
+    let mut values = pairs.into_iter();
+    let mut named = Vec::with_capacity(values.len() / 2);
+    while let (Some(k), Some(v)) = (values.next(), values.next()) {
+        if let Some(k) = into_text(k) {
+            named.push((Cow::Owned(k), v));
+        }
     }
-    let mut fields: HashMap<String, String> = HashMap::with_capacity(pairs.len() / 2);
+    decode_named(named)
+}
+
+/// Decodes (field, value) pairs; `None` when there are none (no such key). Fields a read did
+/// not fetch are left empty (see `Read`).
+pub(super) fn decode_named<'a>(
+    pairs: impl IntoIterator<Item = (Cow<'a, str>, Value)>,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let pairs = pairs.into_iter();
+    let mut fields: HashMap<Cow<'a, str>, String> = HashMap::with_capacity(pairs.size_hint().0);
     let (mut requests, mut answers, mut asked) = (RawByKey::new(), RawByKey::new(), RawByKey::new());
     // Fields not decoded here (reqm:<key>, reqkeys, ans_bytes, deferred_since, ...) are
     // bookkeeping of the scripts.
-    let mut values = pairs.into_iter();
-    while let (Some(k), Some(v)) = (values.next(), values.next()) {
-        if let (Some(k), Some(v)) = (into_text(k), into_text(v)) {
+    for (k, v) in pairs {
+        if let Some(v) = into_text(v) {
             if let Some(key) = k.strip_prefix("req:") {
                 requests.insert(key.to_owned(), v);
             } else if let Some(key) = k.strip_prefix("ans:") {
@@ -106,6 +116,9 @@ pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError
                 fields.insert(k, v);
             }
         }
+    }
+    if fields.is_empty() && requests.is_empty() && answers.is_empty() {
+        return Ok(None);
     }
     let corrupt = |what: &str| StoreError::Corrupt { detail: format!("task record lacks a valid {what}") };
     let mut take = |name: &str| fields.remove(name);
@@ -142,7 +155,8 @@ pub(super) fn decode(pairs: Vec<Value>) -> Result<Option<TaskRecord>, StoreError
         poll_interval_ms: u64::try_from(number(take("poll"), "poll")?).unwrap_or(0),
         outcome,
         tool_error: take("iserr").as_deref() == Some("1"),
-        attempts: u32::try_from(number(take("attempts"), "attempts")?).unwrap_or(0),
+        // Not read by every read (see `Read`): 0 then.
+        attempts: take("attempts").and_then(|a| a.parse().ok()).unwrap_or(0),
         // Left over from an earlier round only if the task ended while parked.
         input_requests: if status == TaskStatus::InputRequired { requests } else { RawByKey::new() },
         state: take("state"),

@@ -8,7 +8,9 @@ use redis::Value;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use super::record::{CONTROL_FIELDS, OUTCOME_FIELDS, decode, decode_fields, item, parse_status, request_keys};
+use super::record::{
+    CONTROL_FIELDS, OUTCOME_FIELDS, decode, decode_fields, decode_named, item, parse_status, request_keys,
+};
 use super::{RedisStore, Retry, era_name, millis, reply, scripts};
 use crate::contract::TaskStore;
 use crate::error::StoreError;
@@ -93,27 +95,21 @@ impl TaskStore for RedisStore {
             let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
             return decode(pairs);
         }
-        let fields: Vec<&str> = if read == Read::WithOutcome {
-            CONTROL_FIELDS.iter().chain(OUTCOME_FIELDS).copied().collect()
-        } else {
-            CONTROL_FIELDS.to_vec()
-        };
+        let fields = if read == Read::WithOutcome { OUTCOME_FIELDS } else { CONTROL_FIELDS };
         let mut cmd = redis::cmd("HMGET");
-        cmd.arg(&key).arg(&fields);
+        cmd.arg(&key).arg(fields);
         let values: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
-        let mut pairs = decode_fields(&fields, values);
         // A parked task's outstanding requests: their keys are listed in the record.
-        if let Some(keys) = request_keys(&pairs) {
-            let names: Vec<String> = keys.iter().map(|k| format!("req:{k}")).collect();
-            if !names.is_empty() {
-                let mut cmd = redis::cmd("HMGET");
-                cmd.arg(&key).arg(&names);
-                let values: Vec<Value> =
-                    self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
-                pairs.extend(decode_fields(&names, values));
-            }
-        }
-        decode(pairs)
+        let names: Vec<String> =
+            request_keys(&values).map(|keys| keys.iter().map(|k| format!("req:{k}")).collect()).unwrap_or_default();
+        let requests: Vec<Value> = if names.is_empty() {
+            Vec::new()
+        } else {
+            let mut cmd = redis::cmd("HMGET");
+            cmd.arg(&key).arg(&names);
+            self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?
+        };
+        decode_named(decode_fields(fields, values).chain(decode_fields(&names, requests)))
     }
 
     async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
@@ -154,7 +150,7 @@ impl TaskStore for RedisStore {
         let mut tasks = Vec::with_capacity(records.len());
         let mut dead = Vec::new();
         for (values, (member, id)) in records.into_iter().zip(&entries) {
-            match decode(decode_fields(CONTROL_FIELDS, values))? {
+            match decode_named(decode_fields(CONTROL_FIELDS, values))? {
                 Some(record) => tasks.push(record),
                 // The task expired: drop its index entry now (one extra round trip, only then).
                 None => {
@@ -335,7 +331,7 @@ impl TaskStore for RedisStore {
         let out = self
             .script(
                 Retry::No,
-                &scripts::DEFER,
+                &scripts::RELEASE,
                 vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
                 vec![
                     lease.token.to_string(),
