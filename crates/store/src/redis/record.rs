@@ -58,11 +58,22 @@ pub(super) fn decode_fields<'a, S: AsRef<str>>(
 /// The keys of a parked task's outstanding requests, given the values of an `HMGET` of
 /// [`CONTROL_FIELDS`]: `None` unless the task waits for input (answered keys are absent when
 /// read).
-pub(super) fn request_keys(values: &[Value]) -> Option<Vec<String>> {
+pub(super) fn request_keys(values: &[Value]) -> Option<RequestKeys> {
     if values.first().and_then(text).as_deref() != Some("input_required") {
         return None;
     }
-    serde_json::from_str(&values.get(1).and_then(text)?).ok()
+    match values.get(1).and_then(text) {
+        Some(listed) => serde_json::from_str(&listed).ok().map(RequestKeys::Listed),
+        None => Some(RequestKeys::Unlisted),
+    }
+}
+
+/// Where a parked task's outstanding requests are found.
+pub(super) enum RequestKeys {
+    /// Under these keys.
+    Listed(Vec<String>),
+    /// Not listed: parked by a release before `reqkeys` existed; read the whole record.
+    Unlisted,
 }
 
 /// The `i`-th element of a script reply as text.

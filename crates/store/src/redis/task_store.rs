@@ -9,7 +9,7 @@ use redis::Value;
 use mcpgate_protocol::task::TaskStatus;
 
 use super::record::{
-    CONTROL_FIELDS, OUTCOME_FIELDS, decode, decode_fields, decode_named, item, parse_status, request_keys,
+    CONTROL_FIELDS, OUTCOME_FIELDS, RequestKeys, decode, decode_fields, decode_named, item, parse_status, request_keys,
 };
 use super::{RedisStore, Retry, era_name, millis, reply, scripts};
 use crate::contract::TaskStore;
@@ -90,18 +90,19 @@ impl TaskStore for RedisStore {
     async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
         let key = self.inner.keys.task(id);
         if read == Read::Full {
-            let mut cmd = redis::cmd("HGETALL");
-            cmd.arg(&key);
-            let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
-            return decode(pairs);
+            return self.read_whole(&key).await;
         }
         let fields = if read == Read::WithOutcome { OUTCOME_FIELDS } else { CONTROL_FIELDS };
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(&key).arg(fields);
         let values: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
         // A parked task's outstanding requests: their keys are listed in the record.
-        let names: Vec<String> =
-            request_keys(&values).map(|keys| keys.iter().map(|k| format!("req:{k}")).collect()).unwrap_or_default();
+        let names: Vec<String> = match request_keys(&values) {
+            None => Vec::new(),
+            Some(RequestKeys::Listed(keys)) => keys.iter().map(|k| format!("req:{k}")).collect(),
+            // Parked by a release that did not list the keys: read the whole record.
+            Some(RequestKeys::Unlisted) => return self.read_whole(&key).await,
+        };
         let requests: Vec<Value> = if names.is_empty() {
             Vec::new()
         } else {
@@ -369,6 +370,14 @@ fn settled(out: &Value) -> Result<Settled, StoreError> {
 }
 
 impl RedisStore {
+    /// The whole record under `key` (one `HGETALL`).
+    async fn read_whole(&self, key: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(key);
+        let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        decode(pairs)
+    }
+
     /// Runs `settle.lua`; `tail` is what follows the status (see the script's header).
     async fn settle(
         &self,
