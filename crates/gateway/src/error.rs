@@ -217,6 +217,13 @@ pub enum GatewayError {
         /// The limit.
         secs: u64,
     },
+    /// Something the call depends on failed (an upstream server, an interrupted run); the
+    /// detail is client-safe.
+    #[error("{detail}")]
+    Unavailable {
+        /// What failed.
+        detail: String,
+    },
     /// Our fault; the detail is logged, never sent.
     #[error("Internal error")]
     Internal {
@@ -255,6 +262,7 @@ impl From<Failure> for GatewayError {
             Failure::MissingCapability { required, message } => GatewayError::MissingCapability { message, required },
             Failure::ResourceNotFound(uri) => GatewayError::ResourceNotFound { uri },
             Failure::Internal(detail) => GatewayError::Internal { detail },
+            Failure::Unavailable(detail) => GatewayError::Unavailable { detail },
         }
     }
 }
@@ -383,7 +391,7 @@ impl GatewayError {
             }
             E::TaskSupport { .. } => (rpc_status(StatusCode::NOT_FOUND), ErrorCode::METHOD_NOT_FOUND, None, None),
             E::TaskFailed { error } => (StatusCode::OK, error.code, error.data.clone(), None),
-            E::Timeout { .. } | E::NotSupported { .. } => {
+            E::Timeout { .. } | E::NotSupported { .. } | E::Unavailable { .. } => {
                 (rpc_status(StatusCode::OK), ErrorCode::INTERNAL_ERROR, None, None)
             }
         };

@@ -79,6 +79,7 @@ pub async fn serve(
             state.tasks.close();
             state.tasks.wait().await;
             state.workers.stopped(Duration::from_secs(5)).await;
+            state.federation.shutdown();
             return result;
         }
         () = &mut grace_over => tracing::warn!("shutdown grace period over; cancelling remaining requests"),
@@ -91,5 +92,6 @@ pub async fn serve(
     })
     .await;
     state.workers.stopped(Duration::from_secs(5)).await;
+    state.federation.shutdown();
     Ok(())
 }

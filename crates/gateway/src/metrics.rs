@@ -208,3 +208,70 @@ impl Drop for InFlight {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
+
+/// Appends the per-upstream series: calls, errors by kind, in flight, latency, breaker state
+/// and stdio restarts.
+pub fn render_upstreams(federation: &mcpgate_upstream::Federation, out: &mut String) {
+    use std::fmt::Write as _;
+    use std::sync::atomic::Ordering::Relaxed;
+    if federation.is_empty() {
+        return;
+    }
+    let upstreams = federation.upstreams();
+    out.push_str("# HELP mcpgate_upstream_requests_total Requests sent to an upstream by this replica.\n# TYPE mcpgate_upstream_requests_total counter\n");
+    for u in upstreams {
+        let _ = writeln!(
+            out,
+            "mcpgate_upstream_requests_total{{upstream=\"{}\"}} {}",
+            u.name(),
+            u.stats().calls.load(Relaxed)
+        );
+    }
+    out.push_str("# HELP mcpgate_upstream_errors_total Failed upstream requests by kind.\n# TYPE mcpgate_upstream_errors_total counter\n");
+    for u in upstreams {
+        for (kind, n) in u.stats().errors() {
+            let _ = writeln!(out, "mcpgate_upstream_errors_total{{upstream=\"{}\",kind=\"{kind}\"}} {n}", u.name());
+        }
+    }
+    out.push_str(
+        "# HELP mcpgate_upstream_in_flight Upstream requests in flight.\n# TYPE mcpgate_upstream_in_flight gauge\n",
+    );
+    for u in upstreams {
+        let _ = writeln!(
+            out,
+            "mcpgate_upstream_in_flight{{upstream=\"{}\"}} {}",
+            u.name(),
+            u.stats().in_flight.load(Relaxed)
+        );
+    }
+    out.push_str("# HELP mcpgate_upstream_breaker_open Whether the upstream's circuit breaker is open (1) or half-open (0.5).\n# TYPE mcpgate_upstream_breaker_open gauge\n");
+    for u in upstreams {
+        let v = match u.breaker_state() {
+            mcpgate_upstream::BreakerState::Closed => "0",
+            mcpgate_upstream::BreakerState::HalfOpen => "0.5",
+            mcpgate_upstream::BreakerState::Open => "1",
+        };
+        let _ = writeln!(out, "mcpgate_upstream_breaker_open{{upstream=\"{}\"}} {v}", u.name());
+    }
+    out.push_str("# HELP mcpgate_upstream_restarts_total stdio upstream processes started again after exiting.\n# TYPE mcpgate_upstream_restarts_total counter\n");
+    for u in upstreams {
+        let _ = writeln!(out, "mcpgate_upstream_restarts_total{{upstream=\"{}\"}} {}", u.name(), u.restarts());
+    }
+    out.push_str("# HELP mcpgate_upstream_request_duration_seconds Upstream request latency.\n# TYPE mcpgate_upstream_request_duration_seconds histogram\n");
+    for u in upstreams {
+        let (counts, sum) = u.stats().latency();
+        let mut cumulative = 0;
+        for (i, count) in counts.iter().enumerate() {
+            cumulative += count;
+            let le = mcpgate_upstream::LATENCY_BUCKETS.get(i).map_or_else(|| "+Inf".to_owned(), f64::to_string);
+            let _ = writeln!(
+                out,
+                "mcpgate_upstream_request_duration_seconds_bucket{{upstream=\"{}\",le=\"{le}\"}} {cumulative}",
+                u.name()
+            );
+        }
+        let _ = writeln!(out, "mcpgate_upstream_request_duration_seconds_sum{{upstream=\"{}\"}} {sum}", u.name());
+        let _ =
+            writeln!(out, "mcpgate_upstream_request_duration_seconds_count{{upstream=\"{}\"}} {cumulative}", u.name());
+    }
+}

@@ -19,6 +19,7 @@ use mcpgate_runtime::task_metrics::TaskMetrics;
 use mcpgate_runtime::worker::{WorkerOptions, Workers};
 use mcpgate_seal::{KeyRing, Sealer};
 use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
+use mcpgate_upstream::Federation;
 
 use crate::auth::Authenticator;
 use crate::config::{AuthMode, Config};
@@ -40,6 +41,8 @@ pub struct Inner {
     pub config: Config,
     /// Tools, prompts and resources.
     pub catalog: Arc<Catalog>,
+    /// The upstream servers behind this replica.
+    pub federation: Arc<Federation>,
     /// Tasks, their job queue and events.
     pub store: AnyStore,
     /// This replica's task workers.
@@ -103,7 +106,19 @@ impl AppState {
             cache_scope,
             legacy_task_support: true,
         };
-        let catalog = Arc::new(toolsets::build(&config.toolset, &rendering, extra)?);
+        let federation =
+            Arc::new(Federation::new(config.upstream.clone(), &config.federation.separator).map_err(|e| {
+                GatewayError::Startup { what: "configuring upstreams".to_owned(), problem: e.to_string() }
+            })?);
+        let lists = if federation.is_empty() {
+            Vec::new()
+        } else {
+            federation.discover(Duration::from_secs(config.federation.startup_wait_secs)).await
+        };
+        let catalog = Arc::new(toolsets::build(&config.toolset, &rendering, |builder| {
+            federation.register(builder, &lists);
+            extra(builder);
+        })?);
         let discover = discover_result(
             &catalog,
             &server_info,
@@ -136,6 +151,7 @@ impl AppState {
             )),
             config,
             catalog,
+            federation,
             sealer,
             auth,
             metrics: Arc::new(Metrics::default()),

@@ -15,10 +15,12 @@
 -- ARGV[15] digest of the call (tool and arguments), hex: what the idempotency key must match
 -- ARGV[16] the creator's scopes, space-separated
 -- ARGV[17] bytes of the answers below (the task's answer budget starts there)
--- ARGV[18..] answer key, method answered, answer JSON, ... gathered before creation
+-- ARGV[18] worker already running the task ('' = none: a worker claims its job as usual)
+-- ARGV[19] lease ms of that worker (the task starts at attempt 1 with fencing token 1)
+-- ARGV[20..] answer key, method answered, answer JSON, ... gathered before creation
 --           (stored as ans:<key> and ask:<key>)
--- returns  {1, created_ms}     the task was created (also when this very script already ran:
---                              a retry after a lost reply must not reset the record)
+-- returns  {1, created_ms, job entry}  the task was created (also when this very script
+--                              already ran: a retry after a lost reply must not reset the record)
 --          {0, existing_id}    the same call created that task within the window
 --          {2, existing_id}    the idempotency key was used for another call: nothing created
 -- The idempotency key holds "<task id> <call digest>".
@@ -27,7 +29,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'created'))}
+  local f = redis.call('HMGET', KEYS[1], 'created', 'entry')
+  return {1, tonumber(f[1]), f[2] or ''}
 end
 
 if KEYS[4] and ARGV[12] ~= '1' then
@@ -54,7 +57,7 @@ redis.call('HSET', KEYS[1],
 if ARGV[14] ~= '' then
   redis.call('HSET', KEYS[1], 'state', ARGV[14])
 end
-for i = 18, #ARGV - 2, 3 do
+for i = 20, #ARGV - 2, 3 do
   redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 2], 'ask:' .. ARGV[i], ARGV[i + 1])
 end
 if ttl >= 0 then
@@ -80,7 +83,13 @@ else
   end
 end
 
-redis.call('XADD', KEYS[3], '*', 'task', ARGV[1])
+local entry = redis.call('XADD', KEYS[3], '*', 'task', ARGV[1])
+if ARGV[18] ~= '' then
+  -- Already running on that worker: it holds the first lease. Should it die, the job is
+  -- reclaimed once the lease lapses, like any run.
+  redis.call('HSET', KEYS[1], 'attempts', 1, 'token', 1, 'lease_until', now + tonumber(ARGV[19]),
+    'worker', ARGV[18], 'entry', entry)
+end
 
 -- A retry is only recognised while the task surely exists.
 if KEYS[4] then
@@ -92,4 +101,4 @@ if KEYS[4] then
     redis.call('SET', KEYS[4], ARGV[1] .. ' ' .. ARGV[15], 'PX', window)
   end
 end
-return {1, now}
+return {1, now, entry}

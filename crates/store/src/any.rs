@@ -72,6 +72,15 @@ impl TaskStore for AnyStore {
         delegate!(self, s => s.create(task))
     }
 
+    async fn create_running(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<(TaskRecord, Lease, Job), StoreError> {
+        delegate!(self, s => s.create_running(task, worker, lease))
+    }
+
     async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
         delegate!(self, s => s.get(id, read))
     }

@@ -26,6 +26,19 @@ pub trait TaskStore: Send + Sync {
     /// scope was used for another call, creates nothing and says so.
     fn create(&self, task: NewTask) -> impl Future<Output = Result<Created, StoreError>> + Send;
 
+    /// Creates a task that is already running on `worker` (a call that became a task while
+    /// it ran), in one atomic step like `create` but never deduplicated: the task starts
+    /// `working` under a lease held by `worker` (attempt 1, fencing token 1) with its job
+    /// enqueued, so a worker that claims the job meanwhile finds the live lease and leaves it,
+    /// and should `worker` stop renewing, the job is reclaimed once the lease lapses, like any
+    /// run's. Returns the record, the lease and the job.
+    fn create_running(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<(TaskRecord, Lease, Job), StoreError>> + Send;
+
     /// Reads as much of a task as `read` says (one round trip; a second one only for the
     /// outstanding requests of a parked task read with less than [`Read::Full`]). `None` when
     /// unknown or expired. Does not check the owner: callers compare [`TaskRecord::owner`]

@@ -36,6 +36,10 @@ pub struct Cli {
     /// Log filter (`log.level`, MCPGATE_LOG_LEVEL).
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// A Claude-Desktop-style JSON file whose `mcpServers` become upstreams
+    /// (`federation.mcp_servers_file`, MCPGATE_FEDERATION_MCP_SERVERS_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_servers: Option<String>,
     /// Print a fresh sealing key (`kid:base64`) for seal.keys and exit.
     #[arg(long)]
     pub generate_seal_key: bool,
@@ -65,6 +69,7 @@ impl Cli {
             ("seal.keys", &self.seal_keys),
             ("log.format", &self.log_format),
             ("log.level", &self.log_level),
+            ("federation.mcp_servers_file", &self.mcp_servers),
         ]
         .into_iter()
         .filter_map(|(key, value)| value.as_deref().map(|v| (key, v)))

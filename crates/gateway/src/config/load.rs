@@ -13,10 +13,64 @@ use super::{AuthMode, Cli, Config};
 use crate::error::GatewayError;
 use mcpgate_runtime::toolsets;
 
+mod upstream {
+    //! `[[upstream]]` tables and the `mcpServers` import: deserialized, merged (a table
+    //! replaces an imported server of the same name), `${VAR}` expanded, validated.
+
+    use toml::Value;
+
+    use mcpgate_upstream::import::{import_mcp_servers, merge};
+    use mcpgate_upstream::{UpstreamConfig, UpstreamError};
+
+    use crate::error::GatewayError;
+
+    pub(super) fn resolve(
+        tables: Vec<Value>,
+        mcp_servers_file: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<UpstreamConfig>, GatewayError> {
+        let mut parsed = Vec::with_capacity(tables.len());
+        for (i, table) in tables.into_iter().enumerate() {
+            let label = table
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("upstream #{}", i + 1), |n| format!("upstream {n:?}"));
+            let config = UpstreamConfig::deserialize_from(table)
+                .map_err(|e| GatewayError::Config { setting: label, problem: e })?;
+            parsed.push(config);
+        }
+        let imported = match mcp_servers_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| GatewayError::Config {
+                    setting: "federation.mcp_servers_file".to_owned(),
+                    problem: format!("cannot read {path}: {e}"),
+                })?;
+                import_mcp_servers(&text, path).map_err(config_error)?
+            }
+            None => Vec::new(),
+        };
+        let mut all = merge(imported, parsed);
+        for u in &mut all {
+            u.expand(env).map_err(config_error)?;
+        }
+        mcpgate_upstream::config::validate_all(&all).map_err(config_error)?;
+        Ok(all)
+    }
+
+    fn config_error(e: UpstreamError) -> GatewayError {
+        match e {
+            UpstreamError::Config { upstream, key, problem } => {
+                GatewayError::Config { setting: format!("upstream {upstream:?} {key}"), problem }
+            }
+            other => GatewayError::Config { setting: "upstream".to_owned(), problem: other.to_string() },
+        }
+    }
+}
+
 /// Loads the configuration from the CLI flags, the file they name, and `env` (a lookup of
 /// environment variables; pass `|k| std::env::var(k).ok()` in the binary, a map in tests).
 pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
-    let mut table = match &cli.config {
+    let (mut table, upstreams) = match &cli.config {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| GatewayError::Config {
                 setting: "--config".to_owned(),
@@ -24,7 +78,7 @@ pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, G
             })?;
             parse_file(&text, &path.display().to_string())?
         }
-        None => Table::new(),
+        None => (Table::new(), Vec::new()),
     };
     for setting in SETTINGS {
         let name = setting.env_name();
@@ -46,27 +100,52 @@ pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, G
             insert(&mut table, setting.key, value);
         }
     }
-    let config = Config::deserialize(Value::Table(table))
-        .map_err(|e| GatewayError::Config { setting: "configuration".to_owned(), problem: e.to_string() })?;
-    validate(&config)?;
-    Ok(config)
+    finish(table, upstreams, env)
+}
+
+/// Loads a configuration from TOML text alone (defaults for everything else, `${VAR}` in
+/// upstream values expanded from `env`), validated.
+pub fn load_from_str_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+    let (table, upstreams) = parse_file(text, "configuration text")?;
+    finish(table, upstreams, env)
 }
 
 /// Loads a configuration from TOML text alone (defaults for everything else), validated.
 pub fn load_from_str(text: &str) -> Result<Config, GatewayError> {
-    let table = parse_file(text, "configuration text")?;
-    let config = Config::deserialize(Value::Table(table))
+    load_from_str_with_env(text, &|_| None)
+}
+
+/// Deserializes the layered table, resolves the upstreams, validates.
+fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+    let toolset_given = table.contains_key("toolset");
+    let mut config = Config::deserialize(Value::Table(table))
         .map_err(|e| GatewayError::Config { setting: "configuration".to_owned(), problem: e.to_string() })?;
+    config.upstream = upstream::resolve(upstreams, config.federation.mcp_servers_file.as_deref(), env)?;
+    // Upstreams replace the demo tools unless the operator asked for them.
+    if !toolset_given && !config.upstream.is_empty() {
+        config.toolset.clear();
+    }
     validate(&config)?;
     Ok(config)
 }
 
-fn parse_file(text: &str, source: &str) -> Result<Table, GatewayError> {
+/// Parses a file: the settings table (checked leaf by leaf) and its `[[upstream]]` tables.
+fn parse_file(text: &str, source: &str) -> Result<(Table, Vec<Value>), GatewayError> {
     let mut table: Table = text
         .parse()
         .map_err(|e: toml::de::Error| GatewayError::Config { setting: source.to_owned(), problem: e.to_string() })?;
+    let upstreams = match table.remove("upstream") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(GatewayError::Config {
+                setting: "upstream".to_owned(),
+                problem: format!("in {source}: write each upstream as an [[upstream]] table"),
+            });
+        }
+    };
     normalize(&mut table, "", source)?;
-    Ok(table)
+    Ok((table, upstreams))
 }
 
 /// Checks that every leaf is a known setting of the right kind; a lone string where a list
@@ -179,8 +258,13 @@ fn invalid_key(key: &str, problem: &str) -> GatewayError {
 
 /// Checks what the types alone cannot: required combinations, ranges and formats.
 fn validate(c: &Config) -> Result<(), GatewayError> {
-    if c.toolset.is_empty() {
-        return Err(invalid_key("toolset", "at least one toolset is required"));
+    if c.toolset.is_empty() && c.upstream.is_empty() {
+        return Err(invalid_key("toolset", "at least one toolset (or an upstream) is required"));
+    }
+    if c.federation.separator.is_empty()
+        || !c.federation.separator.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+    {
+        return Err(invalid_key("federation.separator", "must be non-empty, of A-Z a-z 0-9 _ - ."));
     }
     let mut seen = HashSet::new();
     for name in &c.toolset {
@@ -216,6 +300,8 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
         ("seal.session_ttl_secs", c.seal.session_ttl_secs, 1),
         ("seal.request_state_ttl_secs", c.seal.request_state_ttl_secs, 1),
         ("seal.max_bytes", c.seal.max_bytes, 1024),
+        ("federation.list_refresh_secs", c.federation.list_refresh_secs, 1),
+        ("federation.startup_wait_secs", c.federation.startup_wait_secs, 1),
     ] {
         if value < min {
             return Err(invalid_key(key, &format!("must be at least {min}")));

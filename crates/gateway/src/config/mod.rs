@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 pub use cli::Cli;
-pub use load::{load, load_from_str};
+pub use load::{load, load_from_str, load_from_str_with_env};
 
 /// Everything a replica needs to start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,6 +43,12 @@ pub struct Config {
     pub log: LogConfig,
     /// Graceful shutdown.
     pub shutdown: ShutdownConfig,
+    /// Upstream servers: naming, list refresh, the `mcpServers` import.
+    pub federation: FederationConfig,
+    /// `[[upstream]]` tables merged with the imported `mcpServers`, `${VAR}` expanded and
+    /// validated by [`load`] (their values may be credentials: never serialized).
+    #[serde(skip)]
+    pub upstream: Vec<mcpgate_upstream::UpstreamConfig>,
 }
 
 impl Default for Config {
@@ -59,6 +65,8 @@ impl Default for Config {
             store: StoreConfig::default(),
             log: LogConfig::default(),
             shutdown: ShutdownConfig::default(),
+            federation: FederationConfig::default(),
+            upstream: Vec::new(),
         }
     }
 }
@@ -330,6 +338,26 @@ pub struct ShutdownConfig {
 impl Default for ShutdownConfig {
     fn default() -> Self {
         Self { drain_secs: 0, grace_secs: 20 }
+    }
+}
+
+/// `[federation]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FederationConfig {
+    /// Between the upstream name and its tool or prompt name.
+    pub separator: String,
+    /// Re-read upstream lists this often.
+    pub list_refresh_secs: u64,
+    /// A Claude-Desktop-style JSON file whose `mcpServers` become upstreams.
+    pub mcp_servers_file: Option<String>,
+    /// How long start-up waits for the upstreams' lists.
+    pub startup_wait_secs: u64,
+}
+
+impl Default for FederationConfig {
+    fn default() -> Self {
+        Self { separator: "_".to_owned(), list_refresh_secs: 60, mcp_servers_file: None, startup_wait_secs: 15 }
     }
 }
 

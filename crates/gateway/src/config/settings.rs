@@ -56,7 +56,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Str,
         "Redis URL (redis:// or rediss://); absent = embedded single-replica mode; set = multi-replica mode, which requires seal.keys",
     ),
-    s("toolset", Kind::List, "Built-in toolsets to serve: demo, conformance [demo]"),
+    s(
+        "toolset",
+        Kind::List,
+        "Built-in toolsets to serve: demo, conformance [demo; none once upstreams are configured]",
+    ),
     s("server.instructions", Kind::Str, "Instructions for the model, returned by server/discover and initialize"),
     s("server.list_ttl_ms", Kind::Int, "ttlMs on tools/prompts/resources lists [60000]"),
     s("server.discover_ttl_ms", Kind::Int, "ttlMs on server/discover [300000]"),
@@ -212,6 +216,14 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "On SIGTERM/SIGINT, how long in-flight requests and running tasks may finish (tasks still running are then handed to other replicas) [20]",
     ),
+    s("federation.separator", Kind::Str, "Between an upstream's name and its tool or prompt names [_]"),
+    s("federation.list_refresh_secs", Kind::Int, "Re-read upstream lists this often [60]"),
+    s(
+        "federation.mcp_servers_file",
+        Kind::Str,
+        "A Claude-Desktop-style JSON file whose mcpServers become upstreams (also --mcp-servers)",
+    ),
+    s("federation.startup_wait_secs", Kind::Int, "How long start-up waits for the upstreams' lists [15]"),
 ];
 
 /// Looks a setting up by its TOML key.

@@ -23,6 +23,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        .route("/upstreams", get(ops::upstreams))
         .route("/.well-known/oauth-protected-resource", get(well_known::protected_resource))
         .route("/.well-known/oauth-protected-resource/{*resource}", get(well_known::protected_resource))
         .with_state(state)

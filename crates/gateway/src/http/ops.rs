@@ -1,4 +1,4 @@
-//! Operational endpoints: liveness, readiness and Prometheus metrics.
+//! Operational endpoints: liveness, readiness, Prometheus metrics and upstream status.
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -49,9 +49,17 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     if let Some(store) = state.store.metrics() {
         store.render(&mut text);
     }
+    crate::metrics::render_upstreams(&state.federation, &mut text);
     let mut response = text.into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     response
+}
+
+/// `/upstreams`: each upstream's breaker, counters and what it contributed to the catalog (on
+/// this replica), as JSON. Upstream trouble never makes a replica unready: its calls fail
+/// fast with a tool error instead.
+pub(super) async fn upstreams(State(state): State<AppState>) -> Response {
+    axum::Json(serde_json::json!({ "upstreams": state.federation.status() })).into_response()
 }

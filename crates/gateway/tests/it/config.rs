@@ -201,6 +201,7 @@ fn every_config_field_has_a_setting_and_every_setting_a_field() {
     c.auth.jwt.audience = Some(String::new());
     c.auth.jwt.jwks_file = Some(String::new());
     c.auth.jwt.jwks_url = Some(String::new());
+    c.federation.mcp_servers_file = Some(String::new());
     let table = toml::Table::try_from(&c).expect("serializes");
     let mut keys = Vec::new();
     fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {

@@ -87,6 +87,8 @@ pub struct ToolContext {
     principal: Principal,
     capabilities: Arc<ClientCapabilities>,
     reporter: Reporter,
+    /// Where progress also goes as a status message (a call that may become a task).
+    status: Option<watch::Sender<Option<String>>>,
     cancel: CancellationToken,
 }
 
@@ -100,7 +102,13 @@ impl ToolContext {
         notifier: Notifier,
         cancel: CancellationToken,
     ) -> Self {
-        Self { principal, capabilities, reporter: Reporter::Request { notifier, progress_token, log_level }, cancel }
+        Self {
+            principal,
+            capabilities,
+            reporter: Reporter::Request { notifier, progress_token, log_level },
+            status: None,
+            cancel,
+        }
     }
 
     /// The context of a task run by a worker.
@@ -110,7 +118,15 @@ impl ToolContext {
         status: watch::Sender<Option<String>>,
         cancel: CancellationToken,
     ) -> Self {
-        Self { principal, capabilities, reporter: Reporter::Task { status }, cancel }
+        Self { principal, capabilities, reporter: Reporter::Task { status }, status: None, cancel }
+    }
+
+    /// Also turns progress into status messages on `status` (a call that may become a task
+    /// while it runs keeps its latest message for the task).
+    #[must_use]
+    pub fn with_status(mut self, status: watch::Sender<Option<String>>) -> Self {
+        self.status = Some(status);
+        self
     }
 
     /// A context with no client behind it (tests, benchmarks).
@@ -130,6 +146,9 @@ impl ToolContext {
 
     /// Reports progress: a notification if the request asked for it, or the task's status.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(status) = &self.status {
+            status.send_replace(Some(status_text(progress, total, message)));
+        }
         match &self.reporter {
             Reporter::Request { notifier, progress_token: Some(token), .. } => {
                 let params = ProgressParams {
@@ -142,12 +161,7 @@ impl ToolContext {
             }
             Reporter::Request { .. } => {}
             Reporter::Task { status } => {
-                let text = match (message, total) {
-                    (Some(m), _) => m.to_owned(),
-                    (None, Some(t)) => format!("{progress} of {t}"),
-                    (None, None) => format!("{progress}"),
-                };
-                status.send_replace(Some(text));
+                status.send_replace(Some(status_text(progress, total, message)));
             }
         }
     }
@@ -170,5 +184,14 @@ impl ToolContext {
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+}
+
+/// A progress report as a task's status message.
+fn status_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    match (message, total) {
+        (Some(m), _) => m.to_owned(),
+        (None, Some(t)) => format!("{progress} of {t}"),
+        (None, None) => format!("{progress}"),
     }
 }

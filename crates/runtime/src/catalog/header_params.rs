@@ -34,7 +34,7 @@ pub struct HeaderParam {
 }
 
 /// Extracts and validates the annotations of a tool's input schema.
-pub(super) fn extract(tool: &str, schema: &JsonObject) -> Result<Vec<HeaderParam>, RuntimeError> {
+pub fn extract(tool: &str, schema: &JsonObject) -> Result<Vec<HeaderParam>, RuntimeError> {
     let bad = |problem: String| RuntimeError::Registration { what: format!("registering tool {tool}"), problem };
     let mut params: Vec<HeaderParam> = Vec::new();
     let Some(Value::Object(properties)) = schema.get("properties") else {

@@ -7,7 +7,7 @@
 
 pub mod ask;
 mod context;
-mod header_params;
+pub mod header_params;
 mod input_check;
 mod outcome;
 mod prompt;
@@ -94,6 +94,23 @@ impl CatalogBuilder {
     pub fn resource(&mut self, resource: impl ResourceHandler) -> &mut Self {
         self.resources.push(Arc::new(resource));
         self
+    }
+
+    /// Whether a tool of this name is registered.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.descriptor().info.name == name)
+    }
+
+    /// Whether a prompt of this name is registered.
+    pub fn has_prompt(&self, name: &str) -> bool {
+        self.prompts.iter().any(|p| p.descriptor().name == name)
+    }
+
+    /// Whether a resource of this URI (or a template of this URI template) is registered.
+    pub fn has_resource(&self, uri: &str) -> bool {
+        self.resources
+            .iter()
+            .any(|r| r.resource().is_some_and(|r| r.uri == uri) || r.template().is_some_and(|t| t.uri_template == uri))
     }
 
     /// Validates names and annotations and renders the lists.

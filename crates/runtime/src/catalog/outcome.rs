@@ -41,6 +41,9 @@ pub enum Failure {
     ResourceNotFound(String),
     /// An internal fault (the text is logged, not sent).
     Internal(String),
+    /// Something the call depends on failed or is unavailable (an upstream server, an
+    /// interrupted run); the text is client-safe and sent as it is.
+    Unavailable(String),
 }
 
 /// Decodes tool arguments (a JSON object) into a typed struct, reporting a client-safe error.

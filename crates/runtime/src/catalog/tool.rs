@@ -28,6 +28,13 @@ pub enum TaskPolicy {
     Optional,
     /// Only as a task.
     Required,
+    /// Synchronous, unless the client asks for a task (2025-11-25 `params.task`) or the call
+    /// is still running after this long and the client can take a task (2026-07-28): the
+    /// gateway then turns the running call into a task.
+    Auto {
+        /// How long a call runs before it becomes a task.
+        after: std::time::Duration,
+    },
 }
 
 impl TaskPolicy {
@@ -35,7 +42,7 @@ impl TaskPolicy {
     pub fn task_support(self) -> TaskSupport {
         match self {
             Self::Forbidden => TaskSupport::Forbidden,
-            Self::Optional => TaskSupport::Optional,
+            Self::Optional | Self::Auto { .. } => TaskSupport::Optional,
             Self::Required => TaskSupport::Required,
         }
     }
@@ -48,6 +55,10 @@ pub struct ToolDescriptor {
     pub info: ToolInfo,
     /// Task policy.
     pub task_policy: TaskPolicy,
+    /// Whether a task whose run was interrupted (its replica died, or shut down past the
+    /// grace period) may run the tool again. When false, such a task fails instead, saying it
+    /// was interrupted: the tool runs at most once.
+    pub retry_safe: bool,
 }
 
 impl ToolDescriptor {
@@ -70,6 +81,7 @@ impl ToolDescriptor {
                 meta: None,
             },
             task_policy: TaskPolicy::Forbidden,
+            retry_safe: true,
         }
     }
 
@@ -93,6 +105,13 @@ impl ToolDescriptor {
         if let Value::Object(map) = schema {
             self.info.output_schema = Some(map);
         }
+        self
+    }
+
+    /// Sets whether an interrupted task may run the tool again.
+    #[must_use]
+    pub fn retry_safe(mut self, safe: bool) -> Self {
+        self.retry_safe = safe;
         self
     }
 

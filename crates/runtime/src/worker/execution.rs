@@ -106,6 +106,14 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
         defer_unknown(shared, &job, &lease, &task).await;
         return;
     };
+    let retry_safe = tool.descriptor().retry_safe;
+    if task.attempts > 1 && !retry_safe {
+        // An earlier run started and never recorded an outcome (its replica died): the tool
+        // may have acted, and running it again could act twice.
+        tracing::warn!("task run interrupted earlier; the tool is not retry-safe, so the task fails");
+        settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task).await;
+        return;
+    }
     let call = match build_call(&task) {
         Ok(call) => call,
         Err(failure) => {
@@ -120,6 +128,33 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
     let principal = Principal::new(&task.issuer, &task.subject, task.scopes.clone());
     let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone());
     tracing::debug!("task run started");
+    let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe };
+    supervise(shared, run, tool.call(call, &cx)).await;
+}
+
+/// A run under way: what `supervise` watches and records.
+pub(super) struct Run {
+    pub(super) job: Job,
+    pub(super) lease: Lease,
+    pub(super) task: TaskRecord,
+    /// Until when the lease is surely held (from where the claim was sent).
+    pub(super) held_until: tokio::time::Instant,
+    pub(super) events: Option<mcpgate_store::Subscription>,
+    /// The tool's latest progress message.
+    pub(super) status: watch::Receiver<Option<String>>,
+    /// Stops the tool.
+    pub(super) cancel: tokio_util::sync::CancellationToken,
+    pub(super) retry_safe: bool,
+}
+
+/// Watches a run (renewing its lease, watching for cancellation, expiry and shutdown) until
+/// its tool ends, then records the outcome; or stops the tool and lets go of the task.
+pub(super) async fn supervise(
+    shared: &Shared,
+    run: Run,
+    tool: impl std::future::Future<Output = Outcome<mcpgate_protocol::tool::CallToolResult>>,
+) {
+    let Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe } = run;
     let expires = task.ttl_ms.map(|ttl| {
         let left = task.created_ms.saturating_add(ttl).saturating_sub(wall_clock_ms());
         tokio::time::Instant::now() + std::time::Duration::from_millis(left.saturating_add(50))
@@ -128,7 +163,7 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
         // The watchdog first: when both are ready, a stop (shutdown, cancel) wins.
         biased;
         stop = watch(shared, &lease, status_rx, events, expires, held_until) => Err(stop),
-        outcome = tool.call(call, &cx) => Ok(outcome),
+        outcome = tool => Ok(outcome),
     };
     cancel.cancel();
     // The tool sees shutdown through its cancellation token and may end at once, failing: that
@@ -140,6 +175,11 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
     };
     match ended {
         Ok(outcome) => settle(shared, &job, &lease, outcome, &task).await,
+        // Shutting down mid-call with a tool that must not run twice: the call was stopped
+        // and may have acted, so the task ends here.
+        Err(Stop::Shutdown) if !retry_safe => {
+            settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task).await;
+        }
         // Shutting down: hand the task back so another replica runs it now, not once the
         // lease has lapsed, and without spending one of its attempts.
         Err(Stop::Shutdown) => match shared.store.release(&lease, &job).await {
@@ -163,6 +203,14 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
             }
         }
     }
+}
+
+/// The failure of a task whose tool must not run twice and whose run was interrupted.
+fn interrupted(tool: &str) -> Failure {
+    Failure::Unavailable(format!(
+        "Task interrupted: the gateway replica running {tool} stopped before the call finished; {tool} is not \
+         marked idempotent, so it was not run again (it may or may not have taken effect)"
+    ))
 }
 
 /// Milliseconds since the Unix epoch.

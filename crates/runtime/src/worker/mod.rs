@@ -27,7 +27,12 @@ use tokio_util::task::TaskTracker;
 use mcpgate_protocol::ErrorObject;
 use mcpgate_store::{AnyStore, Job, JobQueue as _};
 
-use crate::catalog::{Catalog, Failure};
+use std::future::Future;
+
+use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_store::EventBus as _;
+
+use crate::catalog::{Catalog, Failure, Outcome};
 use crate::task_metrics::TaskMetrics;
 
 /// How a replica's workers behave.
@@ -48,6 +53,25 @@ pub struct WorkerOptions {
     pub unknown_tool_grace: Duration,
     /// Where task events are counted.
     pub metrics: Arc<TaskMetrics>,
+}
+
+/// A call that became a task while it ran, handed to [`Workers::adopt`].
+#[derive(Debug)]
+pub struct Adopted {
+    /// Its job.
+    pub job: Job,
+    /// The lease the creation gave this replica.
+    pub lease: mcpgate_store::Lease,
+    /// The task as created.
+    pub task: mcpgate_store::TaskRecord,
+    /// When the creation was sent (the lease runs from no earlier).
+    pub sent_at: tokio::time::Instant,
+    /// The tool's progress messages.
+    pub status: tokio::sync::watch::Receiver<Option<String>>,
+    /// Stops the tool.
+    pub cancel: CancellationToken,
+    /// Whether the tool may run again after an interruption.
+    pub retry_safe: bool,
 }
 
 /// Turns a tool failure into the JSON-RPC error a failed task carries (the gateway supplies
@@ -71,12 +95,18 @@ struct Shared {
 }
 
 /// Running workers.
-#[derive(Debug)]
 pub struct Workers {
+    shared: Shared,
     loops: TaskTracker,
     runs: TaskTracker,
     alive: Arc<AtomicBool>,
     running: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workers").field("worker_id", &self.shared.options.worker_id).finish_non_exhaustive()
+    }
 }
 
 impl Workers {
@@ -110,12 +140,56 @@ impl Workers {
             loops.spawn(reclaim_loop(shared.clone()));
         }
         loops.close();
-        Self { loops, runs: shared.runs, alive, running: shared.running }
+        Self { runs: shared.runs.clone(), running: shared.running.clone(), shared, loops, alive }
     }
 
     /// Whether the queue reader is running.
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
+    }
+
+    /// This replica's name in the job queue (the holder of the leases it takes).
+    pub fn worker_id(&self) -> &str {
+        &self.shared.options.worker_id
+    }
+
+    /// The lease length.
+    pub fn lease(&self) -> Duration {
+        self.shared.options.lease
+    }
+
+    /// Takes over a call that became a task while it ran (`TaskStore::create_running`, sent at
+    /// `sent_at`): from now on it is watched like any run (its lease renewed, cancellation,
+    /// expiry and shutdown obeyed through `cancel`) and its outcome recorded. `status` carries
+    /// its progress messages.
+    pub fn adopt(&self, adopted: Adopted, call: impl Future<Output = Outcome<CallToolResult>> + Send + 'static) {
+        let shared = self.shared.clone();
+        let counted = Counted::new(shared.running.clone());
+        let span = tracing::info_span!("task", task = %adopted.task.id, tool = %adopted.task.tool, attempt = 1);
+        self.shared.runs.spawn(tracing::Instrument::instrument(
+            async move {
+                let events = match shared.store.subscribe(&adopted.task.id).await {
+                    Ok(sub) => Some(sub),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no cancel events for this run; lease renewals will notice instead");
+                        None
+                    }
+                };
+                let run = execution::Run {
+                    job: adopted.job,
+                    lease: adopted.lease,
+                    task: adopted.task,
+                    held_until: adopted.sent_at + shared.options.lease,
+                    events,
+                    status: adopted.status,
+                    cancel: adopted.cancel,
+                    retry_safe: adopted.retry_safe,
+                };
+                execution::supervise(&shared, run, call).await;
+                drop(counted);
+            },
+            span,
+        ));
     }
 
     /// Jobs running right now.

@@ -94,6 +94,15 @@ impl TaskStore for MemoryStore {
         Ok(created)
     }
 
+    async fn create_running(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<(TaskRecord, Lease, Job), StoreError> {
+        Ok(self.with(|s, now| s.create_running(task, worker, millis(lease), now)))
+    }
+
     async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
         Ok(self.with(|s, _| s.tasks.get(id).map(|e| e.view(read))))
     }

@@ -182,6 +182,33 @@ impl State {
         Created::New(record)
     }
 
+    /// A task already running on `worker`: created, its lease held, its job pending for
+    /// that worker (as if read and claimed).
+    pub(super) fn create_running(
+        &mut self,
+        task: NewTask,
+        worker: &str,
+        lease: u64,
+        now: u64,
+    ) -> (TaskRecord, Lease, Job) {
+        let task = NewTask { idempotency: None, ..task };
+        let Created::New(record) = self.create(task, now) else {
+            unreachable!("a task without idempotency is always created anew")
+        };
+        let job = self
+            .queue
+            .pop_back()
+            .filter(|j| j.task == record.id)
+            .unwrap_or_else(|| unreachable!("create enqueued its job last"));
+        self.pending.insert(job.entry.clone(), Pending { job: job.clone(), worker: worker.to_owned(), delivered: now });
+        let entry = self.tasks.get_mut(&record.id).unwrap_or_else(|| unreachable!("just created"));
+        entry.lease_token = 1;
+        entry.lease_until = now.saturating_add(lease);
+        entry.record.attempts = 1;
+        let lease = Lease { task: record.id.clone(), token: 1, entry: job.entry.clone(), worker: worker.to_owned() };
+        (entry.record.clone(), lease, job)
+    }
+
     fn enqueue(&mut self, task: TaskId) {
         self.next_entry += 1;
         self.queue.push_back(Job { task, entry: format!("{}-0", self.next_entry) });

@@ -21,70 +21,24 @@ use crate::model::{
 
 impl TaskStore for RedisStore {
     async fn create(&self, task: NewTask) -> Result<Created, StoreError> {
-        let shard = match &task.idempotency {
-            Some(idempotency) => self.shard_of(&idempotency.scope),
-            None => self.random_shard(),
+        self.create_with(task, None).await.map(|(created, _)| created)
+    }
+
+    async fn create_running(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<(TaskRecord, Lease, Job), StoreError> {
+        let task = NewTask { idempotency: None, ..task };
+        let (created, entry) = self.create_with(task, Some((worker, millis(lease)))).await?;
+        let Created::New(mut record) = created else {
+            return Err(StoreError::Corrupt { detail: "a running task was not created anew".to_owned() });
         };
-        let keys = &self.inner.keys;
-        let call = task.idempotency.as_ref().map(|i| hex(&i.call)).unwrap_or_default();
-        let window = task.idempotency.as_ref().map_or(0, |i| i.window_ms);
-        let answer_bytes: usize = task.input_responses.values().map(|a| a.json.len()).sum();
-        let mut force = false;
-        loop {
-            let id = TaskId::generate(shard);
-            let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
-            let mut script_keys = vec![keys.task(&id), keys.owner(shard, &task.owner), keys.jobs(shard)];
-            if let Some(idempotency) = &task.idempotency {
-                script_keys.push(keys.idempotency(shard, &idempotency.scope));
-            }
-            let out = reply(
-                self.script(
-                    Retry::Yes,
-                    &scripts::CREATE,
-                    script_keys,
-                    [
-                        id.to_string(),
-                        task.owner.clone(),
-                        task.issuer.clone(),
-                        task.subject.clone(),
-                        era_name(task.era).to_owned(),
-                        task.tool.clone(),
-                        task.arguments.clone(),
-                        task.capabilities.clone(),
-                        ttl,
-                        task.poll_interval_ms.to_string(),
-                        window.to_string(),
-                        if force { "1" } else { "0" }.to_owned(),
-                        task.index_horizon_ms.unwrap_or(0).to_string(),
-                        task.state.clone().unwrap_or_default(),
-                        call.clone(),
-                        task.scopes.join(" "),
-                        answer_bytes.to_string(),
-                    ]
-                    .into_iter()
-                    .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
-                    .collect(),
-                )
-                .await?,
-            )?;
-            match (item(&out, 0).as_deref(), item(&out, 1)) {
-                (Some("1"), Some(created)) => {
-                    let created_ms = created.parse().unwrap_or(0);
-                    return Ok(Created::New(task.into_record(id, created_ms)));
-                }
-                (Some("2"), Some(_)) => return Ok(Created::KeyReused),
-                (Some("0"), Some(existing)) => {
-                    let existing = TaskId::parse(&existing)
-                        .ok_or_else(|| StoreError::Corrupt { detail: "idempotency key holds no task id".to_owned() })?;
-                    match self.get(&existing, Read::Control).await? {
-                        Some(record) => return Ok(Created::Existing(record)),
-                        // Expired at the edge of the window: create anew.
-                        None => force = true,
-                    }
-                }
-                _ => return Err(StoreError::Corrupt { detail: "unexpected create reply".to_owned() }),
-            }
-        }
+        record.attempts = 1;
+        let job = Job { task: record.id.clone(), entry };
+        let lease = Lease { task: record.id.clone(), token: 1, entry: job.entry.clone(), worker: worker.to_owned() };
+        Ok((record, lease, job))
     }
 
     async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
@@ -395,5 +349,79 @@ impl RedisStore {
             .script(Retry::No, &scripts::SETTLE, vec![keys.task(&lease.task), keys.jobs(lease.task.shard())], args)
             .await?;
         settled(&out)
+    }
+}
+
+impl RedisStore {
+    /// `create`, or with `running` = (worker, lease ms) a task already running on that worker;
+    /// also returns the job's queue entry.
+    async fn create_with(&self, task: NewTask, running: Option<(&str, u64)>) -> Result<(Created, String), StoreError> {
+        let shard = match &task.idempotency {
+            Some(idempotency) => self.shard_of(&idempotency.scope),
+            None => self.random_shard(),
+        };
+        let keys = &self.inner.keys;
+        let call = task.idempotency.as_ref().map(|i| hex(&i.call)).unwrap_or_default();
+        let window = task.idempotency.as_ref().map_or(0, |i| i.window_ms);
+        let answer_bytes: usize = task.input_responses.values().map(|a| a.json.len()).sum();
+        let mut force = false;
+        loop {
+            let id = TaskId::generate(shard);
+            let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
+            let mut script_keys = vec![keys.task(&id), keys.owner(shard, &task.owner), keys.jobs(shard)];
+            if let Some(idempotency) = &task.idempotency {
+                script_keys.push(keys.idempotency(shard, &idempotency.scope));
+            }
+            let out = reply(
+                self.script(
+                    Retry::Yes,
+                    &scripts::CREATE,
+                    script_keys,
+                    [
+                        id.to_string(),
+                        task.owner.clone(),
+                        task.issuer.clone(),
+                        task.subject.clone(),
+                        era_name(task.era).to_owned(),
+                        task.tool.clone(),
+                        task.arguments.clone(),
+                        task.capabilities.clone(),
+                        ttl,
+                        task.poll_interval_ms.to_string(),
+                        window.to_string(),
+                        if force { "1" } else { "0" }.to_owned(),
+                        task.index_horizon_ms.unwrap_or(0).to_string(),
+                        task.state.clone().unwrap_or_default(),
+                        call.clone(),
+                        task.scopes.join(" "),
+                        answer_bytes.to_string(),
+                        running.map(|r| r.0.to_owned()).unwrap_or_default(),
+                        running.map_or(0, |r| r.1).to_string(),
+                    ]
+                    .into_iter()
+                    .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
+                    .collect(),
+                )
+                .await?,
+            )?;
+            match (item(&out, 0).as_deref(), item(&out, 1)) {
+                (Some("1"), Some(created)) => {
+                    let created_ms = created.parse().unwrap_or(0);
+                    let entry = item(&out, 2).unwrap_or_default();
+                    return Ok((Created::New(task.into_record(id, created_ms)), entry));
+                }
+                (Some("2"), Some(_)) => return Ok((Created::KeyReused, String::new())),
+                (Some("0"), Some(existing)) => {
+                    let existing = TaskId::parse(&existing)
+                        .ok_or_else(|| StoreError::Corrupt { detail: "idempotency key holds no task id".to_owned() })?;
+                    match self.get(&existing, Read::Control).await? {
+                        Some(record) => return Ok((Created::Existing(record), String::new())),
+                        // Expired at the edge of the window: create anew.
+                        None => force = true,
+                    }
+                }
+                _ => return Err(StoreError::Corrupt { detail: "unexpected create reply".to_owned() }),
+            }
+        }
     }
 }

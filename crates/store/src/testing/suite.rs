@@ -109,6 +109,46 @@ where
     settling_twice_writes_once(&make().await).await;
     deferred_tasks_go_round_then_fail(&make().await).await;
     handed_back_jobs_reach_another_worker(&make().await).await;
+    running_tasks_start_leased_and_are_taken_over_when_it_lapses(&make().await).await;
+}
+
+async fn running_tasks_start_leased_and_are_taken_over_when_it_lapses<S: TaskStore + JobQueue>(store: &S) {
+    // A call promoted to a task: the promoting worker holds the first lease.
+    let short = Duration::from_millis(300);
+    let (record, lease, job) = store.create_running(new_task("promoted", 1), "promoter", short).await.expect("create");
+    assert_eq!((record.status, record.attempts, lease.token), (TaskStatus::Working, 1, 1));
+    assert_eq!(lease.entry, job.entry);
+    // Another worker that reads the job while the lease lives leaves it.
+    if let Some(read) = store
+        .read("other", 10, Duration::from_millis(200))
+        .await
+        .expect("read")
+        .into_iter()
+        .find(|j| j.task == record.id)
+    {
+        assert!(matches!(store.claim(&read, "other", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Busy)));
+    }
+    assert_eq!(store.renew(&lease, short, Some("half way")).await.expect("renew"), Renewal::Held);
+    // The promoter stops renewing (it died): the job is reclaimed and run again, attempt 2.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let reclaimed = store.reclaim("rescuer", Duration::from_millis(300), 10).await.expect("reclaim");
+    let job = reclaimed.into_iter().find(|j| j.task == record.id).expect("the promoter's job is reclaimed");
+    let Claim::Run { lease: taken, task } = store.claim(&job, "rescuer", LEASE, 3).await.expect("claim") else {
+        panic!("a lapsed first lease can be taken over")
+    };
+    assert_eq!((taken.token, task.attempts), (2, 2));
+    let outcome = TaskOutcome::Result("{}".to_owned());
+    assert_eq!(
+        store.finish(&lease, &job, TaskStatus::Completed, outcome.clone(), false).await.expect("finish"),
+        Settled::Lost
+    );
+    assert_eq!(store.finish(&taken, &job, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
+    // A promoted task whose promoter finishes in time completes under the first lease.
+    let (record, lease, job) = store.create_running(new_task("promoted", 2), "promoter", LEASE).await.expect("create");
+    let outcome = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
+    assert_eq!(store.finish(&lease, &job, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
+    let done = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert_eq!(done.status, TaskStatus::Completed);
 }
 
 async fn settling_twice_writes_once<S: TaskStore + JobQueue>(store: &S) {

@@ -46,7 +46,7 @@ pub(super) fn prepare<T: McpResult + Send + 'static>(
     })
 }
 
-async fn finish<T: McpResult>(
+pub(super) async fn finish<T: McpResult>(
     state: &AppState,
     cx: &CallContext,
     round: &Round,

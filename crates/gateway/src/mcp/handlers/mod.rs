@@ -5,6 +5,7 @@ mod completion;
 mod invoke;
 mod lifecycle;
 mod lists;
+mod promote;
 mod prompts;
 mod resources;
 pub(super) mod tasks;

@@ -87,6 +87,21 @@ pub(in crate::mcp) struct TaskPlan {
 
 /// Creates the task and answers with `CreateTaskResult` in the request's era.
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
+    let created = state.store.create(new_task(state, cx, plan)?).await?;
+    let Some(record) = created.record() else {
+        return Err(GatewayError::invalid_params(
+            "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
+             tasks.idempotency_window_ms",
+        ));
+    };
+    if matches!(created, mcpgate_store::Created::New(_)) {
+        state.task_metrics.count(&record.tool, TaskMetric::Created);
+    }
+    render_created(state, cx, record)
+}
+
+/// The record to create for a planned task (with its idempotency scope).
+pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<NewTask, GatewayError> {
     let tasks = &state.config.tasks;
     let ttl_ms = match plan.ttl {
         TtlRequest::Default => Some(tasks.default_ttl_ms),
@@ -104,37 +119,32 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
         let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal(format!("answer: {e}")))?;
         input_responses.insert(key.clone(), RawAnswer { method: answer.method().to_owned(), json });
     }
-    let owner = cx.principal.key();
     // Arguments serialize with sorted keys, so the same call always has the same digest.
     let idempotency = idempotency::scope(cx, &plan.tool, &arguments, tasks.idempotency_window_ms);
-    let created = state
-        .store
-        .create(NewTask {
-            owner: owner.to_owned(),
-            issuer: cx.principal.issuer().to_owned(),
-            subject: cx.principal.subject().to_owned(),
-            era: cx.era,
-            tool: plan.tool,
-            arguments,
-            capabilities,
-            scopes: cx.principal.scopes().to_vec(),
-            ttl_ms,
-            poll_interval_ms: tasks.poll_interval_ms,
-            idempotency,
-            index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
-            input_responses,
-            state: plan.state.map(|s| s.to_string()),
-        })
-        .await?;
-    let Some(record) = created.record() else {
-        return Err(GatewayError::invalid_params(
-            "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
-             tasks.idempotency_window_ms",
-        ));
-    };
-    if matches!(created, mcpgate_store::Created::New(_)) {
-        state.task_metrics.count(&record.tool, TaskMetric::Created);
-    }
+    Ok(NewTask {
+        owner: cx.principal.key().to_owned(),
+        issuer: cx.principal.issuer().to_owned(),
+        subject: cx.principal.subject().to_owned(),
+        era: cx.era,
+        tool: plan.tool,
+        arguments,
+        capabilities,
+        scopes: cx.principal.scopes().to_vec(),
+        ttl_ms,
+        poll_interval_ms: tasks.poll_interval_ms,
+        idempotency,
+        index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
+        input_responses,
+        state: plan.state.map(|s| s.to_string()),
+    })
+}
+
+/// `CreateTaskResult` for a task just created, in the request's era.
+pub(in crate::mcp) fn render_created(
+    state: &AppState,
+    cx: &CallContext,
+    record: &TaskRecord,
+) -> Result<Bytes, GatewayError> {
     tracing::Span::current().record("task", record.id.as_str());
     tracing::debug!("task created");
     match cx.era {

@@ -80,6 +80,13 @@ pub(in crate::mcp) async fn call_tool(
     }
     round.commit(state).await?;
     let tool = tool.clone();
+    // A 2026-07-28 client that can take a task gets one if an `Auto` call runs long.
+    if let TaskPolicy::Auto { after } = tool.descriptor().task_policy
+        && cx.era == Era::Modern
+        && cx.capabilities.has_extension(TASKS_EXTENSION)
+    {
+        return Ok(ToolPlan::Run(super::promote::prepare(state, cx, round, tool, params.name, call, after)));
+    }
     Ok(ToolPlan::Run(prepare(state, cx, round, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
 }
 
@@ -102,6 +109,7 @@ fn task_decision(
                     required: Box::new(ClientCapabilities::only_extension(TASKS_EXTENSION)),
                 }),
                 TaskPolicy::Optional | TaskPolicy::Required if declared => Ok(Some(TtlRequest::Default)),
+                // Auto starts synchronously; the gateway promotes a call that runs long.
                 _ => Ok(None),
             }
         }

@@ -1,0 +1,468 @@
+//! `[[upstream]]` tables: what one server behind the gateway is, how to reach it, which of its
+//! tools are exposed and how they may run; `${VAR}` expansion; validation.
+//!
+//! Invariant: a validated [`UpstreamConfig`] has a valid unique name, the keys its transport
+//! needs and no others, and expanded `env`/`headers` values; those values are secrets (they
+//! carry tokens) and are never printed: `Debug` shows their keys only, and every error names
+//! the upstream and the key, never a value.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::UpstreamError;
+use crate::glob::Glob;
+
+/// How the gateway talks to an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// A child process per replica, JSON-RPC lines on stdin/stdout.
+    #[default]
+    Stdio,
+    /// Streamable HTTP (either era).
+    Http,
+    /// The 2024-11-05 HTTP+SSE transport.
+    Sse,
+}
+
+/// Which protocol era to speak to an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum EraChoice {
+    /// Try `server/discover` (2026-07-28); on any error answer, `initialize`.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// Stateless 2026-07-28.
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
+    /// Sessions, 2025-11-25.
+    #[serde(rename = "2025-11-25")]
+    V2025_11_25,
+    /// Sessions, 2025-06-18.
+    #[serde(rename = "2025-06-18")]
+    V2025_06_18,
+    /// Sessions, 2025-03-26.
+    #[serde(rename = "2025-03-26")]
+    V2025_03_26,
+}
+
+impl EraChoice {
+    /// The legacy version to ask for in `initialize` (auto and modern fall back to the newest).
+    pub fn legacy_version(self) -> &'static str {
+        match self {
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_03_26 => "2025-03-26",
+            Self::Auto | Self::V2026_07_28 | Self::V2025_11_25 => "2025-11-25",
+        }
+    }
+}
+
+/// Whether an upstream tool may, must or must not become a gateway task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskMode {
+    /// Always synchronous.
+    Never,
+    /// Synchronous; a legacy client asking for a task gets one (`params.task`).
+    #[default]
+    Auto,
+    /// Every client that can take a task gets one at once.
+    Optional,
+    /// Only as a task (advertised as task-required).
+    Always,
+}
+
+/// `tools = { include = [...], exclude = [...] }`: globs over the upstream's own tool names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolFilter {
+    /// Only these (empty = all).
+    pub include: Vec<String>,
+    /// Never these (wins over include).
+    pub exclude: Vec<String>,
+}
+
+/// One `[[upstream]]` table.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// `[a-z0-9-]{1,32}`, unique: the prefix of everything it exposes.
+    pub name: String,
+    /// How to reach it.
+    #[serde(default)]
+    pub transport: TransportKind,
+    /// Endpoint URL (http, sse).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Program to run (stdio), exec'd directly, never through a shell.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The child's whole environment besides `PATH` and `HOME` (values expand `${VAR}`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The child's working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Extra HTTP request headers (values expand `${VAR}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Protocol era.
+    #[serde(default)]
+    pub era: EraChoice,
+    /// One call, end to end.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    /// Connecting (or starting the process and its handshake).
+    #[serde(default = "default_connect_timeout_secs")]
+    pub connect_timeout_secs: u64,
+    /// Requests in flight to it, per replica.
+    #[serde(default = "default_max_concurrency")]
+    pub max_concurrency: u32,
+    /// Largest message accepted from it.
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: u64,
+    /// Which tools are exposed.
+    #[serde(default)]
+    pub tools: ToolFilter,
+    /// Task policy of its tools.
+    #[serde(default)]
+    pub task: TaskMode,
+    /// Task policy of single tools (by the upstream's tool name), overriding `task`.
+    #[serde(default)]
+    pub tool_task: BTreeMap<String, TaskMode>,
+    /// `auto`: a call still running after this becomes a task (clients that can take one).
+    #[serde(default = "default_task_after_ms")]
+    pub task_after_ms: u64,
+    /// Tools safe to run again after a replica died mid-call (besides `idempotentHint`).
+    #[serde(default)]
+    pub idempotent: Vec<String>,
+    /// Consecutive failures that open the circuit breaker.
+    #[serde(default = "default_breaker_failures")]
+    pub breaker_failures: u32,
+    /// How long an open breaker waits before letting one probe call through.
+    #[serde(default = "default_breaker_cooldown_secs")]
+    pub breaker_cooldown_secs: u64,
+}
+
+fn default_timeout_secs() -> u64 {
+    120
+}
+fn default_connect_timeout_secs() -> u64 {
+    10
+}
+fn default_max_concurrency() -> u32 {
+    64
+}
+fn default_max_message_bytes() -> u64 {
+    16 * 1024 * 1024
+}
+fn default_task_after_ms() -> u64 {
+    1000
+}
+fn default_breaker_failures() -> u32 {
+    5
+}
+fn default_breaker_cooldown_secs() -> u64 {
+    10
+}
+
+impl fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // env and headers values are credentials: keys only.
+        f.debug_struct("UpstreamConfig")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("command", &self.command)
+            .field("args", &self.args.len())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("era", &self.era)
+            .field("task", &self.task)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A URL without its userinfo and query (either may carry a credential).
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split_once('@').map_or(rest, |(_, host)| host);
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    format!("{scheme}://{rest}")
+}
+
+impl UpstreamConfig {
+    /// A stdio upstream (tests, imports); other keys take their defaults.
+    pub fn stdio(name: &str, command: &str, args: &[&str]) -> Self {
+        Self {
+            command: Some(command.to_owned()),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            ..Self::named(name)
+        }
+    }
+
+    /// A Streamable HTTP upstream; other keys take their defaults.
+    pub fn http(name: &str, url: &str) -> Self {
+        Self { transport: TransportKind::Http, url: Some(url.to_owned()), ..Self::named(name) }
+    }
+
+    fn named(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            transport: TransportKind::Stdio,
+            url: None,
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            headers: BTreeMap::new(),
+            era: EraChoice::Auto,
+            timeout_secs: default_timeout_secs(),
+            connect_timeout_secs: default_connect_timeout_secs(),
+            max_concurrency: default_max_concurrency(),
+            max_message_bytes: default_max_message_bytes(),
+            tools: ToolFilter::default(),
+            task: TaskMode::Auto,
+            tool_task: BTreeMap::new(),
+            task_after_ms: default_task_after_ms(),
+            idempotent: Vec::new(),
+            breaker_failures: default_breaker_failures(),
+            breaker_cooldown_secs: default_breaker_cooldown_secs(),
+        }
+    }
+
+    /// Deserializes one table (TOML, JSON or any serde format); the error names the key.
+    pub fn deserialize_from<'de, D: serde::Deserializer<'de>>(table: D) -> Result<Self, String> {
+        Self::deserialize(table).map_err(|e| e.to_string())
+    }
+
+    /// The call timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_secs)
+    }
+
+    /// The connect (start-up and handshake) timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.connect_timeout_secs)
+    }
+
+    /// The task policy of one of its tools.
+    pub fn task_mode(&self, tool: &str) -> TaskMode {
+        self.tool_task.get(tool).copied().unwrap_or(self.task)
+    }
+
+    /// Whether one of its tools is exposed (include / exclude globs).
+    pub fn exposes(&self, tool: &str) -> bool {
+        let matches = |patterns: &[String]| patterns.iter().any(|p| Glob::new(p).matches(tool));
+        (self.tools.include.is_empty() || matches(&self.tools.include)) && !matches(&self.tools.exclude)
+    }
+
+    /// Replaces `${VAR}` in `env` and `headers` values from `lookup` (`$$` is a literal `$`).
+    pub fn expand(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), UpstreamError> {
+        for (section, map) in [("env", &mut self.env), ("headers", &mut self.headers)] {
+            for (key, value) in map.iter_mut() {
+                *value = expand(value, lookup).map_err(|problem| UpstreamError::Config {
+                    upstream: self.name.clone(),
+                    key: format!("{section}.{key}"),
+                    problem,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what the types alone cannot.
+    pub fn validate(&self) -> Result<(), UpstreamError> {
+        let bad = |key: &str, problem: String| UpstreamError::Config {
+            upstream: self.name.clone(),
+            key: key.to_owned(),
+            problem,
+        };
+        if !is_valid_name(&self.name) {
+            return Err(bad("name", "must be 1 to 32 characters of a-z, 0-9 and -".to_owned()));
+        }
+        match self.transport {
+            TransportKind::Stdio => {
+                if self.command.as_deref().is_none_or(str::is_empty) {
+                    return Err(bad("command", "required for transport = \"stdio\"".to_owned()));
+                }
+                if self.url.is_some() {
+                    return Err(bad(
+                        "url",
+                        "not used by transport = \"stdio\" (did you mean transport = \"http\"?)".to_owned(),
+                    ));
+                }
+                if !self.headers.is_empty() {
+                    return Err(bad("headers", "not used by transport = \"stdio\" (use env)".to_owned()));
+                }
+            }
+            TransportKind::Http | TransportKind::Sse => {
+                let Some(url) = &self.url else {
+                    return Err(bad("url", "required for transport = \"http\" and \"sse\"".to_owned()));
+                };
+                if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+                    return Err(bad("url", format!("must be an absolute http(s) URL (got {})", redact_url(url))));
+                }
+                if self.command.is_some() || !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                    return Err(bad(
+                        "command",
+                        "command, args, env and cwd are only for transport = \"stdio\"".to_owned(),
+                    ));
+                }
+                for name in self.headers.keys() {
+                    if name.is_empty() || !name.bytes().all(is_token_byte) {
+                        return Err(bad(&format!("headers.{name}"), "not a valid HTTP header name".to_owned()));
+                    }
+                    let lower = name.to_ascii_lowercase();
+                    if lower.starts_with("mcp-") || lower == "content-type" || lower == "accept" || lower == "host" {
+                        return Err(bad(&format!("headers.{name}"), "set by mcpgate itself".to_owned()));
+                    }
+                }
+                for (name, value) in &self.headers {
+                    if value.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
+                        return Err(bad(&format!("headers.{name}"), "the value has control characters".to_owned()));
+                    }
+                }
+            }
+        }
+        if self.transport == TransportKind::Sse && self.era != EraChoice::Auto {
+            return Err(bad("era", "transport = \"sse\" always speaks 2024-11-05; leave era unset".to_owned()));
+        }
+        for (key, value, min, max) in [
+            ("timeout_secs", self.timeout_secs, 1, 86_400),
+            ("connect_timeout_secs", self.connect_timeout_secs, 1, 600),
+            ("max_concurrency", u64::from(self.max_concurrency), 1, 100_000),
+            ("max_message_bytes", self.max_message_bytes, 1024, 1 << 30),
+            ("task_after_ms", self.task_after_ms, 10, 3_600_000),
+            ("breaker_failures", u64::from(self.breaker_failures), 1, 1000),
+            ("breaker_cooldown_secs", self.breaker_cooldown_secs, 1, 3600),
+        ] {
+            if !(min..=max).contains(&value) {
+                return Err(bad(key, format!("must be between {min} and {max}")));
+            }
+        }
+        for (key, patterns) in [("tools.include", &self.tools.include), ("tools.exclude", &self.tools.exclude)] {
+            if let Some(p) = patterns.iter().find(|p| p.is_empty()) {
+                return Err(bad(key, format!("empty pattern {p:?}")));
+            }
+        }
+        for (key, value) in &self.env {
+            if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+                return Err(bad(&format!("env.{key}"), "not a valid environment variable".to_owned()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is a valid upstream name.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=32).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Expands `${VAR}` (and `$$` to `$`); the error names the variable, never a value.
+fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let end = body.find('}').ok_or_else(|| "unclosed ${ in the value".to_owned())?;
+            let var = &body[..end];
+            if var.is_empty() || !var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(format!("${{{var}}} is not a variable name"));
+            }
+            let found = lookup(var).ok_or_else(|| format!("environment variable {var} is not set"))?;
+            out.push_str(&found);
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Validates a whole list: each entry, and names unique.
+pub fn validate_all(upstreams: &[UpstreamConfig]) -> Result<(), UpstreamError> {
+    let mut seen = std::collections::HashSet::new();
+    for u in upstreams {
+        u.validate()?;
+        if !seen.insert(u.name.as_str()) {
+            return Err(UpstreamError::Config {
+                upstream: u.name.clone(),
+                key: "name".to_owned(),
+                problem: "two upstreams have this name".to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(var: &str) -> Option<String> {
+        (var == "TOKEN").then(|| "s3cret".to_owned())
+    }
+
+    #[test]
+    fn expands_variables_and_names_missing_ones_without_values() {
+        assert_eq!(expand("Bearer ${TOKEN}", &env).unwrap(), "Bearer s3cret");
+        assert_eq!(expand("$$5 and $x", &env).unwrap(), "$5 and $x");
+        let err = expand("${NOPE}", &env).unwrap_err();
+        assert!(err.contains("NOPE") && !err.contains("s3cret"), "{err}");
+        assert!(expand("${TOKEN", &env).is_err());
+    }
+
+    #[test]
+    fn debug_shows_no_secret_values() {
+        let mut u = UpstreamConfig::http("search", "https://user:pw@search.example/mcp?key=k");
+        u.headers.insert("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned());
+        u.expand(&env).unwrap();
+        let shown = format!("{u:?}");
+        assert!(!shown.contains("s3cret") && !shown.contains("pw") && !shown.contains("key=k"), "{shown}");
+        assert!(shown.contains("Authorization"));
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let mut u = UpstreamConfig::stdio("Files", "npx", &[]);
+        assert!(matches!(u.validate(), Err(UpstreamError::Config { key, .. }) if key == "name"));
+        u.name = "files".to_owned();
+        u.url = Some("http://x".to_owned());
+        assert!(matches!(u.validate(), Err(UpstreamError::Config { key, .. }) if key == "url"));
+        let mut h = UpstreamConfig::http("web", "ftp://nope");
+        assert!(matches!(h.validate(), Err(UpstreamError::Config { key, .. }) if key == "url"));
+        h.url = Some("https://search.example/mcp".to_owned());
+        h.headers.insert("Mcp-Session-Id".to_owned(), "x".to_owned());
+        assert!(matches!(h.validate(), Err(UpstreamError::Config { key, .. }) if key == "headers.Mcp-Session-Id"));
+    }
+
+    #[test]
+    fn include_and_exclude() {
+        let mut u = UpstreamConfig::http("web", "https://search.example/mcp");
+        u.tools.include = vec!["web_*".to_owned()];
+        u.tools.exclude = vec!["web_admin".to_owned()];
+        assert!(u.exposes("web_fetch"));
+        assert!(!u.exposes("web_admin"));
+        assert!(!u.exposes("other"));
+    }
+}

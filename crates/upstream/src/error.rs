@@ -1,0 +1,83 @@
+//! The one error type of the upstream crate. Texts may reach clients (inside an `isError`
+//! tool result naming the upstream), so they never carry header or environment values.
+
+/// What can go wrong configuring or talking to an upstream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// The configuration of an upstream is invalid (stops start-up).
+    #[error("upstream {upstream:?}: {key}: {problem}")]
+    Config {
+        /// The upstream's name (or its position when it has none).
+        upstream: String,
+        /// The offending key.
+        key: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The upstream could not be reached or its process could not be started.
+    #[error("cannot reach it: {detail}")]
+    Unreachable {
+        /// Why.
+        detail: String,
+    },
+    /// The upstream took longer than its call timeout.
+    #[error("no answer within {secs} s")]
+    Timeout {
+        /// The timeout.
+        secs: u64,
+    },
+    /// The circuit breaker is open after consecutive failures.
+    #[error("unavailable after {failures} consecutive failures; retrying in {retry_in_secs} s")]
+    CircuitOpen {
+        /// Consecutive failures that opened it.
+        failures: u32,
+        /// Seconds until the next probe.
+        retry_in_secs: u64,
+    },
+    /// The upstream answered with something that is not a valid MCP message.
+    #[error("invalid answer: {detail}")]
+    Protocol {
+        /// What was wrong with it.
+        detail: String,
+    },
+    /// The upstream answered with a JSON-RPC error.
+    #[error("error {code}: {message}")]
+    Rpc {
+        /// The JSON-RPC code.
+        code: i64,
+        /// Its message (the upstream's text).
+        message: String,
+    },
+    /// The upstream process exited or the connection closed mid-call.
+    #[error("connection lost: {detail}")]
+    Closed {
+        /// What happened.
+        detail: String,
+    },
+    /// The call was cancelled by the client.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl UpstreamError {
+    /// Whether this failure says something about the upstream's health (counts toward the
+    /// circuit breaker); an error answer or a cancellation does not.
+    pub fn is_health_failure(&self) -> bool {
+        matches!(self, Self::Unreachable { .. } | Self::Timeout { .. } | Self::Closed { .. } | Self::Protocol { .. })
+    }
+
+    /// A short label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Config { .. } => "config",
+            Self::Unreachable { .. } => "unreachable",
+            Self::Timeout { .. } => "timeout",
+            Self::CircuitOpen { .. } => "circuit_open",
+            Self::Protocol { .. } => "protocol",
+            Self::Rpc { .. } => "rpc",
+            Self::Closed { .. } => "closed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The federation: every configured upstream, their lists read at start-up, and their
+//! entries registered in the catalog under exposed names `<upstream><separator><name>`
+//! (resource URIs unchanged), include/exclude applied, in config order then upstream order.
+//!
+//! Invariant: a name that breaks the MCP name rules or collides with one already registered
+//! is never registered; it is reported (logged and kept in the status) naming both sources.
+//! An upstream that cannot be reached does not stop start-up.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use mcpgate_runtime::catalog::{CatalogBuilder, TaskPolicy, ToolDescriptor, header_params};
+
+use crate::config::{TaskMode, TransportKind, UpstreamConfig, validate_all};
+use crate::entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
+use crate::error::UpstreamError;
+use crate::upstream::{Lists, Upstream};
+
+/// What one upstream contributed, for `/upstreams`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Contribution {
+    /// Tools registered.
+    pub tools: usize,
+    /// Prompts registered.
+    pub prompts: usize,
+    /// Resources and templates registered.
+    pub resources: usize,
+    /// Why its lists could not be read, if they could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_error: Option<String>,
+    /// Entries left out (invalid or colliding names), each saying why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// Every upstream of this replica.
+#[derive(Debug)]
+pub struct Federation {
+    upstreams: Vec<Arc<Upstream>>,
+    separator: String,
+    contributions: Mutex<HashMap<String, Contribution>>,
+}
+
+impl Federation {
+    /// Builds the upstreams of validated configurations (nothing is started yet).
+    pub fn new(configs: Vec<UpstreamConfig>, separator: &str) -> Result<Self, UpstreamError> {
+        validate_all(&configs)?;
+        let upstreams = configs.into_iter().map(|c| Upstream::new(c).map(Arc::new)).collect::<Result<_, _>>()?;
+        Ok(Self { upstreams, separator: separator.to_owned(), contributions: Mutex::default() })
+    }
+
+    /// The upstreams, in config order.
+    pub fn upstreams(&self) -> &[Arc<Upstream>] {
+        &self.upstreams
+    }
+
+    /// Whether any upstream is configured.
+    pub fn is_empty(&self) -> bool {
+        self.upstreams.is_empty()
+    }
+
+    /// What each upstream contributed to the catalog.
+    pub fn contribution(&self, name: &str) -> Contribution {
+        self.contributions.lock().ok().and_then(|c| c.get(name).cloned()).unwrap_or_default()
+    }
+
+    /// Reads every upstream's lists at once, each within `wait`; an upstream that fails
+    /// contributes nothing (and says why in its status).
+    pub async fn discover(&self, wait: Duration) -> Vec<Option<Lists>> {
+        let cancel = CancellationToken::new();
+        let reads = self.upstreams.iter().map(|u| {
+            let cancel = &cancel;
+            async move {
+                let outcome = tokio::time::timeout(wait, u.lists(cancel))
+                    .await
+                    .unwrap_or(Err(UpstreamError::Timeout { secs: wait.as_secs() }));
+                match outcome {
+                    Ok(lists) => Some(lists),
+                    Err(e) => {
+                        tracing::warn!(upstream = %u.name(), error = %e, "cannot read the upstream's lists; its tools are not served until it answers");
+                        if let Ok(mut c) = self.contributions.lock() {
+                            c.entry(u.name().to_owned()).or_default().list_error = Some(e.to_string());
+                        }
+                        None
+                    }
+                }
+            }
+        });
+        futures_util::future::join_all(reads).await
+    }
+
+    /// Registers every upstream's entries (`lists` as `discover` returned them).
+    pub fn register(&self, builder: &mut CatalogBuilder, lists: &[Option<Lists>]) {
+        let mut owners: HashMap<String, String> = HashMap::new();
+        for (upstream, lists) in self.upstreams.iter().zip(lists) {
+            let Some(lists) = lists else { continue };
+            let contribution = self.register_one(builder, upstream, lists, &mut owners);
+            for problem in &contribution.problems {
+                tracing::warn!(upstream = %upstream.name(), "{problem}");
+            }
+            tracing::info!(
+                upstream = %upstream.name(),
+                tools = contribution.tools,
+                prompts = contribution.prompts,
+                resources = contribution.resources,
+                "upstream entries registered"
+            );
+            if let Ok(mut c) = self.contributions.lock() {
+                c.insert(upstream.name().to_owned(), contribution);
+            }
+        }
+    }
+
+    fn register_one(
+        &self,
+        builder: &mut CatalogBuilder,
+        upstream: &Arc<Upstream>,
+        lists: &Lists,
+        owners: &mut HashMap<String, String>,
+    ) -> Contribution {
+        let config = upstream.config();
+        let mut out = Contribution::default();
+        let taken = |owners: &HashMap<String, String>, kind: &str, name: &str| {
+            owners.get(&format!("{kind}:{name}")).cloned().unwrap_or_else(|| "a built-in".to_owned())
+        };
+        for info in &lists.tools {
+            if !config.exposes(&info.name) {
+                continue;
+            }
+            let exposed = format!("{}{}{}", config.name, self.separator, info.name);
+            let source = format!("upstream {} tool {:?}", config.name, info.name);
+            if !is_valid_tool_name(&exposed) {
+                out.problems.push(format!("{source} left out: its exposed name {exposed:?} breaks the tool name rules (1-128 of A-Z a-z 0-9 _ - .)"));
+                continue;
+            }
+            if builder.has_tool(&exposed) {
+                out.problems
+                    .push(format!("{source} left out: {exposed:?} is already {}", taken(owners, "tool", &exposed)));
+                continue;
+            }
+            let params = match header_params::extract(&exposed, &info.input_schema) {
+                Ok(params) => params,
+                Err(e) => {
+                    out.problems.push(format!("{source} left out: invalid x-mcp-header annotations: {e}"));
+                    continue;
+                }
+            };
+            let mut descriptor_info = info.clone();
+            descriptor_info.name = exposed.clone();
+            descriptor_info.execution = None;
+            let idempotent = config.idempotent.contains(&info.name)
+                || info.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true);
+            let descriptor = ToolDescriptor {
+                info: descriptor_info,
+                task_policy: policy(config, &info.name),
+                retry_safe: idempotent,
+            };
+            builder.tool(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params));
+            owners.insert(format!("tool:{exposed}"), source);
+            out.tools += 1;
+        }
+        for prompt in &lists.prompts {
+            let exposed = format!("{}{}{}", config.name, self.separator, prompt.name);
+            let source = format!("upstream {} prompt {:?}", config.name, prompt.name);
+            if builder.has_prompt(&exposed) {
+                out.problems
+                    .push(format!("{source} left out: {exposed:?} is already {}", taken(owners, "prompt", &exposed)));
+                continue;
+            }
+            let mut descriptor = prompt.clone();
+            descriptor.name = exposed.clone();
+            builder.prompt(UpstreamPrompt::new(upstream.clone(), prompt.name.clone(), descriptor));
+            owners.insert(format!("prompt:{exposed}"), source);
+            out.prompts += 1;
+        }
+        let resources = lists.resources.iter().map(|r| (r.uri.clone(), Some(r), None));
+        let templates = lists.templates.iter().map(|t| (t.uri_template.clone(), None, Some(t)));
+        for (uri, resource, template) in resources.chain(templates) {
+            let source = format!("upstream {} resource {uri:?}", config.name);
+            if builder.has_resource(&uri) {
+                out.problems.push(format!(
+                    "{source} left out: the URI is already served by {}",
+                    taken(owners, "resource", &uri)
+                ));
+                continue;
+            }
+            match (resource, template) {
+                (Some(r), _) => builder.resource(UpstreamResource::fixed(upstream.clone(), r.clone())),
+                (_, Some(t)) => builder.resource(UpstreamResource::template(upstream.clone(), t.clone())),
+                _ => continue,
+            };
+            owners.insert(format!("resource:{uri}"), source);
+            out.resources += 1;
+        }
+        out
+    }
+
+    /// Stops every upstream's process.
+    pub fn shutdown(&self) {
+        for u in &self.upstreams {
+            u.shutdown();
+        }
+    }
+
+    /// A status line per upstream, for `/upstreams`.
+    pub fn status(&self) -> Vec<UpstreamStatus> {
+        self.upstreams
+            .iter()
+            .map(|u| {
+                let stats = u.stats();
+                UpstreamStatus {
+                    name: u.name().to_owned(),
+                    transport: u.config().transport,
+                    breaker: u.breaker_state().as_str(),
+                    calls: stats.calls.load(std::sync::atomic::Ordering::Relaxed),
+                    in_flight: stats.in_flight.load(std::sync::atomic::Ordering::Relaxed),
+                    errors: stats.errors().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_owned(), n)).collect(),
+                    restarts: u.restarts(),
+                    catalog: self.contribution(u.name()),
+                }
+            })
+            .collect()
+    }
+}
+
+/// One upstream's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpstreamStatus {
+    /// Name.
+    pub name: String,
+    /// Transport.
+    pub transport: TransportKind,
+    /// Breaker: closed, open, half_open.
+    pub breaker: &'static str,
+    /// Requests sent by this replica.
+    pub calls: u64,
+    /// In flight now.
+    pub in_flight: u64,
+    /// Errors by kind.
+    pub errors: HashMap<String, u64>,
+    /// stdio process restarts.
+    pub restarts: u64,
+    /// What it contributed to the catalog.
+    pub catalog: Contribution,
+}
+
+fn policy(config: &UpstreamConfig, tool: &str) -> TaskPolicy {
+    match config.task_mode(tool) {
+        TaskMode::Never => TaskPolicy::Forbidden,
+        TaskMode::Auto => TaskPolicy::Auto { after: Duration::from_millis(config.task_after_ms) },
+        TaskMode::Optional => TaskPolicy::Optional,
+        TaskMode::Always => TaskPolicy::Required,
+    }
+}
+
+/// MCP tool names: 1 to 128 of `A-Z a-z 0-9 _ - .`.
+fn is_valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}

@@ -1,0 +1,27 @@
+//! mcpgate's MCP client side: the servers behind the gateway ("upstreams"), reached over
+//! stdio or Streamable HTTP in either protocol era, each with its own concurrency limit,
+//! timeouts and circuit breaker; and their tools, prompts and resources as catalog entries
+//! (`UpstreamTool` implements the runtime's `Tool`), so they serve plain calls and durable
+//! gateway tasks alike.
+//!
+//! Knows nothing of HTTP serving or of the task store: the gateway wires configuration →
+//! [`Federation`] → catalog.
+
+mod breaker;
+pub mod config;
+mod entries;
+mod error;
+mod federation;
+mod glob;
+pub mod import;
+mod rpc;
+mod transport;
+mod upstream;
+
+pub use breaker::BreakerState;
+pub use config::{EraChoice, TaskMode, ToolFilter, TransportKind, UpstreamConfig};
+pub use entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
+pub use error::UpstreamError;
+pub use federation::{Contribution, Federation, UpstreamStatus};
+pub use rpc::Progress;
+pub use upstream::{ERROR_KINDS, LATENCY_BUCKETS, Lists, Request, Upstream, UpstreamStats};

@@ -1,0 +1,426 @@
+//! Streamable HTTP upstreams, both eras. 2026-07-28: stateless, every POST carries `_meta` and
+//! the `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent.
+//! Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
+//! call, and opened again when the server answers 404 (the session expired) — the request is
+//! then sent once more, since a 404 means it never ran. Answers come as JSON or as an SSE
+//! stream (progress relayed as it arrives).
+//!
+//! Invariants: the client's credentials never travel upstream (only the configured
+//! `headers`); no body or event is buffered past `max_message_bytes`; URLs in errors carry
+//! no userinfo or query.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::sse::{Event, SseReader};
+use super::{Exchange, Signals};
+use crate::config::{EraChoice, UpstreamConfig};
+use crate::error::UpstreamError;
+use crate::rpc::{self, Inbound, Negotiated, Progress};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// Most bytes of an error body read (to find a JSON-RPC error in it).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The negotiated protocol and, for earlier versions, the session.
+#[derive(Debug, Clone)]
+struct Session {
+    negotiated: Negotiated,
+    id: Option<String>,
+    generation: u64,
+}
+
+/// A Streamable HTTP upstream.
+pub(crate) struct Http {
+    config: Arc<UpstreamConfig>,
+    signals: Arc<Signals>,
+    client: reqwest::Client,
+    /// The configured headers (credentials: never logged).
+    headers: HeaderMap,
+    session: tokio::sync::Mutex<Option<Session>>,
+    generations: AtomicU64,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http").field("upstream", &self.config.name).finish_non_exhaustive()
+    }
+}
+
+/// How one POST ended.
+enum Posted {
+    /// The answer to the request.
+    Answer(Result<Box<RawValue>, UpstreamError>),
+    /// 202: a notification was accepted.
+    Accepted,
+    /// 404 on a session: it expired; nothing ran.
+    SessionGone,
+}
+
+impl Http {
+    pub(crate) fn new(config: Arc<UpstreamConfig>, signals: Arc<Signals>) -> Result<Self, UpstreamError> {
+        install_tls_provider();
+        let bad = |key: String, problem: &str| UpstreamError::Config {
+            upstream: config.name.clone(),
+            key,
+            problem: problem.to_owned(),
+        };
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            let header = HeaderName::try_from(name.as_str())
+                .map_err(|_| bad(format!("headers.{name}"), "not a valid header name"))?;
+            let mut value = HeaderValue::try_from(value.as_str())
+                .map_err(|_| bad(format!("headers.{name}"), "not a valid header value"))?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout())
+            .pool_max_idle_per_host(usize::try_from(config.max_concurrency).unwrap_or(64))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
+        Ok(Self {
+            config,
+            signals,
+            client,
+            headers,
+            session: tokio::sync::Mutex::new(None),
+            generations: AtomicU64::new(0),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    pub(crate) async fn exchange(&self, mut ex: Exchange) -> Result<Box<RawValue>, UpstreamError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if ex.progress.is_some()
+            && let Value::Object(params) = &mut ex.params
+            && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
+        {
+            meta.insert("progressToken".to_owned(), json!(id));
+        }
+        for attempt in 0..2 {
+            let session = self.session().await?;
+            let body = rpc::request(id, ex.method, ex.params.clone(), &session.negotiated);
+            let guard = CancelGuard::new(self, &session, id);
+            let posted = self.post(&session, body, Some(id), &ex).await;
+            guard.finish();
+            match posted? {
+                Posted::Answer(answer) => return answer,
+                Posted::Accepted => {
+                    return Err(UpstreamError::Protocol { detail: "202 Accepted for a request".to_owned() });
+                }
+                Posted::SessionGone if attempt == 0 && session.id.is_some() => {
+                    tracing::info!(upstream = %self.config.name, "upstream session expired; opening a new one");
+                    self.forget(session.generation).await;
+                }
+                Posted::SessionGone => break,
+            }
+        }
+        Err(UpstreamError::Unreachable { detail: "HTTP 404 (not found)".to_owned() })
+    }
+
+    /// The current session, negotiating one when there is none.
+    async fn session(&self) -> Result<Session, UpstreamError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = &*slot {
+            return Ok(session.clone());
+        }
+        let session =
+            tokio::time::timeout(self.config.connect_timeout(), self.negotiate()).await.unwrap_or_else(|_| {
+                Err(UpstreamError::Unreachable {
+                    detail: format!("no handshake within {} s", self.config.connect_timeout_secs),
+                })
+            })?;
+        tracing::info!(upstream = %self.config.name, version = session.negotiated.version(), "upstream connected");
+        *slot = Some(session.clone());
+        Ok(session)
+    }
+
+    async fn forget(&self, generation: u64) {
+        let mut slot = self.session.lock().await;
+        if slot.as_ref().is_some_and(|s| s.generation == generation) {
+            *slot = None;
+        }
+    }
+
+    async fn negotiate(&self) -> Result<Session, UpstreamError> {
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
+        let era = self.config.era;
+        if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
+            let modern = Session { negotiated: Negotiated::Modern, id: None, generation };
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let probe = Exchange {
+                method: "server/discover",
+                params: json!({}),
+                name: None,
+                param_headers: Vec::new(),
+                progress: None,
+            };
+            let body = rpc::request(id, probe.method, probe.params.clone(), &modern.negotiated);
+            // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
+            match self.post(&modern, body, Some(id), &probe).await {
+                Ok(Posted::Answer(Ok(result))) if rpc::discover_offers_modern(&result) => return Ok(modern),
+                Ok(_) if era == EraChoice::Auto => {}
+                Ok(_) => {
+                    return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let version = era.legacy_version();
+        let opening = Session { negotiated: Negotiated::Legacy { version: version.to_owned() }, id: None, generation };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let init = Exchange {
+            method: "initialize",
+            params: rpc::initialize_params(version),
+            name: None,
+            param_headers: Vec::new(),
+            progress: None,
+        };
+        let body = rpc::request(id, init.method, init.params.clone(), &opening.negotiated);
+        let response = self.send(&opening, body, &init).await?;
+        let session_id = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 1024)
+            .map(str::to_owned);
+        let result = match self.read_answer(response, id, None).await? {
+            Posted::Answer(answer) => answer?,
+            _ => return Err(UpstreamError::Protocol { detail: "no answer to initialize".to_owned() }),
+        };
+        let session = Session { negotiated: rpc::negotiated_from_initialize(&result)?, id: session_id, generation };
+        let note = Exchange {
+            method: "notifications/initialized",
+            params: json!({}),
+            name: None,
+            param_headers: Vec::new(),
+            progress: None,
+        };
+        let body = rpc::notification(note.method, json!({}));
+        if let Err(e) = self.post(&session, body, None, &note).await {
+            tracing::debug!(upstream = %self.config.name, error = %e, "notifications/initialized was not accepted");
+        }
+        Ok(session)
+    }
+
+    /// Sends a POST and returns the response, whatever its status.
+    async fn send(&self, session: &Session, body: Vec<u8>, ex: &Exchange) -> Result<reqwest::Response, UpstreamError> {
+        let mut request = self
+            .client
+            .post(self.config.url.as_deref().unwrap_or_default())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(VERSION_HEADER, session.negotiated.version());
+        if let Some(id) = &session.id {
+            request = request.header(SESSION_HEADER, id.as_str());
+        }
+        if session.negotiated == Negotiated::Modern {
+            request = request.header("mcp-method", ex.method);
+            if let Some(name) = &ex.name {
+                request = request.header("mcp-name", header_value(name));
+            }
+            for (header, value) in &ex.param_headers {
+                request = request.header(header.as_str(), header_value(value));
+            }
+        }
+        request.body(body).send().await.map_err(|e| UpstreamError::Unreachable { detail: e.without_url().to_string() })
+    }
+
+    async fn post(
+        &self,
+        session: &Session,
+        body: Vec<u8>,
+        id: Option<u64>,
+        ex: &Exchange,
+    ) -> Result<Posted, UpstreamError> {
+        let response = self.send(session, body, ex).await?;
+        match id {
+            Some(id) => self.read_answer(response, id, ex.progress.as_ref()).await,
+            None if response.status().is_success() => Ok(Posted::Accepted),
+            None => Err(UpstreamError::Unreachable { detail: format!("HTTP {}", response.status()) }),
+        }
+    }
+
+    /// Reads the answer to request `id` from a JSON body or an SSE stream.
+    async fn read_answer(
+        &self,
+        mut response: reqwest::Response,
+        id: u64,
+        progress: Option<&tokio::sync::mpsc::Sender<Progress>>,
+    ) -> Result<Posted, UpstreamError> {
+        let status = response.status();
+        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
+        if status == reqwest::StatusCode::NOT_FOUND {
+            // To a session request: the session is gone and nothing ran (`exchange` decides).
+            return Ok(Posted::SessionGone);
+        }
+        if status == reqwest::StatusCode::ACCEPTED {
+            return Ok(Posted::Accepted);
+        }
+        if !status.is_success() {
+            let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
+            return Ok(Posted::Answer(Err(match rpc::parse(&body) {
+                Ok(Inbound::Response { outcome: Err(e), .. }) => e,
+                _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
+            })));
+        }
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
+        if !is_sse {
+            let body = read_body(&mut response, max).await?;
+            return Ok(Posted::Answer(match rpc::parse(&body) {
+                Ok(Inbound::Response { id: got, outcome }) if got == id => outcome,
+                Ok(_) => {
+                    Err(UpstreamError::Protocol { detail: "the body is not the answer to the request".to_owned() })
+                }
+                Err(problem) => Err(UpstreamError::Protocol { detail: problem }),
+            }));
+        }
+        let mut reader = SseReader::new(max);
+        let mut events = Vec::new();
+        loop {
+            let chunk = response.chunk().await.map_err(|e| UpstreamError::Closed {
+                detail: format!("the event stream broke: {}", e.without_url()),
+            })?;
+            let Some(chunk) = chunk else {
+                return Err(UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() });
+            };
+            reader.feed(&chunk, &mut events);
+            for event in events.drain(..) {
+                match event {
+                    Event::TooLarge(prefix) => {
+                        if rpc::sniff_id(&prefix) == Some(id) {
+                            return Ok(Posted::Answer(Err(UpstreamError::Protocol {
+                                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
+                            })));
+                        }
+                    }
+                    Event::Data(data) => match rpc::parse(&data) {
+                        Ok(Inbound::Response { id: got, outcome }) if got == id => return Ok(Posted::Answer(outcome)),
+                        Ok(Inbound::Progress { token, progress: p }) if token == id => {
+                            if let Some(sink) = progress {
+                                let _ = sink.try_send(p);
+                            }
+                        }
+                        Ok(Inbound::Notification { method }) if method.ends_with("/list_changed") => {
+                            self.signals.list_changed.notify_waiters();
+                        }
+                        Ok(_) => {}
+                        Err(problem) => {
+                            tracing::debug!(upstream = %self.config.name, "ignored an event that is not JSON-RPC: {problem}");
+                        }
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// Reads a whole body, failing past `max` bytes.
+async fn read_body(response: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, UpstreamError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| UpstreamError::Closed { detail: format!("reading the answer failed: {}", e.without_url()) })?
+    {
+        if body.len() + chunk.len() > max {
+            return Err(UpstreamError::Protocol {
+                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A header value as SEP-2243 sends it: plain when it is safe visible ASCII, otherwise
+/// `=?base64?…?=`.
+fn header_value(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !value.starts_with("=?");
+    if plain {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
+    }
+}
+
+/// Forwards a cancellation upstream when a call to a legacy session ends early (a modern
+/// upstream sees the connection close instead).
+struct CancelGuard {
+    send: Option<(reqwest::RequestBuilder, u64)>,
+}
+
+impl CancelGuard {
+    fn new(http: &Http, session: &Session, id: u64) -> Self {
+        let send = session.id.as_ref().map(|sid| {
+            let request = http
+                .client
+                .post(http.config.url.as_deref().unwrap_or_default())
+                .headers(http.headers.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(VERSION_HEADER, session.negotiated.version())
+                .header(SESSION_HEADER, sid.as_str())
+                .timeout(Duration::from_secs(5));
+            (request, id)
+        });
+        Self { send }
+    }
+
+    fn finish(mut self) {
+        self.send = None;
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if let Some((request, id)) = self.send.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                let _ = request.body(rpc::cancelled(id)).send().await;
+            });
+        }
+    }
+}
+
+/// reqwest is built without a bundled TLS crypto provider; install ring once per process.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header_value;
+
+    #[test]
+    fn header_values_are_encoded_when_not_plain() {
+        assert_eq!(header_value("get_weather"), "get_weather");
+        assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
+    }
+}

@@ -1,0 +1,82 @@
+//! Transports: how one request reaches an upstream and its answer comes back, with progress
+//! relayed and cancellation forwarded. Each transport negotiates the protocol era itself
+//! (a stdio child per process start, an HTTP upstream once, a legacy HTTP session again after
+//! it expired).
+
+pub(crate) mod http;
+pub(crate) mod sse;
+pub(crate) mod stdio;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::{Notify, mpsc};
+
+use crate::config::{TransportKind, UpstreamConfig};
+use crate::error::UpstreamError;
+use crate::rpc::Progress;
+
+/// One request to an upstream.
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    /// The method.
+    pub method: &'static str,
+    /// Its params (an object); `_meta` is added for modern upstreams.
+    pub params: Value,
+    /// The `Mcp-Name` value (tool or prompt name, resource URI), for modern HTTP upstreams.
+    pub name: Option<String>,
+    /// `Mcp-Param-*` headers mirrored from the arguments, for modern HTTP upstreams.
+    pub param_headers: Vec<(String, String)>,
+    /// Where progress goes; the request then carries a progress token.
+    pub progress: Option<mpsc::Sender<Progress>>,
+}
+
+/// Signals an upstream raises for the rest of the gateway.
+#[derive(Debug, Default)]
+pub(crate) struct Signals {
+    /// A `notifications/*/list_changed` arrived.
+    pub list_changed: Notify,
+    /// stdio processes started after the first.
+    pub restarts: std::sync::atomic::AtomicU64,
+}
+
+/// A connected (or connectable) upstream.
+#[derive(Debug)]
+pub(crate) enum Link {
+    Stdio(stdio::Stdio),
+    Http(http::Http),
+}
+
+impl Link {
+    pub(crate) fn new(config: Arc<UpstreamConfig>, signals: Arc<Signals>) -> Result<Self, UpstreamError> {
+        Ok(match config.transport {
+            TransportKind::Stdio => Self::Stdio(stdio::Stdio::new(config, signals)),
+            TransportKind::Http => Self::Http(http::Http::new(config, signals)?),
+            TransportKind::Sse => {
+                return Err(UpstreamError::Config {
+                    upstream: config.name.clone(),
+                    key: "transport".to_owned(),
+                    problem: "the 2024-11-05 HTTP+SSE transport is not supported yet; use a Streamable HTTP \
+                              endpoint (transport = \"http\") or the server's stdio mode"
+                        .to_owned(),
+                });
+            }
+        })
+    }
+
+    /// Sends one request and waits for its answer (dropping the future cancels it upstream).
+    pub(crate) async fn exchange(&self, exchange: Exchange) -> Result<Box<RawValue>, UpstreamError> {
+        match self {
+            Self::Stdio(s) => s.exchange(exchange).await,
+            Self::Http(h) => h.exchange(exchange).await,
+        }
+    }
+
+    /// Stops what runs (the stdio child).
+    pub(crate) fn shutdown(&self) {
+        if let Self::Stdio(s) = self {
+            s.shutdown();
+        }
+    }
+}

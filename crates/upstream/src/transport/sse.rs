@@ -1,0 +1,118 @@
+//! A server-sent events reader for upstream response streams: turns arriving byte chunks
+//! into the `data` of each event.
+//!
+//! Invariant: memory stays bounded: an event whose data exceeds the limit is reported as
+//! too large and skipped, never buffered past the limit.
+
+/// What one chunk of input yielded.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// An event's data (its `data:` lines joined by newlines).
+    Data(Vec<u8>),
+    /// An event whose data exceeded the limit (its first bytes, to find its id).
+    TooLarge(Vec<u8>),
+}
+
+/// Incremental parser state.
+#[derive(Debug)]
+pub(crate) struct SseReader {
+    max: usize,
+    line: Vec<u8>,
+    data: Vec<u8>,
+    has_data: bool,
+    too_large: bool,
+    /// The last byte seen was `\r` (a following `\n` belongs to the same line end).
+    after_cr: bool,
+}
+
+impl SseReader {
+    pub(crate) fn new(max: usize) -> Self {
+        Self { max, line: Vec::new(), data: Vec::new(), has_data: false, too_large: false, after_cr: false }
+    }
+
+    /// Feeds a chunk; completed events are appended to `out`.
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+        for &b in chunk {
+            if self.after_cr {
+                self.after_cr = false;
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            match b {
+                b'\n' | b'\r' => {
+                    self.after_cr = b == b'\r';
+                    self.end_line(out);
+                }
+                _ => {
+                    if self.line.len() <= self.max {
+                        self.line.push(b);
+                    } else {
+                        self.too_large = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_line(&mut self, out: &mut Vec<Event>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            if self.too_large {
+                out.push(Event::TooLarge(std::mem::take(&mut self.data)));
+            } else if self.has_data {
+                out.push(Event::Data(std::mem::take(&mut self.data)));
+            }
+            self.data.clear();
+            self.has_data = false;
+            self.too_large = false;
+            return;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(0) => return, // a comment
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (&line[..], &[][..]),
+        };
+        if field != b"data" {
+            return;
+        }
+        if self.has_data {
+            self.data.push(b'\n');
+        }
+        self.has_data = true;
+        if self.data.len() + value.len() > self.max {
+            self.too_large = true;
+            let room = 512usize.saturating_sub(self.data.len());
+            self.data.extend_from_slice(&value[..room.min(value.len())]);
+        } else if !self.too_large {
+            self.data.extend_from_slice(value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_across_chunks_and_line_ends() {
+        let mut r = SseReader::new(1024);
+        let mut out = Vec::new();
+        r.feed(b"event: message\r\nid: 1\r\ndata: {\"a\"", &mut out);
+        assert!(out.is_empty());
+        r.feed(b":1}\r\n\r\n: keep-alive\n\ndata: x\ndata: y\n\n", &mut out);
+        assert_eq!(out, vec![Event::Data(b"{\"a\":1}".to_vec()), Event::Data(b"x\ny".to_vec())]);
+    }
+
+    #[test]
+    fn oversized_events_are_skipped() {
+        let mut r = SseReader::new(8);
+        let mut out = Vec::new();
+        r.feed(b"data: 0123456789abcdef\n\ndata: ok\n\n", &mut out);
+        assert!(matches!(out[0], Event::TooLarge(_)));
+        assert_eq!(out[1], Event::Data(b"ok".to_vec()));
+    }
+}

@@ -1,0 +1,510 @@
+//! stdio upstreams: one child process per replica, exec'd without a shell, with only the
+//! configured environment (plus `PATH` and `HOME`); newline-delimited JSON-RPC on its stdin and
+//! stdout, requests multiplexed by id; stderr logged under the upstream's name.
+//!
+//! Invariants: a message from the child larger than `max_message_bytes` is never buffered
+//! whole (the call it answers fails, the rest of the line is skipped); a child that exits
+//! fails every call in flight on it with a clear error and is started again on the next call,
+//! no sooner than its backoff allows; a call that is dropped (timeout, cancellation) removes
+//! its pending entry and tells the child with `notifications/cancelled`; the child dies with
+//! the replica (killed on drop, and its stdin closes).
+
+use std::collections::HashMap;
+use std::process::Stdio as Piped;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Exchange, Signals};
+use crate::config::{EraChoice, UpstreamConfig};
+use crate::error::UpstreamError;
+use crate::rpc::{self, Inbound, Negotiated, Progress};
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A child that ran this long before exiting restarts with the first backoff again.
+const STABLE_RUN: Duration = Duration::from_secs(30);
+/// How long `auto` waits for an answer to `server/discover` before trying `initialize`.
+const DISCOVER_WAIT: Duration = Duration::from_secs(2);
+/// Longest stderr line logged.
+const MAX_STDERR_LINE: usize = 4096;
+
+type Reply = oneshot::Sender<Result<Box<RawValue>, UpstreamError>>;
+
+struct Pending {
+    reply: Reply,
+    progress: Option<mpsc::Sender<Progress>>,
+}
+
+type PendingMap = Arc<Mutex<HashMap<u64, Pending>>>;
+
+/// A running child.
+struct Child {
+    writer: mpsc::Sender<Vec<u8>>,
+    pending: PendingMap,
+    /// Cancelled when the child is gone (exited, stdout closed, or killed).
+    closed: CancellationToken,
+    /// Why it closed, once it has.
+    reason: Arc<Mutex<Option<String>>>,
+    negotiated: Negotiated,
+    started: Instant,
+}
+
+enum State {
+    /// No child; the next may start at `next_start`.
+    Idle {
+        next_start: Instant,
+        backoff: Duration,
+        last_error: Option<String>,
+        ever_started: bool,
+    },
+    Running(Arc<Child>),
+}
+
+/// A stdio upstream.
+pub(crate) struct Stdio {
+    config: Arc<UpstreamConfig>,
+    signals: Arc<Signals>,
+    state: tokio::sync::Mutex<State>,
+    next_id: AtomicU64,
+    /// Cancelled on shutdown: kills the child.
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Stdio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stdio").field("upstream", &self.config.name).finish_non_exhaustive()
+    }
+}
+
+impl Stdio {
+    pub(crate) fn new(config: Arc<UpstreamConfig>, signals: Arc<Signals>) -> Self {
+        Self {
+            config,
+            signals,
+            state: tokio::sync::Mutex::new(State::Idle {
+                next_start: Instant::now(),
+                backoff: FIRST_BACKOFF,
+                last_error: None,
+                ever_started: false,
+            }),
+            next_id: AtomicU64::new(1),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.stop.cancel();
+    }
+
+    pub(crate) async fn exchange(&self, ex: Exchange) -> Result<Box<RawValue>, UpstreamError> {
+        let child = self.child().await?;
+        self.send(&child, ex).await
+    }
+
+    /// The running child, starting one (and its handshake) when there is none and the backoff
+    /// allows.
+    async fn child(&self) -> Result<Arc<Child>, UpstreamError> {
+        let mut state = self.state.lock().await;
+        if let State::Running(child) = &*state {
+            if !child.closed.is_cancelled() {
+                return Ok(child.clone());
+            }
+            let reason = child.reason.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "exited".to_owned());
+            let backoff = if child.started.elapsed() >= STABLE_RUN { FIRST_BACKOFF } else { FIRST_BACKOFF * 2 };
+            *state = State::Idle {
+                next_start: child.started.max(Instant::now() - backoff) + backoff,
+                backoff,
+                last_error: Some(reason),
+                ever_started: true,
+            };
+        }
+        let State::Idle { next_start, backoff, last_error, ever_started } = &*state else {
+            unreachable!("a running child was returned above")
+        };
+        let now = Instant::now();
+        if now < *next_start {
+            return Err(UpstreamError::Unreachable {
+                detail: format!(
+                    "the server process is restarting (in {} ms) after: {}",
+                    (*next_start - now).as_millis(),
+                    last_error.as_deref().unwrap_or("a failure")
+                ),
+            });
+        }
+        let (backoff, ever_started) = (*backoff, *ever_started);
+        match tokio::time::timeout(self.config.connect_timeout(), self.start()).await {
+            Ok(Ok(child)) => {
+                if ever_started {
+                    self.signals.restarts.fetch_add(1, Ordering::Relaxed);
+                }
+                let child = Arc::new(child);
+                *state = State::Running(child.clone());
+                Ok(child)
+            }
+            outcome => {
+                let error = match outcome {
+                    Ok(Err(e)) => e,
+                    _ => UpstreamError::Unreachable {
+                        detail: format!("the server did not start within {} s", self.config.connect_timeout_secs),
+                    },
+                };
+                tracing::warn!(upstream = %self.config.name, error = %error, "starting the upstream server failed");
+                *state = State::Idle {
+                    next_start: Instant::now() + backoff,
+                    backoff: (backoff * 2).min(MAX_BACKOFF),
+                    last_error: Some(error.to_string()),
+                    ever_started: true,
+                };
+                Err(error)
+            }
+        }
+    }
+
+    /// Spawns the process, wires its pipes, and negotiates the era.
+    async fn start(&self) -> Result<Child, UpstreamError> {
+        let config = &self.config;
+        let program = config.command.as_deref().unwrap_or_default();
+        let mut command = tokio::process::Command::new(program);
+        command.args(&config.args).env_clear();
+        for var in ["PATH", "HOME"] {
+            if let Ok(value) = std::env::var(var) {
+                command.env(var, value);
+            }
+        }
+        command.envs(&config.env);
+        if let Some(cwd) = &config.cwd {
+            command.current_dir(cwd);
+        }
+        command.stdin(Piped::piped()).stdout(Piped::piped()).stderr(Piped::piped()).kill_on_drop(true);
+        let mut process = command
+            .spawn()
+            .map_err(|e| UpstreamError::Unreachable { detail: format!("cannot start {program:?}: {e}") })?;
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (process.stdin.take(), process.stdout.take(), process.stderr.take())
+        else {
+            return Err(UpstreamError::Unreachable { detail: "the process has no pipes".to_owned() });
+        };
+        let name = config.name.clone();
+        let closed = CancellationToken::new();
+        let reason = Arc::new(Mutex::new(None::<String>));
+        let pending: PendingMap = Arc::default();
+        let (writer, mut outbox) = mpsc::channel::<Vec<u8>>(256);
+
+        // Writer: one line per message.
+        let writer_closed = closed.clone();
+        tokio::spawn(async move {
+            while let Some(mut line) = tokio::select! { m = outbox.recv() => m, () = writer_closed.cancelled() => None }
+            {
+                line.push(b'\n');
+                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            writer_closed.cancel();
+        });
+
+        // stderr: logged line by line, bounded.
+        let stderr_name = name.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stderr);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match read_line(&mut reader, &mut line, MAX_STDERR_LINE).await {
+                    Ok(Line::Eof) | Err(_) => break,
+                    Ok(Line::Complete | Line::TooLong) => {
+                        let text = String::from_utf8_lossy(&line);
+                        let text = text.trim_end();
+                        if !text.is_empty() {
+                            tracing::info!(upstream = %stderr_name, "stderr: {text}");
+                        }
+                    }
+                }
+            }
+        });
+
+        // Reader: responses to their callers, progress to theirs, server requests answered.
+        let max = usize::try_from(config.max_message_bytes).unwrap_or(usize::MAX);
+        let reader_state = (pending.clone(), closed.clone(), reason.clone(), writer.clone(), self.signals.clone());
+        let reader_name = name.clone();
+        tokio::spawn(async move {
+            let (pending, closed, reason, writer, signals) = reader_state;
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            let why = loop {
+                line.clear();
+                let read = tokio::select! {
+                    r = read_line(&mut reader, &mut line, max) => r,
+                    () = closed.cancelled() => break None,
+                };
+                match read {
+                    Ok(Line::Eof) => break Some("the server closed its output".to_owned()),
+                    Err(e) => break Some(format!("reading its output failed: {e}")),
+                    Ok(Line::TooLong) => {
+                        tracing::warn!(upstream = %reader_name, max, "the server sent a message over max_message_bytes; skipped");
+                        if let Some(id) = rpc::sniff_id(&line)
+                            && let Some(p) = pending.lock().ok().and_then(|mut m| m.remove(&id))
+                        {
+                            let _ = p.reply.send(Err(UpstreamError::Protocol {
+                                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
+                            }));
+                        }
+                    }
+                    Ok(Line::Complete) => dispatch(&line, &pending, &writer, &signals, &reader_name),
+                }
+            };
+            if let Some(why) = why
+                && let Ok(mut r) = reason.lock()
+            {
+                r.get_or_insert(why);
+            }
+            closed.cancel();
+        });
+
+        // Reaper: the process's exit closes the child; a close kills the process.
+        let reaper = (closed.clone(), reason.clone(), pending.clone(), self.stop.clone(), name.clone());
+        tokio::spawn(async move {
+            let (closed, reason, pending, stop, name) = reaper;
+            let why = tokio::select! {
+                status = process.wait() => match status {
+                    Ok(s) => format!("the server process exited ({s})"),
+                    Err(e) => format!("waiting for the server process failed: {e}"),
+                },
+                () = closed.cancelled() => {
+                    let _ = process.start_kill();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
+                    reason.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "the server closed its output".to_owned())
+                }
+                () = stop.cancelled() => {
+                    let _ = process.start_kill();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
+                    "the gateway is shutting down".to_owned()
+                }
+            };
+            if let Ok(mut r) = reason.lock() {
+                r.get_or_insert(why.clone());
+            }
+            closed.cancel();
+            let stranded: Vec<Pending> =
+                pending.lock().map(|mut m| m.drain().map(|(_, p)| p).collect()).unwrap_or_default();
+            if !stranded.is_empty() || !stop.is_cancelled() {
+                tracing::warn!(upstream = %name, calls = stranded.len(), "upstream server gone: {why}");
+            }
+            for p in stranded {
+                let _ = p.reply.send(Err(UpstreamError::Closed { detail: why.clone() }));
+            }
+        });
+
+        // Until the handshake succeeds, a failure or a dropped start (connect timeout) kills it.
+        let abort = closed.clone().drop_guard();
+        let mut child = Child {
+            writer,
+            pending,
+            closed,
+            reason,
+            negotiated: Negotiated::Legacy { version: config.era.legacy_version().to_owned() },
+            started: Instant::now(),
+        };
+        child.negotiated = self.negotiate(&child).await?;
+        abort.disarm();
+        tracing::info!(upstream = %name, version = child.negotiated.version(), "upstream server started");
+        Ok(child)
+    }
+
+    /// `server/discover` (modern) or `initialize` + `notifications/initialized` (legacy), as
+    /// `era` says; `auto` takes any error answer to `server/discover` as "legacy".
+    async fn negotiate(&self, child: &Child) -> Result<Negotiated, UpstreamError> {
+        let era = self.config.era;
+        if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
+            let probe = Exchange {
+                method: "server/discover",
+                params: json!({}),
+                name: None,
+                param_headers: Vec::new(),
+                progress: None,
+            };
+            // Some legacy servers never answer a request before `initialize`: a short wait.
+            let wait = (self.config.connect_timeout() / 2).min(DISCOVER_WAIT);
+            let answer = tokio::time::timeout(wait, self.send_as(child, probe, &Negotiated::Modern))
+                .await
+                .unwrap_or(Err(UpstreamError::Timeout { secs: wait.as_secs() }));
+            match answer {
+                Ok(result) if rpc::discover_offers_modern(&result) => return Ok(Negotiated::Modern),
+                Ok(_) | Err(UpstreamError::Rpc { .. } | UpstreamError::Timeout { .. }) if era == EraChoice::Auto => {}
+                Ok(_) => {
+                    return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let version = era.legacy_version();
+        let init = Exchange {
+            method: "initialize",
+            params: rpc::initialize_params(version),
+            name: None,
+            param_headers: Vec::new(),
+            progress: None,
+        };
+        let negotiated = rpc::negotiated_from_initialize(&self.send_as(child, init, &child.negotiated).await?)?;
+        let _ = child.writer.send(rpc::notification("notifications/initialized", json!({}))).await;
+        Ok(negotiated)
+    }
+
+    async fn send(&self, child: &Child, ex: Exchange) -> Result<Box<RawValue>, UpstreamError> {
+        self.send_as(child, ex, &child.negotiated).await
+    }
+
+    async fn send_as(&self, child: &Child, mut ex: Exchange, era: &Negotiated) -> Result<Box<RawValue>, UpstreamError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if ex.progress.is_some()
+            && let Value::Object(params) = &mut ex.params
+            && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
+        {
+            meta.insert("progressToken".to_owned(), json!(id));
+        }
+        let bytes = rpc::request(id, ex.method, ex.params, era);
+        let (reply, answer) = oneshot::channel();
+        let guard = PendingGuard { id, pending: child.pending.clone(), writer: child.writer.clone(), done: false };
+        if let Ok(mut map) = child.pending.lock() {
+            map.insert(id, Pending { reply, progress: ex.progress });
+        }
+        if child.closed.is_cancelled() || child.writer.send(bytes).await.is_err() {
+            return Err(UpstreamError::Closed { detail: "the server process is gone".to_owned() });
+        }
+        let outcome = answer
+            .await
+            .unwrap_or_else(|_| Err(UpstreamError::Closed { detail: "the server process is gone".to_owned() }));
+        guard.finish();
+        outcome
+    }
+}
+
+/// Removes a call's pending entry when the call ends early (dropped on timeout or
+/// cancellation) and tells the server to stop working on it.
+struct PendingGuard {
+    id: u64,
+    pending: PendingMap,
+    writer: mpsc::Sender<Vec<u8>>,
+    done: bool,
+}
+
+impl PendingGuard {
+    fn finish(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let was_pending = self.pending.lock().ok().and_then(|mut m| m.remove(&self.id)).is_some();
+        if was_pending {
+            let _ = self.writer.try_send(rpc::cancelled(self.id));
+        }
+    }
+}
+
+fn dispatch(line: &[u8], pending: &PendingMap, writer: &mpsc::Sender<Vec<u8>>, signals: &Signals, name: &str) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    match rpc::parse(line) {
+        Ok(Inbound::Response { id, outcome }) => {
+            if let Some(p) = pending.lock().ok().and_then(|mut m| m.remove(&id)) {
+                let _ = p.reply.send(outcome);
+            }
+        }
+        Ok(Inbound::Progress { token, progress }) => {
+            let sink = pending.lock().ok().and_then(|m| m.get(&token).and_then(|p| p.progress.clone()));
+            if let Some(sink) = sink {
+                let _ = sink.try_send(progress);
+            }
+        }
+        Ok(Inbound::Notification { method }) => {
+            if method.ends_with("/list_changed") {
+                signals.list_changed.notify_waiters();
+            }
+        }
+        Ok(Inbound::Request { id, method }) => {
+            let _ = writer.try_send(rpc::reply_to_server_request(&id, &method));
+        }
+        Err(problem) => {
+            let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+            tracing::warn!(upstream = %name, "ignored output that is not a JSON-RPC message ({problem}): {text}");
+        }
+    }
+}
+
+enum Line {
+    Complete,
+    TooLong,
+    Eof,
+}
+
+/// Reads one line (without its newline) into `buf`, keeping at most `max` bytes: a longer line
+/// is consumed to its end and reported `TooLong` with its first bytes in `buf`.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if buf.is_empty() && !too_long {
+                Line::Eof
+            } else if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..at], Some(at)),
+            None => (available, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                let room = max.saturating_sub(buf.len()).min(512);
+                buf.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                too_long = true;
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = found.map_or(available.len(), |at| at + 1);
+        reader.consume(used);
+        if found.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Complete });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_bounded() {
+        let data = b"short\nthis line is far too long for the limit\nok\n".to_vec();
+        let mut reader = BufReader::with_capacity(8, &data[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(read_line(&mut reader, &mut buf, 10).await.unwrap(), Line::Complete));
+        assert_eq!(buf, b"short");
+        buf.clear();
+        assert!(matches!(read_line(&mut reader, &mut buf, 10).await.unwrap(), Line::TooLong));
+        assert!(buf.len() <= 10);
+        buf.clear();
+        assert!(matches!(read_line(&mut reader, &mut buf, 10).await.unwrap(), Line::Complete));
+        assert_eq!(buf, b"ok");
+        buf.clear();
+        assert!(matches!(read_line(&mut reader, &mut buf, 10).await.unwrap(), Line::Eof));
+    }
+}

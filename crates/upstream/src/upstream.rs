@@ -1,0 +1,268 @@
+//! `Upstream`: one server behind the gateway, as every call sees it: its configuration, its
+//! transport, a per-replica concurrency limit, the call timeout, the circuit breaker and its
+//! counters; and reading its lists.
+//!
+//! Invariant: every request to the upstream passes the breaker, holds a concurrency permit
+//! for its whole duration, and ends within `timeout_secs` (waiting for a permit included);
+//! a cancelled or timed-out request is withdrawn from the upstream.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use mcpgate_protocol::prompt::Prompt;
+use mcpgate_protocol::resource::{Resource, ResourceTemplate};
+use mcpgate_protocol::tool::Tool as ToolInfo;
+
+use crate::breaker::{Breaker, BreakerState};
+use crate::config::UpstreamConfig;
+use crate::error::UpstreamError;
+use crate::transport::{Exchange, Link, Signals};
+
+/// Most pages read of one list (a server that pages forever is cut off here).
+const MAX_PAGES: usize = 100;
+
+/// Latency histogram bucket bounds, in seconds (Prometheus `le`).
+pub const LATENCY_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
+
+/// Counters of one upstream (this replica).
+#[derive(Debug, Default)]
+pub struct UpstreamStats {
+    /// Requests sent (admitted by the breaker).
+    pub calls: AtomicU64,
+    /// Failed requests by kind: unreachable, timeout, circuit_open, protocol, rpc, closed.
+    errors: [AtomicU64; 8],
+    /// Requests in flight.
+    pub in_flight: AtomicU64,
+    /// Latency histogram counts per bucket (cumulative on render), plus +Inf.
+    latency: [AtomicU64; LATENCY_BUCKETS.len() + 1],
+    /// Sum of latencies in microseconds.
+    latency_sum_us: AtomicU64,
+}
+
+/// The error kinds counted, in `UpstreamStats::errors` order.
+pub const ERROR_KINDS: [&str; 8] =
+    ["unreachable", "timeout", "circuit_open", "protocol", "rpc", "closed", "cancelled", "config"];
+
+impl UpstreamStats {
+    fn error(&self, e: &UpstreamError) {
+        if let Some(i) = ERROR_KINDS.iter().position(|k| *k == e.kind()) {
+            self.errors[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn observe(&self, elapsed: Duration) {
+        let secs = elapsed.as_secs_f64();
+        let bucket = LATENCY_BUCKETS.iter().position(|&b| secs <= b).unwrap_or(LATENCY_BUCKETS.len());
+        self.latency[bucket].fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Errors by kind.
+    pub fn errors(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        ERROR_KINDS.iter().zip(&self.errors).map(|(k, v)| (*k, v.load(Ordering::Relaxed)))
+    }
+
+    /// Per-bucket latency counts (not cumulative; the last is +Inf) and the sum in seconds.
+    pub fn latency(&self) -> (Vec<u64>, f64) {
+        let counts = self.latency.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        #[allow(clippy::cast_precision_loss)]
+        let sum = self.latency_sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        (counts, sum)
+    }
+}
+
+/// What an upstream lists.
+#[derive(Debug, Clone, Default)]
+pub struct Lists {
+    /// Its tools.
+    pub tools: Vec<ToolInfo>,
+    /// Its prompts.
+    pub prompts: Vec<Prompt>,
+    /// Its resources.
+    pub resources: Vec<Resource>,
+    /// Its resource templates.
+    pub templates: Vec<ResourceTemplate>,
+}
+
+/// One upstream.
+#[derive(Debug)]
+pub struct Upstream {
+    config: Arc<UpstreamConfig>,
+    link: Link,
+    limiter: Semaphore,
+    breaker: Breaker,
+    signals: Arc<Signals>,
+    stats: UpstreamStats,
+}
+
+/// One request: the method, its params, and how HTTP headers mirror it.
+#[derive(Debug)]
+pub struct Request {
+    pub(crate) exchange: Exchange,
+}
+
+impl Request {
+    /// A request without mirrored names (lists).
+    pub fn new(method: &'static str, params: Value) -> Self {
+        Self { exchange: Exchange { method, params, name: None, param_headers: Vec::new(), progress: None } }
+    }
+
+    /// Sets the `Mcp-Name` value.
+    #[must_use]
+    pub fn name(mut self, name: &str) -> Self {
+        self.exchange.name = Some(name.to_owned());
+        self
+    }
+
+    /// Adds `Mcp-Param-*` headers.
+    #[must_use]
+    pub fn param_headers(mut self, headers: Vec<(String, String)>) -> Self {
+        self.exchange.param_headers = headers;
+        self
+    }
+
+    /// Relays progress to `sink` (the request then carries a progress token).
+    #[must_use]
+    pub fn progress(mut self, sink: tokio::sync::mpsc::Sender<crate::rpc::Progress>) -> Self {
+        self.exchange.progress = Some(sink);
+        self
+    }
+}
+
+impl Upstream {
+    /// An upstream from a validated configuration; nothing is started or connected yet.
+    pub fn new(config: UpstreamConfig) -> Result<Self, UpstreamError> {
+        let config = Arc::new(config);
+        let signals = Arc::new(Signals::default());
+        let link = Link::new(config.clone(), signals.clone())?;
+        Ok(Self {
+            limiter: Semaphore::new(usize::try_from(config.max_concurrency).unwrap_or(64)),
+            breaker: Breaker::new(config.breaker_failures, Duration::from_secs(config.breaker_cooldown_secs)),
+            config,
+            link,
+            signals,
+            stats: UpstreamStats::default(),
+        })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> &UpstreamStats {
+        &self.stats
+    }
+
+    /// Its breaker's state.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.state()
+    }
+
+    /// stdio restarts so far.
+    pub fn restarts(&self) -> u64 {
+        self.signals.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Resolves when the upstream announces a list change.
+    pub async fn list_changed(&self) {
+        self.signals.list_changed.notified().await;
+    }
+
+    /// Stops its process (stdio).
+    pub fn shutdown(&self) {
+        self.link.shutdown();
+    }
+
+    /// Sends one request; the result as raw JSON. Fails fast when the breaker is open;
+    /// `cancel` withdraws it.
+    pub async fn request(&self, request: Request, cancel: &CancellationToken) -> Result<Box<RawValue>, UpstreamError> {
+        let ticket = self.breaker.admit().inspect_err(|e| self.stats.error(e))?;
+        self.stats.calls.fetch_add(1, Ordering::Relaxed);
+        self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        let started = tokio::time::Instant::now();
+        let timeout = self.config.timeout();
+        let work = async {
+            let _permit =
+                self.limiter.acquire().await.map_err(|_| UpstreamError::Closed { detail: "shut down".to_owned() })?;
+            self.link.exchange(request.exchange).await
+        };
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, work) => r.unwrap_or(Err(UpstreamError::Timeout { secs: timeout.as_secs() })),
+            () = cancel.cancelled() => Err(UpstreamError::Cancelled),
+        };
+        self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.stats.observe(started.elapsed());
+        match &outcome {
+            Err(UpstreamError::Cancelled) => self.breaker.abandon(ticket),
+            Err(e) => self.breaker.record(ticket, !e.is_health_failure()),
+            Ok(_) => self.breaker.record(ticket, true),
+        }
+        if let Err(e) = &outcome {
+            self.stats.error(e);
+        }
+        outcome
+    }
+
+    /// Reads every list (all pages); a list the server does not serve (method not found)
+    /// is empty.
+    pub async fn lists(&self, cancel: &CancellationToken) -> Result<Lists, UpstreamError> {
+        Ok(Lists {
+            tools: self.list("tools/list", "tools", cancel).await?,
+            prompts: self.list("prompts/list", "prompts", cancel).await?,
+            resources: self.list("resources/list", "resources", cancel).await?,
+            templates: self.list("resources/templates/list", "resourceTemplates", cancel).await?,
+        })
+    }
+
+    async fn list<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: &'static str,
+        member: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<T>, UpstreamError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let page = match self.request(Request::new(method, params), cancel).await {
+                Ok(page) => page,
+                Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            };
+            let mut page: Value = serde_json::from_str(page.get())
+                .map_err(|e| UpstreamError::Protocol { detail: format!("{method} result: {e}") })?;
+            if let Some(Value::Array(list)) = page.get_mut(member).map(Value::take) {
+                for item in list {
+                    match serde_json::from_value::<T>(item) {
+                        Ok(item) => items.push(item),
+                        Err(e) => {
+                            tracing::warn!(upstream = %self.config.name, "skipped an invalid entry of {method}: {e}")
+                        }
+                    }
+                }
+            }
+            cursor = page.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(items)
+    }
+}
