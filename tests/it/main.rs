@@ -3,6 +3,7 @@
 mod cluster;
 mod deploy;
 mod faults;
+mod federation;
 mod idempotency;
 mod jwt;
 mod mrtr;

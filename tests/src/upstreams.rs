@@ -1,0 +1,137 @@
+//! Real MCP servers to put behind mcpgate: the reference `server-everything` (npm) over stdio
+//! or Streamable HTTP, and a FastMCP (PyPI) server speaking 2026-07-28, as installed by the
+//! test command under `.cache/test-tools` (or where `MCPGATE_TEST_SERVER_EVERYTHING` and
+//! `MCPGATE_TEST_PYTHON` say). A missing server is an error saying how to install it, never
+//! a skipped test. Every process is killed when its handle drops.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+/// The repository root.
+fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// `server-everything`'s entry point (run it with `node <path> stdio|streamableHttp`).
+pub fn server_everything() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("MCPGATE_TEST_SERVER_EVERYTHING").map_or_else(
+        || root().join(".cache/test-tools/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+        PathBuf::from,
+    );
+    if !path.is_file() {
+        bail!(
+            "{} not found: run scripts/test (it installs @modelcontextprotocol/server-everything) or set \
+             MCPGATE_TEST_SERVER_EVERYTHING",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// The Python of the venv that has `fastmcp` (made by scripts/test).
+pub fn fastmcp_python() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("MCPGATE_TEST_PYTHON")
+        .map_or_else(|| root().join(".cache/test-tools/fastmcp-venv/bin/python"), PathBuf::from);
+    if !path.is_file() {
+        bail!("{} not found: run scripts/test (it installs fastmcp) or set MCPGATE_TEST_PYTHON", path.display());
+    }
+    Ok(path)
+}
+
+/// A fixture script under `tests/interop`.
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("tests/interop").join(name)
+}
+
+/// A free loopback port (bound and released: a process started next may take it).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A server process on a loopback port, killed on drop.
+#[derive(Debug)]
+pub struct HttpServer {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl HttpServer {
+    /// `server-everything` over Streamable HTTP (a 2025-11-25 server with sessions).
+    pub fn everything() -> anyhow::Result<Self> {
+        let script = server_everything()?;
+        let port = free_port()?;
+        Self::start(
+            "node",
+            &[script.to_string_lossy().as_ref(), "streamableHttp"],
+            port,
+            &[("PORT", &port.to_string())],
+        )
+    }
+
+    /// The FastMCP fixture server (2026-07-28); its markers go to `markers`.
+    pub fn fastmcp(markers: &std::path::Path) -> anyhow::Result<Self> {
+        let python = fastmcp_python()?;
+        let port = free_port()?;
+        let script = fixture("fastmcp_server.py");
+        Self::start(
+            python.to_string_lossy().as_ref(),
+            &[script.to_string_lossy().as_ref(), &port.to_string(), markers.to_string_lossy().as_ref()],
+            port,
+            &[],
+        )
+    }
+
+    fn start(program: &str, args: &[&str], port: u16, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let log = dir.path().join("server.log");
+        let out = std::fs::File::create(&log)?;
+        let child = Command::new(program)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {program}"))?;
+        let mut server = Self { child, port, log, _dir: dir };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = server.child.try_wait()? {
+                bail!("{program} exited ({status}) before listening: {}", server.log());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("{program} did not listen on {port} within 30 s: {}", server.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(server)
+    }
+
+    /// Its MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// What it printed.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills it now (`kill -9`).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
