@@ -3,7 +3,8 @@ upstream behind mcpgate by the federation tests.
 
 Usage: fastmcp_server.py PORT MARKER_DIR
 Tools: add (fast), slow (progress, then a result; counts its starts in MARKER_DIR), slow_safe
-(the same, idempotentHint), wait (sleeps; writes MARKER_DIR/cancelled-<tag> when cancelled).
+(the same, idempotentHint), wait (sleeps; writes MARKER_DIR/cancelled-<tag> when cancelled),
+grow (adds a tool of the given name: the server's tool list changes).
 """
 
 import asyncio
@@ -60,6 +61,17 @@ async def wait(tag: str, seconds: float = 60) -> str:
     except asyncio.CancelledError:
         (MARKERS / f"cancelled-{tag}").write_text("cancelled", encoding="utf-8")
         raise
+
+
+@mcp.tool
+def grow(name: str) -> str:
+    "Add a tool named `name` that answers 'grown'"
+
+    def grown() -> str:
+        return "grown"
+
+    mcp.tool(grown, name=name)
+    return "added"
 
 
 if __name__ == "__main__":

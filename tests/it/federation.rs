@@ -382,6 +382,44 @@ async fn dead_and_broken_upstreams_give_clear_errors_and_the_rest_still_answers(
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_lists_reach_every_replica_and_survive_the_upstream() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut fm = HttpServer::fastmcp(dir.path())?;
+    let config = config_file(dir.path(), &http_upstream("fm", &fm.url(), ""))?;
+    // Only replica 0 re-reads the upstream often: the others learn through the store.
+    let mut cluster = Cluster::builder(3)
+        .replica_env(0, "MCPGATE_FEDERATION_LIST_REFRESH_SECS", "1")
+        .args(&["--config", &config])
+        .start()?;
+    let client = Client::new()?;
+    assert_eq!(text(&call(&client, &cluster.replica_url(1), "fm_grow", json!({"name": "fresh"})).await?), "added");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    for i in 0..3 {
+        loop {
+            let names = tool_names(&modern(&client, &cluster.replica_url(i), "tools/list", json!({}), false).await?);
+            if names.iter().any(|n| n == "fm_fresh") {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "replica {i} never listed fm_fresh: {names:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(text(&call(&client, &cluster.replica_url(i), "fm_fresh", json!({})).await?), "grown");
+    }
+
+    // A replica started while the upstream is down serves its last known lists from the store,
+    // and its calls fail fast with a tool error.
+    fm.kill();
+    let new = cluster.add_replica(&[])?;
+    let url = cluster.replica_url(new);
+    let names = tool_names(&modern(&client, &url, "tools/list", json!({}), false).await?);
+    assert!(names.iter().any(|n| n == "fm_add") && names.iter().any(|n| n == "fm_fresh"), "{names:?}");
+    let down = call(&client, &url, "fm_add", json!({"a": 1, "b": 1})).await?;
+    assert_eq!(down["isError"], true, "{down}");
+    assert!(text(&down).contains("Upstream fm"), "{down}");
+    Ok(())
+}
+
 #[test]
 fn configuration_errors_stop_start_up_naming_the_upstream_and_key() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;

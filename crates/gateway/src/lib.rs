@@ -5,6 +5,7 @@
 //! listener plus a shutdown future); `main.rs` only loads the config and calls them.
 
 pub mod auth;
+pub mod catalog_refresh;
 pub mod config;
 pub mod error;
 pub mod http;

@@ -22,12 +22,13 @@ use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
 use mcpgate_upstream::Federation;
 
 use crate::auth::Authenticator;
+use crate::catalog_refresh::{self, CatalogParts};
 use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;
 use crate::http::origin::OriginPolicy;
 use crate::mcp::discover_result;
 use crate::metrics::Metrics;
-use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
+use mcpgate_runtime::catalog::{CatalogBuilder, ListRendering, SharedCatalog};
 use mcpgate_runtime::toolsets;
 
 /// Shared state of one replica (cheap to clone).
@@ -39,8 +40,10 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     /// The validated configuration.
     pub config: Config,
-    /// Tools, prompts and resources.
-    pub catalog: Arc<Catalog>,
+    /// Tools, prompts and resources: the current snapshot.
+    pub catalog: SharedCatalog,
+    /// What each new snapshot is built from.
+    pub catalog_parts: CatalogParts,
     /// The upstream servers behind this replica.
     pub federation: Arc<Federation>,
     /// Tasks, their job queue and events.
@@ -110,27 +113,29 @@ impl AppState {
             Arc::new(Federation::new(config.upstream.clone(), &config.federation.separator).map_err(|e| {
                 GatewayError::Startup { what: "configuring upstreams".to_owned(), problem: e.to_string() }
             })?);
+        let store = connect_store(&config).await?;
         let lists = if federation.is_empty() {
             Vec::new()
         } else {
-            federation.discover(Duration::from_secs(config.federation.startup_wait_secs)).await
+            let wait = Duration::from_secs(config.federation.startup_wait_secs);
+            catalog_refresh::initial_lists(&federation, &store, wait).await
         };
-        let catalog = Arc::new(toolsets::build(&config.toolset, &rendering, |builder| {
-            federation.register(builder, &lists);
-            extra(builder);
-        })?);
+        let mut extra_entries = CatalogBuilder::default();
+        extra(&mut extra_entries);
+        let catalog_parts =
+            CatalogParts { toolsets: toolsets::registered(&config.toolset)?, extra: extra_entries, rendering };
+        let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists)?);
         let discover = discover_result(
-            &catalog,
+            &catalog.load(),
             &server_info,
             config.server.instructions.clone(),
             config.server.discover_ttl_ms,
             cache_scope,
         )?;
         let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
-        let store = connect_store(&config).await?;
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
-        let task_metrics = Arc::new(TaskMetrics::new(catalog.task_tools()));
+        let task_metrics = Arc::new(TaskMetrics::new(catalog.load().task_tools()));
         let workers = Workers::start(
             store.clone(),
             catalog.clone(),
@@ -140,7 +145,7 @@ impl AppState {
             shutdown.clone(),
         );
         let waiters = usize::try_from(config.tasks.max_result_waiters).unwrap_or(Semaphore::MAX_PERMITS);
-        Ok(Self(Arc::new(Inner {
+        let state = Self(Arc::new(Inner {
             store,
             workers,
             result_waiters: Arc::new(Semaphore::new(waiters.min(Semaphore::MAX_PERMITS))),
@@ -151,6 +156,7 @@ impl AppState {
             )),
             config,
             catalog,
+            catalog_parts,
             federation,
             sealer,
             auth,
@@ -161,7 +167,9 @@ impl AppState {
             tasks: TaskTracker::new(),
             shutdown,
             stopping,
-        })))
+        }));
+        catalog_refresh::spawn(state.clone(), lists);
+        Ok(state)
     }
 
     /// The `cacheScope` of a result whose handler chose `chosen` (unset means private): never

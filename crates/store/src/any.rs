@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
@@ -176,5 +176,19 @@ impl EventBus for AnyStore {
 
     async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
         delegate!(self, s => s.publish(id, event))
+    }
+}
+
+impl UpstreamLists for AnyStore {
+    async fn save_lists(&self, upstream: &str, lists: &str) -> Result<u64, StoreError> {
+        delegate!(self, s => s.save_lists(upstream, lists))
+    }
+
+    async fn load_lists(&self, upstream: &str) -> Result<Option<String>, StoreError> {
+        delegate!(self, s => s.load_lists(upstream))
+    }
+
+    async fn lists_generation(&self) -> Result<u64, StoreError> {
+        delegate!(self, s => s.lists_generation())
     }
 }

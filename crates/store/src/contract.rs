@@ -195,3 +195,18 @@ pub trait EventBus: Send + Sync {
         event: crate::model::TaskEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
+
+/// What each upstream server listed last, shared by every replica so a replica that starts
+/// while an upstream is down still serves its entries, with a generation number that changes
+/// whenever any upstream's lists do (replicas poll it to rebuild their catalogs at once).
+pub trait UpstreamLists: Send + Sync {
+    /// Stores `upstream`'s lists (opaque JSON) and advances the generation, atomically (one
+    /// round trip). Returns the new generation.
+    fn save_lists(&self, upstream: &str, lists: &str) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// `upstream`'s stored lists, if any.
+    fn load_lists(&self, upstream: &str) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// The current generation (0 before anything was saved). One round trip.
+    fn lists_generation(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+}

@@ -19,7 +19,7 @@ mod redis;
 pub mod testing;
 
 pub use any::AnyStore;
-pub use contract::{EventBus, JobQueue, OnceMarks, TaskStore};
+pub use contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;

@@ -79,7 +79,12 @@ impl Federation {
                     .await
                     .unwrap_or(Err(UpstreamError::Timeout { secs: wait.as_secs() }));
                 match outcome {
-                    Ok(lists) => Some(lists),
+                    Ok(lists) => {
+                        if let Ok(mut c) = self.contributions.lock() {
+                            c.entry(u.name().to_owned()).or_default().list_error = None;
+                        }
+                        Some(lists)
+                    }
                     Err(e) => {
                         tracing::warn!(upstream = %u.name(), error = %e, "cannot read the upstream's lists; its tools are not served until it answers");
                         if let Ok(mut c) = self.contributions.lock() {
@@ -93,8 +98,28 @@ impl Federation {
         futures_util::future::join_all(reads).await
     }
 
+    /// Records that `upstream`'s lists could not be read now (its last known lists are
+    /// served meanwhile, if any).
+    pub fn note_list_error(&self, upstream: &str, error: String) {
+        if let Ok(mut c) = self.contributions.lock() {
+            c.entry(upstream.to_owned()).or_default().list_error = Some(error);
+        }
+    }
+
+    /// Resolves when any upstream announces that its lists changed.
+    pub async fn any_list_changed(&self) {
+        if self.upstreams.is_empty() {
+            return std::future::pending().await;
+        }
+        let waits = self.upstreams.iter().map(|u| Box::pin(u.list_changed()));
+        futures_util::future::select_all(waits).await;
+    }
+
     /// Registers every upstream's entries (`lists` as `discover` returned them).
     pub fn register(&self, builder: &mut CatalogBuilder, lists: &[Option<Lists>]) {
+        if !self.upstreams.is_empty() {
+            builder.advertise_all();
+        }
         let mut owners: HashMap<String, String> = HashMap::new();
         for (upstream, lists) in self.upstreams.iter().zip(lists) {
             let Some(lists) = lists else { continue };
@@ -110,7 +135,8 @@ impl Federation {
                 "upstream entries registered"
             );
             if let Ok(mut c) = self.contributions.lock() {
-                c.insert(upstream.name().to_owned(), contribution);
+                let list_error = c.get(upstream.name()).and_then(|old| old.list_error.clone());
+                c.insert(upstream.name().to_owned(), Contribution { list_error, ..contribution });
             }
         }
     }

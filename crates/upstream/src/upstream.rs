@@ -78,8 +78,8 @@ impl UpstreamStats {
     }
 }
 
-/// What an upstream lists.
-#[derive(Debug, Clone, Default)]
+/// What an upstream lists (stored as JSON so every replica can serve the last known lists).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Lists {
     /// Its tools.
     pub tools: Vec<ToolInfo>,

@@ -2,8 +2,9 @@
 //! list results pre-rendered per era so `*/list` costs one buffer copy.
 //!
 //! Invariants: names are unique per kind; list order is registration order (deterministic on
-//! every replica); the rendered lists never change after start-up, as 2026-07-28 requires
-//! (lists must not vary as a side effect of other requests).
+//! every replica); a catalog never changes once built: new lists (an upstream's changed)
+//! arrive as a new snapshot swapped in whole ([`SharedCatalog`]), never as a side effect of a
+//! request, as 2026-07-28 requires.
 
 pub mod ask;
 mod context;
@@ -69,12 +70,14 @@ pub struct ListRendering {
     pub legacy_task_support: bool,
 }
 
-/// Collects registrations, then validates and renders them.
-#[derive(Default)]
+/// Collects registrations, then validates and renders them. Cloning copies the
+/// registrations (shared handlers), so one set of fixed entries can seed every snapshot.
+#[derive(Default, Clone)]
 pub struct CatalogBuilder {
     tools: Vec<Arc<dyn Tool>>,
     prompts: Vec<Arc<dyn PromptHandler>>,
     resources: Vec<Arc<dyn ResourceHandler>>,
+    advertise_all: bool,
 }
 
 impl CatalogBuilder {
@@ -93,6 +96,22 @@ impl CatalogBuilder {
     /// Registers a resource or resource template.
     pub fn resource(&mut self, resource: impl ResourceHandler) -> &mut Self {
         self.resources.push(Arc::new(resource));
+        self
+    }
+
+    /// Advertises tools, prompts and resources even while none are registered (entries that
+    /// arrive with a later snapshot, from upstream servers, must not need new capabilities).
+    pub fn advertise_all(&mut self) -> &mut Self {
+        self.advertise_all = true;
+        self
+    }
+
+    /// Appends another builder's registrations after this one's.
+    pub fn append(&mut self, other: CatalogBuilder) -> &mut Self {
+        self.tools.extend(other.tools);
+        self.prompts.extend(other.prompts);
+        self.resources.extend(other.resources);
+        self.advertise_all |= other.advertise_all;
         self
     }
 
@@ -150,12 +169,41 @@ impl CatalogBuilder {
             prompts: self.prompts,
             prompt_index,
             resources: self.resources,
+            advertise_all: self.advertise_all,
             modern: None,
             legacy: None,
         };
         catalog.modern = Some(catalog.render(Era::Modern, rendering)?);
         catalog.legacy = Some(catalog.render(Era::Legacy, rendering)?);
         Ok(catalog)
+    }
+}
+
+/// The catalog a replica serves now: a snapshot that a list refresh replaces as a whole
+/// (requests in flight keep the snapshot they started with).
+#[derive(Clone)]
+pub struct SharedCatalog(Arc<arc_swap::ArcSwap<Catalog>>);
+
+impl SharedCatalog {
+    /// Serves `catalog`.
+    pub fn new(catalog: Catalog) -> Self {
+        Self(Arc::new(arc_swap::ArcSwap::from_pointee(catalog)))
+    }
+
+    /// The current snapshot.
+    pub fn load(&self) -> Arc<Catalog> {
+        self.0.load_full()
+    }
+
+    /// Serves `catalog` from now on.
+    pub fn replace(&self, catalog: Catalog) {
+        self.0.store(Arc::new(catalog));
+    }
+}
+
+impl std::fmt::Debug for SharedCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.load().fmt(f)
     }
 }
 
@@ -166,6 +214,7 @@ pub struct Catalog {
     prompts: Vec<Arc<dyn PromptHandler>>,
     prompt_index: HashMap<String, usize>,
     resources: Vec<Arc<dyn ResourceHandler>>,
+    advertise_all: bool,
     modern: Option<RenderedLists>,
     legacy: Option<RenderedLists>,
 }
@@ -207,6 +256,9 @@ impl Catalog {
 
     /// Whether any tools, prompts or resources are served (for capabilities).
     pub fn has(&self) -> (bool, bool, bool) {
+        if self.advertise_all {
+            return (true, true, true);
+        }
         (!self.tools.is_empty(), !self.prompts.is_empty(), !self.resources.is_empty())
     }
 

@@ -15,6 +15,13 @@ pub fn build(
     rendering: &ListRendering,
     extra: impl FnOnce(&mut CatalogBuilder),
 ) -> Result<Catalog, RuntimeError> {
+    let mut builder = registered(names)?;
+    extra(&mut builder);
+    builder.build(rendering)
+}
+
+/// The registrations of the selected toolsets, in the order given.
+pub fn registered(names: &[String]) -> Result<CatalogBuilder, RuntimeError> {
     let mut builder = CatalogBuilder::default();
     for name in names {
         match name.as_str() {
@@ -28,6 +35,5 @@ pub fn build(
             }
         }
     }
-    extra(&mut builder);
-    builder.build(rendering)
+    Ok(builder)
 }

@@ -102,7 +102,8 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
             None
         }
     };
-    let Some((tool, _)) = shared.catalog.tool(&task.tool) else {
+    let catalog = shared.catalog.load();
+    let Some((tool, _)) = catalog.tool(&task.tool) else {
         defer_unknown(shared, &job, &lease, &task).await;
         return;
     };

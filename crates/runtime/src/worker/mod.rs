@@ -32,7 +32,7 @@ use std::future::Future;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_store::EventBus as _;
 
-use crate::catalog::{Catalog, Failure, Outcome};
+use crate::catalog::{Failure, Outcome, SharedCatalog};
 use crate::task_metrics::TaskMetrics;
 
 /// How a replica's workers behave.
@@ -81,7 +81,7 @@ pub type ErrorMapper = Arc<dyn Fn(&Failure) -> ErrorObject + Send + Sync>;
 #[derive(Clone)]
 struct Shared {
     store: AnyStore,
-    catalog: Arc<Catalog>,
+    catalog: SharedCatalog,
     options: WorkerOptions,
     errors: ErrorMapper,
     slots: Arc<Semaphore>,
@@ -114,7 +114,7 @@ impl Workers {
     /// cancelled; running jobs are stopped and handed back once `shutdown` is.
     pub fn start(
         store: AnyStore,
-        catalog: Arc<Catalog>,
+        catalog: SharedCatalog,
         options: WorkerOptions,
         errors: ErrorMapper,
         stopping: CancellationToken,

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{
@@ -239,5 +239,23 @@ impl EventBus for MemoryStore {
 impl OnceMarks for MemoryStore {
     async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
         Ok(self.with(|s, _| s.first_use(id, expires_at_ms)))
+    }
+}
+
+impl UpstreamLists for MemoryStore {
+    async fn save_lists(&self, upstream: &str, lists: &str) -> Result<u64, StoreError> {
+        Ok(self.with(|s, _| {
+            s.lists.insert(upstream.to_owned(), lists.to_owned());
+            s.lists_generation += 1;
+            s.lists_generation
+        }))
+    }
+
+    async fn load_lists(&self, upstream: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.with(|s, _| s.lists.get(upstream).cloned()))
+    }
+
+    async fn lists_generation(&self) -> Result<u64, StoreError> {
+        Ok(self.with(|s, _| s.lists_generation))
     }
 }

@@ -77,6 +77,9 @@ pub(super) struct State {
     owners: HashMap<String, BTreeSet<(u64, TaskId)>>,
     queue: VecDeque<Job>,
     pending: HashMap<String, Pending>,
+    /// Upstream lists by upstream name, and their generation.
+    pub(super) lists: HashMap<String, String>,
+    pub(super) lists_generation: u64,
     dead: VecDeque<Job>,
     once: HashMap<String, u64>,
     once_order: BinaryHeap<Reverse<(u64, String)>>,
@@ -96,6 +99,8 @@ impl State {
             owners: HashMap::new(),
             queue: VecDeque::new(),
             pending: HashMap::new(),
+            lists: HashMap::new(),
+            lists_generation: 0,
             dead: VecDeque::new(),
             once: HashMap::new(),
             once_order: BinaryHeap::new(),

@@ -12,6 +12,8 @@
 //! <p>:{<p>:<ss>}:idem:<digest>    string  task id of a recent call, for idempotent retries
 //! <p>:events:<id>                 channel status changes of a task
 //! <p>:once:<id>                   string  a single-use token that was used (until its expiry)
+//! <p>:{<p>:catalog}:lists:<name>  string  the last lists upstream <name> served (JSON)
+//! <p>:{<p>:catalog}:generation    integer advanced whenever any upstream's lists change
 //! ```
 
 use std::fmt::Write as _;
@@ -36,6 +38,15 @@ impl Keys {
 
     fn base(&self, shard: u8) -> String {
         format!("{p}:{{{p}:{shard:02x}}}", p = self.prefix)
+    }
+
+    /// The stored lists of an upstream (one slot with the generation, for MULTI).
+    pub(super) fn lists(&self, upstream: &str) -> String {
+        format!("{p}:{{{p}:catalog}}:lists:{upstream}", p = self.prefix)
+    }
+
+    pub(super) fn lists_generation(&self) -> String {
+        format!("{p}:{{{p}:catalog}}:generation", p = self.prefix)
     }
 
     pub(super) fn task(&self, id: &TaskId) -> String {

@@ -12,6 +12,7 @@ mod cluster_reader;
 mod conn;
 mod job_queue;
 mod keys;
+mod lists;
 mod pool;
 mod record;
 mod scripts;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore};
+use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, NewTask, RawAnswer,
     RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome,
@@ -88,7 +88,7 @@ async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent 
 /// Runs every check, each against a store made by `make`.
 pub async fn run_suite<S, F, Fut>(make: F)
 where
-    S: TaskStore + JobQueue + EventBus + OnceMarks,
+    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists,
     F: Fn() -> Fut,
     Fut: Future<Output = S>,
 {
@@ -110,6 +110,18 @@ where
     deferred_tasks_go_round_then_fail(&make().await).await;
     handed_back_jobs_reach_another_worker(&make().await).await;
     running_tasks_start_leased_and_are_taken_over_when_it_lapses(&make().await).await;
+    upstream_lists_are_shared_with_a_generation(&make().await).await;
+}
+
+async fn upstream_lists_are_shared_with_a_generation<S: UpstreamLists>(store: &S) {
+    assert_eq!(store.lists_generation().await.expect("generation"), 0);
+    assert_eq!(store.load_lists("files").await.expect("load"), None);
+    let first = store.save_lists("files", r#"{"tools":[]}"#).await.expect("save");
+    assert_eq!(store.lists_generation().await.expect("generation"), first);
+    let second = store.save_lists("files", r#"{"tools":[{"name":"a"}]}"#).await.expect("save");
+    assert!(second > first);
+    assert_eq!(store.load_lists("files").await.expect("load").as_deref(), Some(r#"{"tools":[{"name":"a"}]}"#));
+    assert_eq!(store.load_lists("other").await.expect("load"), None);
 }
 
 async fn running_tasks_start_leased_and_are_taken_over_when_it_lapses<S: TaskStore + JobQueue>(store: &S) {

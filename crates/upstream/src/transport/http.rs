@@ -319,7 +319,7 @@ impl Http {
                             }
                         }
                         Ok(Inbound::Notification { method }) if method.ends_with("/list_changed") => {
-                            self.signals.list_changed.notify_waiters();
+                            self.signals.list_changed.notify_one();
                         }
                         Ok(_) => {}
                         Err(problem) => {

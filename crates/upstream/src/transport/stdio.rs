@@ -432,7 +432,7 @@ fn dispatch(line: &[u8], pending: &PendingMap, writer: &mpsc::Sender<Vec<u8>>, s
         }
         Ok(Inbound::Notification { method }) => {
             if method.ends_with("/list_changed") {
-                signals.list_changed.notify_waiters();
+                signals.list_changed.notify_one();
             }
         }
         Ok(Inbound::Request { id, method }) => {

@@ -18,18 +18,17 @@ pub(in crate::mcp) fn complete(
     params: &CompleteParams,
 ) -> Result<Bytes, GatewayError> {
     let arg = &params.argument;
+    let catalog = state.catalog.load();
     let mut values = match &params.reference {
         CompletionReference::Prompt { name, .. } => {
-            let prompt = state
-                .catalog
+            let prompt = catalog
                 .prompt(name)
                 .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(name))))?;
             let context = params.context.as_ref().and_then(|c| c.arguments.clone()).unwrap_or_default();
             prompt.complete(&arg.name, &arg.value, &context)
         }
         CompletionReference::Resource { uri } => {
-            let handler = state
-                .catalog
+            let handler = catalog
                 .resources()
                 .iter()
                 .find(|h| h.template().is_some_and(|t| t.uri_template == *uri))

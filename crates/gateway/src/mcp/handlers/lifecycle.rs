@@ -94,7 +94,7 @@ pub(in crate::mcp) fn initialize(
     let session_id = session::mint(&state.sealer, &cx.principal, &session, state.config.seal.session_ttl_secs)?;
     let result = InitializeResult {
         protocol_version: version.as_str().to_owned(),
-        capabilities: legacy_capabilities(&state.catalog, version, state.config.auth.mode != AuthMode::None),
+        capabilities: legacy_capabilities(&state.catalog.load(), version, state.config.auth.mode != AuthMode::None),
         server_info: (*state.server_info).clone(),
         instructions: state.config.server.instructions.clone(),
         result_type: None,

@@ -20,7 +20,8 @@ pub(in crate::mcp) fn list(
     if params.cursor.is_some() {
         return Err(GatewayError::invalid_params("invalid cursor"));
     }
-    let lists = state.catalog.lists(cx.era);
+    let catalog = state.catalog.load();
+    let lists = catalog.lists(cx.era);
     Ok(match method {
         Method::PromptsList => lists.prompts.clone(),
         Method::ResourcesList => lists.resources.clone(),

@@ -20,6 +20,7 @@ pub(in crate::mcp) async fn get_prompt(
 ) -> Result<Prepared, GatewayError> {
     let prompt = state
         .catalog
+        .load()
         .prompt(&params.name)
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(&params.name))))?
         .clone();

@@ -26,7 +26,8 @@ pub(in crate::mcp) async fn read_resource(
     let modern = cx.era == Era::Modern;
     Ok(prepare(state, cx, round, move |tcx| {
         Box::pin(async move {
-            let Some(read) = catalog_state.catalog.resources().iter().find_map(|h| h.read(&uri, &tcx)) else {
+            let catalog = catalog_state.catalog.load();
+            let Some(read) = catalog.resources().iter().find_map(|h| h.read(&uri, &tcx)) else {
                 return Outcome::Failed(Failure::ResourceNotFound(uri.clone()));
             };
             match read.await {

@@ -41,8 +41,8 @@ pub(in crate::mcp) async fn call_tool(
     cx: &CallContext,
     mut params: CallToolParams,
 ) -> Result<ToolPlan, GatewayError> {
-    let (tool, header_params) = state
-        .catalog
+    let catalog = state.catalog.load();
+    let (tool, header_params) = catalog
         .tool(&params.name)
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name))))?;
     if cx.era == Era::Modern {

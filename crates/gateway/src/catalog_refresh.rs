@@ -1,0 +1,185 @@
+//! Keeps each replica's catalog in step with its upstream servers' lists: read at start-up
+//! (an upstream that does not answer contributes the lists it last served, kept in the
+//! store), re-read every `federation.list_refresh_secs` and whenever an upstream announces a
+//! change; a change is saved to the store, which advances a generation every replica polls,
+//! so all replicas rebuild from the same lists within moments, without each asking the
+//! upstream.
+//!
+//! Invariant: a snapshot is swapped in whole and only when some list changed; an upstream
+//! that is down keeps its last known lists (its calls fail fast meanwhile).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
+use mcpgate_store::{AnyStore, UpstreamLists as _};
+use mcpgate_upstream::{Federation, Lists};
+
+use crate::error::GatewayError;
+use crate::state::AppState;
+
+/// How often a replica checks whether another one saved new lists.
+const POLL: Duration = Duration::from_secs(2);
+
+/// What every snapshot is built from: the built-in toolsets, the upstreams' entries, then
+/// the embedder's extra entries.
+#[derive(Clone)]
+pub struct CatalogParts {
+    /// Registrations of the configured toolsets.
+    pub toolsets: CatalogBuilder,
+    /// Registrations added by an embedder (after the upstreams').
+    pub extra: CatalogBuilder,
+    /// How lists are rendered.
+    pub rendering: ListRendering,
+}
+
+impl std::fmt::Debug for CatalogParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogParts").finish_non_exhaustive()
+    }
+}
+
+impl CatalogParts {
+    /// A snapshot with these upstream lists.
+    pub fn build(&self, federation: &Federation, lists: &[Option<Lists>]) -> Result<Catalog, GatewayError> {
+        let mut builder = self.toolsets.clone();
+        federation.register(&mut builder, lists);
+        builder.append(self.extra.clone());
+        Ok(builder.build(&self.rendering)?)
+    }
+}
+
+/// The lists to start with: each upstream's own, or the ones it last served (from the store).
+pub async fn initial_lists(federation: &Federation, store: &AnyStore, wait: Duration) -> Vec<Option<Lists>> {
+    let read = federation.discover(wait).await;
+    let mut lists = Vec::with_capacity(read.len());
+    for (upstream, fresh) in federation.upstreams().iter().zip(read) {
+        let stored = match store.load_lists(upstream.name()).await {
+            Ok(stored) => stored.and_then(|json| serde_json::from_str::<Lists>(&json).ok()),
+            Err(e) => {
+                tracing::warn!(upstream = %upstream.name(), error = %e, "cannot read the stored lists");
+                None
+            }
+        };
+        match fresh {
+            Some(fresh) => {
+                if stored.as_ref() != Some(&fresh) {
+                    save(store, upstream.name(), &fresh).await;
+                }
+                lists.push(Some(fresh));
+            }
+            None => {
+                if stored.is_some() {
+                    tracing::info!(upstream = %upstream.name(), "serving the upstream's last known lists until it answers");
+                }
+                lists.push(stored);
+            }
+        }
+    }
+    lists
+}
+
+async fn save(store: &AnyStore, upstream: &str, lists: &Lists) {
+    let json = match serde_json::to_string(lists) {
+        Ok(json) => json,
+        Err(e) => return tracing::warn!(upstream, error = %e, "lists not serializable"),
+    };
+    if let Err(e) = store.save_lists(upstream, &json).await {
+        tracing::warn!(upstream, error = %e, "cannot save the upstream's lists; other replicas learn of them at their next refresh");
+    }
+}
+
+/// Runs the refresh loop until shutdown begins.
+pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
+    if state.federation.is_empty() {
+        return;
+    }
+    let every = Duration::from_secs(state.config.federation.list_refresh_secs);
+    let wait = Duration::from_secs(state.config.federation.startup_wait_secs);
+    tokio::spawn(async move {
+        let federation = Arc::clone(&state.federation);
+        let mut generation = state.store.lists_generation().await.unwrap_or(0);
+        let mut next_refresh = tokio::time::Instant::now() + every;
+        let mut poll = tokio::time::interval(POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let from_upstreams = tokio::select! {
+                () = state.stopping.cancelled() => return,
+                () = tokio::time::sleep_until(next_refresh) => true,
+                () = federation.any_list_changed() => {
+                    tracing::info!("an upstream announced new lists");
+                    true
+                }
+                _ = poll.tick() => false,
+            };
+            let changed = if from_upstreams {
+                next_refresh = tokio::time::Instant::now() + every;
+                refresh_from_upstreams(&state, &federation, &mut current, wait).await
+            } else {
+                match state.store.lists_generation().await {
+                    Ok(seen) if seen != generation => {
+                        generation = seen;
+                        reload_from_store(&state, &federation, &mut current).await
+                    }
+                    Ok(_) => false,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "cannot poll the lists generation");
+                        false
+                    }
+                }
+            };
+            if changed {
+                match state.catalog_parts.build(&federation, &current) {
+                    Ok(catalog) => {
+                        state.catalog.replace(catalog);
+                        tracing::info!("catalog rebuilt with the upstreams' new lists");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the new lists do not make a valid catalog; keeping the current one")
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Re-reads every upstream; saves and takes what changed. True when anything did.
+async fn refresh_from_upstreams(
+    state: &AppState,
+    federation: &Federation,
+    current: &mut [Option<Lists>],
+    wait: Duration,
+) -> bool {
+    let read = federation.discover(wait).await;
+    let mut changed = false;
+    for ((upstream, fresh), held) in federation.upstreams().iter().zip(read).zip(current.iter_mut()) {
+        if let Some(fresh) = fresh
+            && held.as_ref() != Some(&fresh)
+        {
+            save(&state.store, upstream.name(), &fresh).await;
+            *held = Some(fresh);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Takes the lists another replica saved. True when anything changed.
+async fn reload_from_store(state: &AppState, federation: &Federation, current: &mut [Option<Lists>]) -> bool {
+    let mut changed = false;
+    for (upstream, held) in federation.upstreams().iter().zip(current.iter_mut()) {
+        match state.store.load_lists(upstream.name()).await {
+            Ok(Some(json)) => match serde_json::from_str::<Lists>(&json) {
+                Ok(stored) if held.as_ref() != Some(&stored) => {
+                    *held = Some(stored);
+                    changed = true;
+                }
+                Ok(_) => {}
+                Err(e) => federation.note_list_error(upstream.name(), format!("stored lists unreadable: {e}")),
+            },
+            Ok(None) => {}
+            Err(e) => tracing::debug!(upstream = %upstream.name(), error = %e, "cannot read the stored lists"),
+        }
+    }
+    changed
+}
