@@ -1,6 +1,7 @@
 //! Upstream servers behind the gateway, through nginx in front of three replicas sharing
-//! Redis: the reference `server-everything` over stdio (imported from an `mcpServers` file)
-//! and over Streamable HTTP (2025-11-25), a FastMCP server (2026-07-28) and mcpgate itself;
+//! Redis: the reference `server-everything` over stdio (imported from an `mcpServers` file),
+//! over Streamable HTTP (2025-11-25) and over HTTP+SSE (2024-11-05), a FastMCP server
+//! (2026-07-28) and mcpgate itself;
 //! clients of both eras; progress and cancellation; calls that become tasks; a replica killed
 //! mid-call; upstreams that die or answer garbage; configuration errors.
 
@@ -116,6 +117,7 @@ async fn every_upstream_through_the_load_balancer() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let everything = server_everything()?;
     let evh = HttpServer::everything()?;
+    let old = HttpServer::everything_sse()?;
     let fm = HttpServer::fastmcp(dir.path())?;
     let inner = Gateway::builder().args(&["--listen", "127.0.0.1:0", "--toolset", "demo"]).start()?;
     // The stdio server comes from a Claude Desktop file, as operators have them.
@@ -123,9 +125,10 @@ async fn every_upstream_through_the_load_balancer() -> anyhow::Result<()> {
     let desktop = json!({"mcpServers": {"Everything": {"command": "node", "args": [everything, "stdio"]}}});
     std::fs::write(&servers, desktop.to_string())?;
     let config = format!(
-        "[federation]\nmcp_servers_file = \"{}\"\n{}{}{}",
+        "[federation]\nmcp_servers_file = \"{}\"\n{}{}{}{}",
         servers.display(),
         http_upstream("evh", &evh.url(), ""),
+        http_upstream("old", &old.url(), "").replace("\"http\"", "\"sse\""),
         http_upstream("fm", &fm.url(), ""),
         http_upstream("gw", &inner.url(), ""),
     );
@@ -135,16 +138,18 @@ async fn every_upstream_through_the_load_balancer() -> anyhow::Result<()> {
 
     // One merged list, in config order: the import, then the tables; the demo tools are off.
     let names = tool_names(&modern(&client, &lb, "tools/list", json!({}), false).await?);
-    for expected in ["everything_echo", "evh_get-sum", "fm_add", "gw_echo"] {
+    for expected in ["everything_echo", "evh_get-sum", "old_get-sum", "fm_add", "gw_echo"] {
         assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
     }
     assert!(!names.iter().any(|n| n == "echo"), "built-in demo tools are off with upstreams: {names:?}");
     let first = |prefix: &str| names.iter().position(|n| n.starts_with(prefix)).unwrap_or(usize::MAX);
-    assert!(first("everything_") < first("evh_") && first("evh_") < first("fm_") && first("fm_") < first("gw_"));
+    assert!(first("everything_") < first("evh_") && first("evh_") < first("old_"));
+    assert!(first("old_") < first("fm_") && first("fm_") < first("gw_"));
 
     // A call to each upstream, each on whichever replica nginx picks.
     assert_eq!(text(&call(&client, &lb, "everything_echo", json!({"message": "hi"})).await?), "Echo: hi");
     assert!(text(&call(&client, &lb, "evh_get-sum", json!({"a": 2, "b": 3})).await?).contains('5'));
+    assert!(text(&call(&client, &lb, "old_get-sum", json!({"a": 20, "b": 22})).await?).contains("42"));
     assert_eq!(text(&call(&client, &lb, "fm_add", json!({"a": 1, "b": 2})).await?), "3");
     assert_eq!(text(&call(&client, &lb, "gw_echo", json!({"text": "nested"})).await?), "nested");
     // Bad arguments come back as the upstream said them.
@@ -171,7 +176,7 @@ async fn every_upstream_through_the_load_balancer() -> anyhow::Result<()> {
     assert_eq!(status, 200);
     let upstreams: Value = serde_json::from_str(&body)?;
     let upstreams = upstreams["upstreams"].as_array().cloned().unwrap_or_default();
-    assert_eq!(upstreams.len(), 4, "{body}");
+    assert_eq!(upstreams.len(), 5, "{body}");
     for u in &upstreams {
         assert_eq!(u["breaker"], "closed", "{u}");
         assert!(u["catalog"]["tools"].as_u64().unwrap_or(0) > 0, "{u}");

@@ -57,6 +57,7 @@ pub fn free_port() -> anyhow::Result<u16> {
 pub struct HttpServer {
     child: Child,
     port: u16,
+    path: &'static str,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -72,6 +73,16 @@ impl HttpServer {
             port,
             &[("PORT", &port.to_string())],
         )
+    }
+
+    /// `server-everything` over the 2024-11-05 HTTP+SSE transport (its URL ends in `/sse`).
+    pub fn everything_sse() -> anyhow::Result<Self> {
+        let script = server_everything()?;
+        let port = free_port()?;
+        let mut server =
+            Self::start("node", &[script.to_string_lossy().as_ref(), "sse"], port, &[("PORT", &port.to_string())])?;
+        server.path = "/sse";
+        Ok(server)
     }
 
     /// The FastMCP fixture server (2026-07-28); its markers go to `markers`.
@@ -99,7 +110,7 @@ impl HttpServer {
             .stderr(out)
             .spawn()
             .with_context(|| format!("starting {program}"))?;
-        let mut server = Self { child, port, log, _dir: dir };
+        let mut server = Self { child, port, path: "/mcp", log, _dir: dir };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = server.child.try_wait()? {
@@ -115,7 +126,7 @@ impl HttpServer {
 
     /// Its MCP endpoint.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        format!("http://127.0.0.1:{}{}", self.port, self.path)
     }
 
     /// What it printed.

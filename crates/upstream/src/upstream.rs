@@ -195,11 +195,14 @@ impl Upstream {
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
         let started = tokio::time::Instant::now();
         let timeout = self.config.timeout();
+        // Spans (and the OTLP export) carry the upstream's name and the method.
+        let span = tracing::debug_span!("upstream", upstream = %self.config.name, method = request.exchange.method);
         let work = async {
             let _permit =
                 self.limiter.acquire().await.map_err(|_| UpstreamError::Closed { detail: "shut down".to_owned() })?;
             self.link.exchange(request.exchange).await
         };
+        let work = tracing::Instrument::instrument(work, span);
         let outcome = tokio::select! {
             r = tokio::time::timeout(timeout, work) => r.unwrap_or(Err(UpstreamError::Timeout { secs: timeout.as_secs() })),
             () = cancel.cancelled() => Err(UpstreamError::Cancelled),

@@ -311,6 +311,7 @@ impl Http {
                             })));
                         }
                     }
+                    Event::Endpoint(_) => {}
                     Event::Data(data) => match rpc::parse(&data) {
                         Ok(Inbound::Response { id: got, outcome }) if got == id => return Ok(Posted::Answer(outcome)),
                         Ok(Inbound::Progress { token, progress: p }) if token == id => {
@@ -406,7 +407,7 @@ impl Drop for CancelGuard {
 }
 
 /// reqwest is built without a bundled TLS crypto provider; install ring once per process.
-fn install_tls_provider() {
+pub(super) fn install_tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -4,6 +4,8 @@
 //! it expired).
 
 pub(crate) mod http;
+mod legacy_sse;
+mod mux;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 
@@ -46,6 +48,7 @@ pub(crate) struct Signals {
 pub(crate) enum Link {
     Stdio(stdio::Stdio),
     Http(http::Http),
+    Sse(legacy_sse::LegacySse),
 }
 
 impl Link {
@@ -53,15 +56,7 @@ impl Link {
         Ok(match config.transport {
             TransportKind::Stdio => Self::Stdio(stdio::Stdio::new(config, signals)),
             TransportKind::Http => Self::Http(http::Http::new(config, signals)?),
-            TransportKind::Sse => {
-                return Err(UpstreamError::Config {
-                    upstream: config.name.clone(),
-                    key: "transport".to_owned(),
-                    problem: "the 2024-11-05 HTTP+SSE transport is not supported yet; use a Streamable HTTP \
-                              endpoint (transport = \"http\") or the server's stdio mode"
-                        .to_owned(),
-                });
-            }
+            TransportKind::Sse => Self::Sse(legacy_sse::LegacySse::new(config, signals)?),
         })
     }
 
@@ -70,13 +65,16 @@ impl Link {
         match self {
             Self::Stdio(s) => s.exchange(exchange).await,
             Self::Http(h) => h.exchange(exchange).await,
+            Self::Sse(s) => s.exchange(exchange).await,
         }
     }
 
     /// Stops what runs (the stdio child).
     pub(crate) fn shutdown(&self) {
-        if let Self::Stdio(s) = self {
-            s.shutdown();
+        match self {
+            Self::Stdio(s) => s.shutdown(),
+            Self::Sse(s) => s.shutdown(),
+            Self::Http(_) => {}
         }
     }
 }

@@ -11,6 +11,8 @@ pub(crate) enum Event {
     Data(Vec<u8>),
     /// An event whose data exceeded the limit (its first bytes, to find its id).
     TooLarge(Vec<u8>),
+    /// An `event: endpoint` (2024-11-05 HTTP+SSE): where to POST messages.
+    Endpoint(Vec<u8>),
 }
 
 /// Incremental parser state.
@@ -21,13 +23,23 @@ pub(crate) struct SseReader {
     data: Vec<u8>,
     has_data: bool,
     too_large: bool,
+    /// This event's `event:` field is `endpoint`.
+    endpoint: bool,
     /// The last byte seen was `\r` (a following `\n` belongs to the same line end).
     after_cr: bool,
 }
 
 impl SseReader {
     pub(crate) fn new(max: usize) -> Self {
-        Self { max, line: Vec::new(), data: Vec::new(), has_data: false, too_large: false, after_cr: false }
+        Self {
+            max,
+            line: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            too_large: false,
+            endpoint: false,
+            after_cr: false,
+        }
     }
 
     /// Feeds a chunk; completed events are appended to `out`.
@@ -60,12 +72,15 @@ impl SseReader {
         if line.is_empty() {
             if self.too_large {
                 out.push(Event::TooLarge(std::mem::take(&mut self.data)));
+            } else if self.has_data && self.endpoint {
+                out.push(Event::Endpoint(std::mem::take(&mut self.data)));
             } else if self.has_data {
                 out.push(Event::Data(std::mem::take(&mut self.data)));
             }
             self.data.clear();
             self.has_data = false;
             self.too_large = false;
+            self.endpoint = false;
             return;
         }
         let (field, value) = match line.iter().position(|&b| b == b':') {
@@ -76,6 +91,10 @@ impl SseReader {
             }
             None => (&line[..], &[][..]),
         };
+        if field == b"event" {
+            self.endpoint = value == b"endpoint";
+            return;
+        }
         if field != b"data" {
             return;
         }
@@ -105,6 +124,8 @@ mod tests {
         assert!(out.is_empty());
         r.feed(b":1}\r\n\r\n: keep-alive\n\ndata: x\ndata: y\n\n", &mut out);
         assert_eq!(out, vec![Event::Data(b"{\"a\":1}".to_vec()), Event::Data(b"x\ny".to_vec())]);
+        r.feed(b"event: endpoint\ndata: /messages?sessionId=1\n\n", &mut out);
+        assert_eq!(out[2], Event::Endpoint(b"/messages?sessionId=1".to_vec()));
     }
 
     #[test]

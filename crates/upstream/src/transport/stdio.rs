@@ -9,23 +9,23 @@
 //! its pending entry and tells the child with `notifications/cancelled`; the child dies with
 //! the replica (killed on drop, and its stdin closes).
 
-use std::collections::HashMap;
 use std::process::Stdio as Piped;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use serde_json::json;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::mux::Mux;
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
-use crate::rpc::{self, Inbound, Negotiated, Progress};
+use crate::rpc::{self, Negotiated};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -36,23 +36,10 @@ const DISCOVER_WAIT: Duration = Duration::from_secs(2);
 /// Longest stderr line logged.
 const MAX_STDERR_LINE: usize = 4096;
 
-type Reply = oneshot::Sender<Result<Box<RawValue>, UpstreamError>>;
-
-struct Pending {
-    reply: Reply,
-    progress: Option<mpsc::Sender<Progress>>,
-}
-
-type PendingMap = Arc<Mutex<HashMap<u64, Pending>>>;
-
 /// A running child.
 struct Child {
-    writer: mpsc::Sender<Vec<u8>>,
-    pending: PendingMap,
-    /// Cancelled when the child is gone (exited, stdout closed, or killed).
-    closed: CancellationToken,
-    /// Why it closed, once it has.
-    reason: Arc<Mutex<Option<String>>>,
+    /// The JSON-RPC connection over its pipes (closed when the child is gone).
+    mux: Arc<Mux>,
     negotiated: Negotiated,
     started: Instant,
 }
@@ -73,7 +60,6 @@ pub(crate) struct Stdio {
     config: Arc<UpstreamConfig>,
     signals: Arc<Signals>,
     state: tokio::sync::Mutex<State>,
-    next_id: AtomicU64,
     /// Cancelled on shutdown: kills the child.
     stop: CancellationToken,
 }
@@ -95,7 +81,6 @@ impl Stdio {
                 last_error: None,
                 ever_started: false,
             }),
-            next_id: AtomicU64::new(1),
             stop: CancellationToken::new(),
         }
     }
@@ -106,7 +91,7 @@ impl Stdio {
 
     pub(crate) async fn exchange(&self, ex: Exchange) -> Result<Box<RawValue>, UpstreamError> {
         let child = self.child().await?;
-        self.send(&child, ex).await
+        child.mux.request(ex, &child.negotiated).await
     }
 
     /// The running child, starting one (and its handshake) when there is none and the backoff
@@ -114,10 +99,10 @@ impl Stdio {
     async fn child(&self) -> Result<Arc<Child>, UpstreamError> {
         let mut state = self.state.lock().await;
         if let State::Running(child) = &*state {
-            if !child.closed.is_cancelled() {
+            if !child.mux.closed().is_cancelled() {
                 return Ok(child.clone());
             }
-            let reason = child.reason.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "exited".to_owned());
+            let reason = child.mux.reason();
             let backoff = if child.started.elapsed() >= STABLE_RUN { FIRST_BACKOFF } else { FIRST_BACKOFF * 2 };
             *state = State::Idle {
                 next_start: child.started.max(Instant::now() - backoff) + backoff,
@@ -193,22 +178,20 @@ impl Stdio {
             return Err(UpstreamError::Unreachable { detail: "the process has no pipes".to_owned() });
         };
         let name = config.name.clone();
-        let closed = CancellationToken::new();
-        let reason = Arc::new(Mutex::new(None::<String>));
-        let pending: PendingMap = Arc::default();
         let (writer, mut outbox) = mpsc::channel::<Vec<u8>>(256);
+        let mux = Mux::new(writer, self.signals.clone(), &name);
 
         // Writer: one line per message.
-        let writer_closed = closed.clone();
+        let writer_mux = mux.clone();
         tokio::spawn(async move {
-            while let Some(mut line) = tokio::select! { m = outbox.recv() => m, () = writer_closed.cancelled() => None }
-            {
+            let closed = writer_mux.closed().clone();
+            while let Some(mut line) = tokio::select! { m = outbox.recv() => m, () = closed.cancelled() => None } {
                 line.push(b'\n');
                 if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    writer_mux.close("writing to the server failed".to_owned());
                     break;
                 }
             }
-            writer_closed.cancel();
         });
 
         // stderr: logged line by line, bounded.
@@ -231,218 +214,100 @@ impl Stdio {
             }
         });
 
-        // Reader: responses to their callers, progress to theirs, server requests answered.
+        // Reader: every line to the connection.
         let max = usize::try_from(config.max_message_bytes).unwrap_or(usize::MAX);
-        let reader_state = (pending.clone(), closed.clone(), reason.clone(), writer.clone(), self.signals.clone());
-        let reader_name = name.clone();
+        let reader_mux = mux.clone();
         tokio::spawn(async move {
-            let (pending, closed, reason, writer, signals) = reader_state;
+            let closed = reader_mux.closed().clone();
             let mut reader = BufReader::new(stdout);
             let mut line = Vec::new();
             let why = loop {
                 line.clear();
                 let read = tokio::select! {
                     r = read_line(&mut reader, &mut line, max) => r,
-                    () = closed.cancelled() => break None,
+                    () = closed.cancelled() => return,
                 };
                 match read {
-                    Ok(Line::Eof) => break Some("the server closed its output".to_owned()),
-                    Err(e) => break Some(format!("reading its output failed: {e}")),
-                    Ok(Line::TooLong) => {
-                        tracing::warn!(upstream = %reader_name, max, "the server sent a message over max_message_bytes; skipped");
-                        if let Some(id) = rpc::sniff_id(&line)
-                            && let Some(p) = pending.lock().ok().and_then(|mut m| m.remove(&id))
-                        {
-                            let _ = p.reply.send(Err(UpstreamError::Protocol {
-                                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
-                            }));
-                        }
-                    }
-                    Ok(Line::Complete) => dispatch(&line, &pending, &writer, &signals, &reader_name),
+                    Ok(Line::Eof) => break "the server closed its output".to_owned(),
+                    Err(e) => break format!("reading its output failed: {e}"),
+                    Ok(Line::TooLong) => reader_mux.too_large(&line, max),
+                    Ok(Line::Complete) => reader_mux.dispatch(&line),
                 }
             };
-            if let Some(why) = why
-                && let Ok(mut r) = reason.lock()
-            {
-                r.get_or_insert(why);
-            }
-            closed.cancel();
+            reader_mux.close(why);
         });
 
-        // Reaper: the process's exit closes the child; a close kills the process.
-        let reaper = (closed.clone(), reason.clone(), pending.clone(), self.stop.clone(), name.clone());
+        // Reaper: the process's exit closes the connection; a close (or shutdown) kills it.
+        let (reaper_mux, stop) = (mux.clone(), self.stop.clone());
         tokio::spawn(async move {
-            let (closed, reason, pending, stop, name) = reaper;
+            let closed = reaper_mux.closed().clone();
             let why = tokio::select! {
                 status = process.wait() => match status {
                     Ok(s) => format!("the server process exited ({s})"),
                     Err(e) => format!("waiting for the server process failed: {e}"),
                 },
-                () = closed.cancelled() => {
-                    let _ = process.start_kill();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
-                    reason.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "the server closed its output".to_owned())
-                }
-                () = stop.cancelled() => {
-                    let _ = process.start_kill();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
-                    "the gateway is shutting down".to_owned()
-                }
+                () = closed.cancelled() => reaper_mux.reason(),
+                () = stop.cancelled() => "the gateway is shutting down".to_owned(),
             };
-            if let Ok(mut r) = reason.lock() {
-                r.get_or_insert(why.clone());
-            }
-            closed.cancel();
-            let stranded: Vec<Pending> =
-                pending.lock().map(|mut m| m.drain().map(|(_, p)| p).collect()).unwrap_or_default();
-            if !stranded.is_empty() || !stop.is_cancelled() {
-                tracing::warn!(upstream = %name, calls = stranded.len(), "upstream server gone: {why}");
-            }
-            for p in stranded {
-                let _ = p.reply.send(Err(UpstreamError::Closed { detail: why.clone() }));
+            let _ = process.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
+            let stranded = reaper_mux.in_flight();
+            reaper_mux.close(why.clone());
+            if stranded > 0 || !stop.is_cancelled() {
+                tracing::warn!(upstream = %name, calls = stranded, "upstream server gone: {why}");
             }
         });
 
         // Until the handshake succeeds, a failure or a dropped start (connect timeout) kills it.
-        let abort = closed.clone().drop_guard();
+        let abort = mux.closed().clone().drop_guard();
         let mut child = Child {
-            writer,
-            pending,
-            closed,
-            reason,
+            mux,
             negotiated: Negotiated::Legacy { version: config.era.legacy_version().to_owned() },
             started: Instant::now(),
         };
-        child.negotiated = self.negotiate(&child).await?;
+        child.negotiated = negotiate(&self.config, self.config.era, &child.mux).await?;
         abort.disarm();
-        tracing::info!(upstream = %name, version = child.negotiated.version(), "upstream server started");
+        tracing::info!(upstream = %self.config.name, version = child.negotiated.version(), "upstream server started");
         Ok(child)
     }
+}
 
-    /// `server/discover` (modern) or `initialize` + `notifications/initialized` (legacy), as
-    /// `era` says; `auto` takes any error answer to `server/discover` as "legacy".
-    async fn negotiate(&self, child: &Child) -> Result<Negotiated, UpstreamError> {
-        let era = self.config.era;
-        if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
-            let probe = Exchange {
-                method: "server/discover",
-                params: json!({}),
-                name: None,
-                param_headers: Vec::new(),
-                progress: None,
-            };
-            // Some legacy servers never answer a request before `initialize`: a short wait.
-            let wait = (self.config.connect_timeout() / 2).min(DISCOVER_WAIT);
-            let answer = tokio::time::timeout(wait, self.send_as(child, probe, &Negotiated::Modern))
-                .await
-                .unwrap_or(Err(UpstreamError::Timeout { secs: wait.as_secs() }));
-            match answer {
-                Ok(result) if rpc::discover_offers_modern(&result) => return Ok(Negotiated::Modern),
-                Ok(_) | Err(UpstreamError::Rpc { .. } | UpstreamError::Timeout { .. }) if era == EraChoice::Auto => {}
-                Ok(_) => {
-                    return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() });
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let version = era.legacy_version();
-        let init = Exchange {
-            method: "initialize",
-            params: rpc::initialize_params(version),
+/// `server/discover` (modern) or `initialize` + `notifications/initialized` (legacy), as
+/// `era` says, over a multiplexed connection; `auto` takes any error answer to
+/// `server/discover` (or none within a moment: some legacy servers never answer a request
+/// before `initialize`) as "legacy".
+pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux) -> Result<Negotiated, UpstreamError> {
+    if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
+        let probe = Exchange {
+            method: "server/discover",
+            params: json!({}),
             name: None,
             param_headers: Vec::new(),
             progress: None,
         };
-        let negotiated = rpc::negotiated_from_initialize(&self.send_as(child, init, &child.negotiated).await?)?;
-        let _ = child.writer.send(rpc::notification("notifications/initialized", json!({}))).await;
-        Ok(negotiated)
-    }
-
-    async fn send(&self, child: &Child, ex: Exchange) -> Result<Box<RawValue>, UpstreamError> {
-        self.send_as(child, ex, &child.negotiated).await
-    }
-
-    async fn send_as(&self, child: &Child, mut ex: Exchange, era: &Negotiated) -> Result<Box<RawValue>, UpstreamError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if ex.progress.is_some()
-            && let Value::Object(params) = &mut ex.params
-            && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
-        {
-            meta.insert("progressToken".to_owned(), json!(id));
-        }
-        let bytes = rpc::request(id, ex.method, ex.params, era);
-        let (reply, answer) = oneshot::channel();
-        let guard = PendingGuard { id, pending: child.pending.clone(), writer: child.writer.clone(), done: false };
-        if let Ok(mut map) = child.pending.lock() {
-            map.insert(id, Pending { reply, progress: ex.progress });
-        }
-        if child.closed.is_cancelled() || child.writer.send(bytes).await.is_err() {
-            return Err(UpstreamError::Closed { detail: "the server process is gone".to_owned() });
-        }
-        let outcome = answer
+        let wait = (config.connect_timeout() / 2).min(DISCOVER_WAIT);
+        let answer = tokio::time::timeout(wait, mux.request(probe, &Negotiated::Modern))
             .await
-            .unwrap_or_else(|_| Err(UpstreamError::Closed { detail: "the server process is gone".to_owned() }));
-        guard.finish();
-        outcome
-    }
-}
-
-/// Removes a call's pending entry when the call ends early (dropped on timeout or
-/// cancellation) and tells the server to stop working on it.
-struct PendingGuard {
-    id: u64,
-    pending: PendingMap,
-    writer: mpsc::Sender<Vec<u8>>,
-    done: bool,
-}
-
-impl PendingGuard {
-    fn finish(mut self) {
-        self.done = true;
-    }
-}
-
-impl Drop for PendingGuard {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        let was_pending = self.pending.lock().ok().and_then(|mut m| m.remove(&self.id)).is_some();
-        if was_pending {
-            let _ = self.writer.try_send(rpc::cancelled(self.id));
+            .unwrap_or(Err(UpstreamError::Timeout { secs: wait.as_secs() }));
+        match answer {
+            Ok(result) if rpc::discover_offers_modern(&result) => return Ok(Negotiated::Modern),
+            Ok(_) | Err(UpstreamError::Rpc { .. } | UpstreamError::Timeout { .. }) if era == EraChoice::Auto => {}
+            Ok(_) => return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() }),
+            Err(e) => return Err(e),
         }
     }
-}
-
-fn dispatch(line: &[u8], pending: &PendingMap, writer: &mpsc::Sender<Vec<u8>>, signals: &Signals, name: &str) {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return;
-    }
-    match rpc::parse(line) {
-        Ok(Inbound::Response { id, outcome }) => {
-            if let Some(p) = pending.lock().ok().and_then(|mut m| m.remove(&id)) {
-                let _ = p.reply.send(outcome);
-            }
-        }
-        Ok(Inbound::Progress { token, progress }) => {
-            let sink = pending.lock().ok().and_then(|m| m.get(&token).and_then(|p| p.progress.clone()));
-            if let Some(sink) = sink {
-                let _ = sink.try_send(progress);
-            }
-        }
-        Ok(Inbound::Notification { method }) => {
-            if method.ends_with("/list_changed") {
-                signals.list_changed.notify_one();
-            }
-        }
-        Ok(Inbound::Request { id, method }) => {
-            let _ = writer.try_send(rpc::reply_to_server_request(&id, &method));
-        }
-        Err(problem) => {
-            let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
-            tracing::warn!(upstream = %name, "ignored output that is not a JSON-RPC message ({problem}): {text}");
-        }
-    }
+    let version = era.legacy_version();
+    let init = Exchange {
+        method: "initialize",
+        params: rpc::initialize_params(version),
+        name: None,
+        param_headers: Vec::new(),
+        progress: None,
+    };
+    let opening = Negotiated::Legacy { version: version.to_owned() };
+    let negotiated = rpc::negotiated_from_initialize(&mux.request(init, &opening).await?)?;
+    mux.notify(rpc::notification("notifications/initialized", json!({}))).await;
+    Ok(negotiated)
 }
 
 enum Line {
