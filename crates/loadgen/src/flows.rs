@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     pub(crate) poll: Option<Duration>,
     pub(crate) deadline: Duration,
     pub(crate) task_seconds: f64,
+    /// The tool the sync scenario calls.
+    pub(crate) echo_tool: String,
     /// Task ids handed out so far (a second hand-out is a duplicate).
     pub(crate) seen: Mutex<HashSet<String>>,
 }
@@ -106,7 +108,7 @@ impl Client {
         let text = format!("echo {id}");
         let answer = shared
             .mcp
-            .modern(&id, "tools/call", json!({"name": "echo", "arguments": {"text": text}}), false)
+            .modern(&id, "tools/call", json!({"name": shared.echo_tool, "arguments": {"text": text}}), false)
             .await
             .map_err(Failure::Call)?;
         expect_text(&answer.result, &text)

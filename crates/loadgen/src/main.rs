@@ -65,6 +65,7 @@ async fn run(options: Options, mix: Mix) -> anyhow::Result<u8> {
         poll: options.poll_ms.map(Duration::from_millis),
         deadline: options.task_deadline(),
         task_seconds: options.task_seconds,
+        echo_tool: options.echo_tool.clone(),
         seen: Mutex::new(HashSet::new()),
     });
     let progress = Arc::new(Progress::default());

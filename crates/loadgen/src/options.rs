@@ -123,6 +123,10 @@ pub(crate) struct Options {
     /// Seconds a task may take to reach a terminal status before it counts as lost.
     #[arg(long, default_value_t = 60.0)]
     pub(crate) task_deadline: f64,
+    /// The tool the sync scenario calls with `{"text": ...}` and expects echoed, e.g. an
+    /// upstream's echo behind the gateway (`gw_echo`).
+    #[arg(long, default_value = "echo")]
+    pub(crate) echo_tool: String,
     /// Seconds each `slow_compute` task computes (0 = a no-op task).
     #[arg(long, default_value_t = 0.0)]
     pub(crate) task_seconds: f64,

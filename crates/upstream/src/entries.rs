@@ -33,7 +33,9 @@ async fn forward(
 ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
     let (sink, mut progress) = mpsc::channel::<Progress>(16);
     let cancel = CancellationToken::new();
-    let call = upstream.request(request.progress(sink), &cancel);
+    // A progress token makes many servers stream their answer: only when progress goes somewhere.
+    let request = if cx.wants_progress() { request.progress(sink) } else { request };
+    let call = upstream.request(request, &cancel);
     tokio::pin!(call);
     let mut cancelled = false;
     loop {

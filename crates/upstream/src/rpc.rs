@@ -45,8 +45,8 @@ fn client_info() -> Value {
 
 /// A request's bytes: `params` (an object) gains the modern `_meta` keys when `era` is modern
 /// (keys the caller already set, such as `progressToken`, are kept).
-pub(crate) fn request(id: u64, method: &str, mut params: Value, era: &Negotiated) -> Vec<u8> {
-    if let Value::Object(map) = &mut params
+pub(crate) fn request(id: u64, method: &str, params: &mut Value, era: &Negotiated) -> Vec<u8> {
+    if let Value::Object(map) = params
         && *era == Negotiated::Modern
     {
         let meta = map.entry("_meta").or_insert_with(|| json!({}));
@@ -56,7 +56,14 @@ pub(crate) fn request(id: u64, method: &str, mut params: Value, era: &Negotiated
             meta.insert(CLIENT_INFO_KEY.to_owned(), client_info());
         }
     }
-    serde_json::to_vec(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })).unwrap_or_default()
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a Value,
+    }
+    serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, method, params }).unwrap_or_default()
 }
 
 /// A notification's bytes.
@@ -242,12 +249,12 @@ mod tests {
 
     #[test]
     fn modern_requests_carry_meta_and_keep_the_callers() {
-        let bytes = request(3, "tools/call", json!({"name": "x", "_meta": {"progressToken": 3}}), &Negotiated::Modern);
+        let bytes = request(3, "tools/call", &mut json!({"name": "x", "_meta": {"progressToken": 3}}), &Negotiated::Modern);
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["params"]["_meta"][PROTOCOL_VERSION_KEY], MODERN_VERSION);
         assert_eq!(v["params"]["_meta"]["progressToken"], 3);
         assert!(v["params"]["_meta"][CLIENT_CAPABILITIES_KEY].is_object());
-        let legacy = request(4, "tools/list", json!({}), &Negotiated::Legacy { version: "2025-11-25".into() });
+        let legacy = request(4, "tools/list", &mut json!({}), &Negotiated::Legacy { version: "2025-11-25".into() });
         let v: Value = serde_json::from_slice(&legacy).unwrap();
         assert!(v["params"].get("_meta").is_none());
     }

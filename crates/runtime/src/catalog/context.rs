@@ -166,6 +166,17 @@ impl ToolContext {
         }
     }
 
+    /// Whether progress reports go anywhere (the request asked for them, or they become a
+    /// task's status message): a tool that relays progress from elsewhere asks for it only
+    /// then.
+    pub fn wants_progress(&self) -> bool {
+        self.status.is_some()
+            || match &self.reporter {
+                Reporter::Request { progress_token, .. } => progress_token.is_some(),
+                Reporter::Task { .. } => true,
+            }
+    }
+
     /// Sends a log message, if the request opted in at this level or a lower one.
     pub async fn log(&self, level: LoggingLevel, data: Value) {
         if let Reporter::Request { notifier, log_level: Some(min), .. } = &self.reporter

@@ -42,6 +42,8 @@ pub(crate) struct Http {
     config: Arc<UpstreamConfig>,
     signals: Arc<Signals>,
     client: reqwest::Client,
+    /// The endpoint, parsed once.
+    url: reqwest::Url,
     /// The configured headers (credentials: never logged).
     headers: HeaderMap,
     session: tokio::sync::Mutex<Option<Session>>,
@@ -90,10 +92,13 @@ impl Http {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
+        let url = reqwest::Url::parse(config.url.as_deref().unwrap_or_default())
+            .map_err(|e| bad("url".to_owned(), &format!("not a valid URL: {e}")))?;
         Ok(Self {
             config,
             signals,
             client,
+            url,
             headers,
             session: tokio::sync::Mutex::new(None),
             generations: AtomicU64::new(0),
@@ -111,7 +116,7 @@ impl Http {
         }
         for attempt in 0..2 {
             let session = self.session().await?;
-            let body = rpc::request(id, ex.method, ex.params.clone(), &session.negotiated);
+            let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
             let guard = CancelGuard::new(self, &session, id);
             let posted = self.post(&session, body, Some(id), &ex).await;
             guard.finish();
@@ -160,14 +165,14 @@ impl Http {
         if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
             let modern = Session { negotiated: Negotiated::Modern, id: None, generation };
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let probe = Exchange {
+            let mut probe = Exchange {
                 method: "server/discover",
                 params: json!({}),
                 name: None,
                 param_headers: Vec::new(),
                 progress: None,
             };
-            let body = rpc::request(id, probe.method, probe.params.clone(), &modern.negotiated);
+            let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
             // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
             match self.post(&modern, body, Some(id), &probe).await {
                 Ok(Posted::Answer(Ok(result))) if rpc::discover_offers_modern(&result) => return Ok(modern),
@@ -181,14 +186,14 @@ impl Http {
         let version = era.legacy_version();
         let opening = Session { negotiated: Negotiated::Legacy { version: version.to_owned() }, id: None, generation };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let init = Exchange {
+        let mut init = Exchange {
             method: "initialize",
             params: rpc::initialize_params(version),
             name: None,
             param_headers: Vec::new(),
             progress: None,
         };
-        let body = rpc::request(id, init.method, init.params.clone(), &opening.negotiated);
+        let body = rpc::request(id, init.method, &mut init.params, &opening.negotiated);
         let response = self.send(&opening, body, &init).await?;
         let session_id = response
             .headers()
@@ -219,7 +224,7 @@ impl Http {
     async fn send(&self, session: &Session, body: Vec<u8>, ex: &Exchange) -> Result<reqwest::Response, UpstreamError> {
         let mut request = self
             .client
-            .post(self.config.url.as_deref().unwrap_or_default())
+            .post(self.url.clone())
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
@@ -377,7 +382,7 @@ impl CancelGuard {
         let send = session.id.as_ref().map(|sid| {
             let request = http
                 .client
-                .post(http.config.url.as_deref().unwrap_or_default())
+                .post(http.url.clone())
                 .headers(http.headers.clone())
                 .header(CONTENT_TYPE, "application/json")
                 .header(ACCEPT, "application/json, text/event-stream")

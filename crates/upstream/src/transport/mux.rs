@@ -90,7 +90,7 @@ impl Mux {
         {
             meta.insert("progressToken".to_owned(), json!(id));
         }
-        let bytes = rpc::request(id, ex.method, ex.params, era);
+        let bytes = rpc::request(id, ex.method, &mut ex.params, era);
         let (reply, answer) = oneshot::channel();
         let guard = PendingGuard { id, mux: self, done: false };
         if let Ok(mut map) = self.pending.lock() {
