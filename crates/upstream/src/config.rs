@@ -16,6 +16,34 @@ use serde::{Deserialize, Serialize};
 use crate::error::UpstreamError;
 use crate::glob::Glob;
 
+/// Every key of an `[[upstream]]` table with its help text (for `--help` and the README; a
+/// test checks the README lists each).
+pub const KEYS: &[(&str, &str)] = &[
+    ("name", "[a-z0-9-]{1,32}, unique; the prefix of everything it exposes (required)"),
+    ("transport", "stdio | http (Streamable HTTP, either era) | sse (2024-11-05 HTTP+SSE) [stdio]"),
+    ("url", "Endpoint URL (http, sse)"),
+    ("command", "Program to run (stdio), exec'd directly, never through a shell"),
+    ("args", "Its arguments [none]"),
+    ("env", "The child's whole environment besides PATH and HOME; values expand ${VAR} [none]"),
+    ("cwd", "The child's working directory [the gateway's]"),
+    ("headers", "HTTP request headers (http, sse), e.g. credentials; values expand ${VAR} [none]"),
+    ("era", "auto | 2026-07-28 | 2025-11-25 | 2025-06-18 | 2025-03-26 [auto: server/discover, else initialize]"),
+    ("timeout_secs", "One call, end to end, waiting for a free slot included [120]"),
+    (
+        "connect_timeout_secs",
+        "Connecting, or starting the process (npx may download it first), with the handshake [30]",
+    ),
+    ("max_concurrency", "Requests in flight to it, per replica [64]"),
+    ("max_message_bytes", "Largest message accepted from it [16777216]"),
+    ("tools", "{ include = [globs], exclude = [globs] } over its own tool names [all]"),
+    ("task", "never | auto | optional | always: how its tools may become gateway tasks [auto]"),
+    ("tool_task", "{ <tool> = never | auto | optional | always }: per-tool task policy [none]"),
+    ("task_after_ms", "auto: a call still running after this becomes a task [1000]"),
+    ("idempotent", "Its tools safe to run again after a replica died mid-call (besides idempotentHint) [none]"),
+    ("breaker_failures", "Consecutive failures that open its circuit breaker [5]"),
+    ("breaker_cooldown_secs", "How long an open breaker fails calls before one probe goes through [10]"),
+];
+
 /// How the gateway talks to an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -155,7 +183,8 @@ fn default_timeout_secs() -> u64 {
     120
 }
 fn default_connect_timeout_secs() -> u64 {
-    10
+    // `npx -y` / `uvx` may download the server on first start.
+    30
 }
 fn default_max_concurrency() -> u32 {
     64

@@ -249,7 +249,8 @@ mod tests {
 
     #[test]
     fn modern_requests_carry_meta_and_keep_the_callers() {
-        let bytes = request(3, "tools/call", &mut json!({"name": "x", "_meta": {"progressToken": 3}}), &Negotiated::Modern);
+        let bytes =
+            request(3, "tools/call", &mut json!({"name": "x", "_meta": {"progressToken": 3}}), &Negotiated::Modern);
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["params"]["_meta"][PROTOCOL_VERSION_KEY], MODERN_VERSION);
         assert_eq!(v["params"]["_meta"]["progressToken"], 3);

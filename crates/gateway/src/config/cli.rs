@@ -92,5 +92,12 @@ fn settings_help() -> String {
         };
         out.push_str(&format!("\n  {} ({kind}) / {}\n      {}\n", s.key, s.env_name(), s.help));
     }
+    out.push_str(
+        "\nUpstream servers: one [[upstream]] table each in the --config file (not in the environment), or \
+         imported from a Claude-Desktop-style mcpServers JSON file (--mcp-servers). Keys:\n",
+    );
+    for (key, help) in mcpgate_upstream::config::KEYS {
+        out.push_str(&format!("\n  {key}\n      {help}\n"));
+    }
     out
 }

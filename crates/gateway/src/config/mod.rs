@@ -357,7 +357,7 @@ pub struct FederationConfig {
 
 impl Default for FederationConfig {
     fn default() -> Self {
-        Self { separator: "_".to_owned(), list_refresh_secs: 60, mcp_servers_file: None, startup_wait_secs: 15 }
+        Self { separator: "_".to_owned(), list_refresh_secs: 60, mcp_servers_file: None, startup_wait_secs: 30 }
     }
 }
 

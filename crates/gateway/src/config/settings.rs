@@ -223,7 +223,7 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Str,
         "A Claude-Desktop-style JSON file whose mcpServers become upstreams (also --mcp-servers)",
     ),
-    s("federation.startup_wait_secs", Kind::Int, "How long start-up waits for the upstreams' lists [15]"),
+    s("federation.startup_wait_secs", Kind::Int, "How long start-up waits for the upstreams' lists [30]"),
 ];
 
 /// Looks a setting up by its TOML key.

@@ -234,6 +234,48 @@ fn the_example_config_in_deploy_is_valid() {
 }
 
 #[test]
+fn the_example_upstreams_in_deploy_are_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/upstreams.example.toml");
+    let text = std::fs::read_to_string(path).expect("deploy/upstreams.example.toml exists");
+    let c = load_from_str(&text).expect("the example upstreams are valid");
+    assert_eq!(c.upstream.len(), 1);
+    assert_eq!(c.upstream[0].name, "everything");
+    assert_eq!(c.toolset, ["demo", "conformance"]);
+}
+
+#[test]
+fn upstream_tables_are_validated_and_their_secrets_never_shown() {
+    let env = |var: &str| (var == "SEARCH_TOKEN").then(|| "tok-12345".to_owned());
+    let ok = "[[upstream]]\nname = \"search\"\ntransport = \"http\"\nurl = \"https://search.example/mcp\"\nheaders = { Authorization = \"Bearer ${SEARCH_TOKEN}\" }\n";
+    let c = mcpgate::config::load_from_str_with_env(ok, &env).expect("valid");
+    assert_eq!(c.upstream[0].headers["Authorization"], "Bearer tok-12345");
+    assert!(c.toolset.is_empty(), "the demo toolset is off once upstreams are configured");
+    assert!(!format!("{c:?}").contains("tok-12345"), "Debug shows a secret");
+    for (text, named) in [
+        ("[[upstream]]\nname = \"a\"\ncommand = \"x\"\n[[upstream]]\nname = \"a\"\ncommand = \"y\"\n", "name"),
+        ("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntimeout_secs = 0\n", "timeout_secs"),
+        ("[[upstream]]\nname = \"a\"\ntransport = \"sse\"\n", "url"),
+        ("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntask = \"sometimes\"\n", "task"),
+        ("upstream = 1\n", "upstream"),
+        ("[federation]\nseparator = \"/\"\n[[upstream]]\nname = \"a\"\ncommand = \"x\"\n", "separator"),
+    ] {
+        let err = mcpgate::config::load_from_str_with_env(text, &env).expect_err(text).to_string();
+        assert!(err.contains(named), "{named:?} not named in {err}");
+    }
+    let with_demo = format!("toolset = [\"demo\"]\n{ok}");
+    assert_eq!(mcpgate::config::load_from_str_with_env(&with_demo, &env).expect("valid").toolset, ["demo"]);
+}
+
+#[test]
+fn the_readme_documents_every_upstream_key() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
+    for (key, _) in mcpgate_upstream::config::KEYS {
+        let row = format!("| `{key}` |");
+        assert!(readme.contains(&row), "README upstream table lacks {row}");
+    }
+}
+
+#[test]
 fn the_readme_documents_every_setting() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
     for s in SETTINGS {

@@ -241,7 +241,7 @@ impl Http {
                 request = request.header(header.as_str(), header_value(value));
             }
         }
-        request.body(body).send().await.map_err(|e| UpstreamError::Unreachable { detail: e.without_url().to_string() })
+        request.body(body).send().await.map_err(|e| UpstreamError::Unreachable { detail: describe(e) })
     }
 
     async fn post(
@@ -300,9 +300,10 @@ impl Http {
         let mut reader = SseReader::new(max);
         let mut events = Vec::new();
         loop {
-            let chunk = response.chunk().await.map_err(|e| UpstreamError::Closed {
-                detail: format!("the event stream broke: {}", e.without_url()),
-            })?;
+            let chunk = response
+                .chunk()
+                .await
+                .map_err(|e| UpstreamError::Closed { detail: format!("the event stream broke: {}", describe(e)) })?;
             let Some(chunk) = chunk else {
                 return Err(UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() });
             };
@@ -338,13 +339,30 @@ impl Http {
     }
 }
 
+/// A reqwest error with its causes ("error sending request: ... Connection refused"), without
+/// the URL (it may carry a credential).
+pub(super) fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Reads a whole body, failing past `max` bytes.
 async fn read_body(response: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, UpstreamError> {
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| UpstreamError::Closed { detail: format!("reading the answer failed: {}", e.without_url()) })?
+        .map_err(|e| UpstreamError::Closed { detail: format!("reading the answer failed: {}", describe(e)) })?
     {
         if body.len() + chunk.len() > max {
             return Err(UpstreamError::Protocol {

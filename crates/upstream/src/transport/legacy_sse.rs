@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::http::install_tls_provider;
+use super::http::{describe, install_tls_provider};
 use super::mux::Mux;
 use super::sse::{Event, SseReader};
 use super::stdio::negotiate;
@@ -113,7 +113,7 @@ impl LegacySse {
             .header(ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| UpstreamError::Unreachable { detail: e.without_url().to_string() })?;
+            .map_err(|e| UpstreamError::Unreachable { detail: describe(e) })?;
         if !response.status().is_success() {
             return Err(UpstreamError::Unreachable {
                 detail: format!("HTTP {} opening the event stream", response.status()),
@@ -142,7 +142,7 @@ impl LegacySse {
                 match chunk {
                     Ok(Some(bytes)) => reader.feed(&bytes, &mut events),
                     Ok(None) => break "the server ended the event stream".to_owned(),
-                    Err(e) => break format!("the event stream broke: {}", e.without_url()),
+                    Err(e) => break format!("the event stream broke: {}", describe(e)),
                 }
                 for event in events.drain(..) {
                     match event {
@@ -184,7 +184,7 @@ impl LegacySse {
                         break;
                     }
                     Ok(r) => format!("HTTP {}", r.status()),
-                    Err(e) => e.without_url().to_string(),
+                    Err(e) => describe(e),
                 };
                 if let Some(id) = id {
                     writer_mux
