@@ -1,7 +1,7 @@
 """A misbehaving stdio MCP server (2025-11-25, standard library only) for fault tests:
 `echo` answers properly, `garbage` prints a line that is not JSON-RPC and then an answer that
 is not a tool result, `huge` answers with a message far over the gateway's limit, `crash`
-exits mid-call.
+exits mid-call, `novel` answers content of a kind no spec defines (relayed as it is).
 """
 
 import json
@@ -14,6 +14,7 @@ TOOLS = [
         ("garbage", "answers garbage"),
         ("huge", "answers too much"),
         ("crash", "exits mid-call"),
+        ("novel", "answers content of a kind no spec names yet"),
     ]
 ]
 
@@ -50,5 +51,8 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "x" * 3_000_000}]}})
         elif name == "crash":
             sys.exit(3)
+        elif name == "novel":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "content": [{"type": "hologram", "frames": [1, 2]}], "x-vendor": {"k": "v"}}})
     else:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})

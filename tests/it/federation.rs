@@ -341,6 +341,10 @@ async fn dead_and_broken_upstreams_give_clear_errors_and_the_rest_still_answers(
     assert_eq!(huge["isError"], true, "{huge}");
     assert!(text(&huge).contains("max_message_bytes"), "{huge}");
     assert_eq!(text(&call(&client, &lb, "broken_echo", json!({"k": 1})).await?), r#"{"k":1}"#);
+    // Content mcpgate has no type for is relayed as sent.
+    let novel = call(&client, &lb, "broken_novel", json!({})).await?;
+    assert_eq!(novel["content"], json!([{"type": "hologram", "frames": [1, 2]}]), "{novel}");
+    assert_eq!((novel["x-vendor"]["k"].as_str(), novel["resultType"].as_str()), (Some("v"), Some("complete")));
 
     // A process that exits mid-call: a clear error, then it is started again.
     let crash = call(&client, &lb, "broken_crash", json!({})).await?;

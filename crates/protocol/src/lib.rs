@@ -20,6 +20,7 @@ pub mod meta;
 pub mod method;
 pub mod pagination;
 pub mod prompt;
+pub mod relayed;
 pub mod resource;
 pub mod result;
 pub mod roots;

@@ -11,6 +11,7 @@ use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
 use crate::meta::RequestMeta;
+use crate::relayed::RawMembers;
 use crate::result::{CacheScope, ResultMeta, ResultType};
 use crate::task::TaskMetadata;
 
@@ -119,7 +120,7 @@ impl CallToolParams {
 }
 
 /// `tools/call` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Unstructured result.
@@ -136,9 +137,48 @@ pub struct CallToolResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<ResultMeta>,
+    /// A result relayed from another server: its members as sent, written instead of
+    /// `content` and `structuredContent` (which are then empty).
+    #[serde(skip)]
+    pub relayed: Option<RawMembers>,
+}
+
+impl Serialize for CallToolResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        match &self.relayed {
+            Some(members) => {
+                for (name, value) in &members.0 {
+                    map.serialize_entry(name, value)?;
+                }
+            }
+            None => {
+                map.serialize_entry("content", &self.content)?;
+                if let Some(structured) = &self.structured_content {
+                    map.serialize_entry("structuredContent", structured)?;
+                }
+            }
+        }
+        if let Some(is_error) = self.is_error {
+            map.serialize_entry("isError", &is_error)?;
+        }
+        if let Some(result_type) = &self.result_type {
+            map.serialize_entry("resultType", result_type)?;
+        }
+        if let Some(meta) = &self.meta {
+            map.serialize_entry("_meta", meta)?;
+        }
+        map.end()
+    }
 }
 
 impl CallToolResult {
+    /// A result relayed as another server sent it (see [`RawMembers::split`]).
+    pub fn relayed(members: RawMembers, is_error: Option<bool>) -> Self {
+        Self { is_error, relayed: Some(members), ..Self::default() }
+    }
+
     /// A successful result with these content blocks.
     pub fn success(content: Vec<ContentBlock>) -> Self {
         Self { content, ..Self::default() }

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use mcpgate_protocol::prompt::{GetPromptResult, Prompt};
+use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_protocol::resource::{ReadResourceResult, Resource, ResourceTemplate};
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::header_params::{HeaderParam, ParamKind};
@@ -100,8 +101,15 @@ impl Tool for UpstreamTool {
                 .param_headers(headers);
             let name = self.upstream.name();
             match forward(&self.upstream, request, cx).await {
-                Ok(raw) => match serde_json::from_str::<CallToolResult>(raw.get()) {
-                    Ok(result) => Outcome::Complete(result),
+                // Relayed as sent: only the envelope is parsed, content passes byte for byte.
+                Ok(raw) => match RawMembers::split(raw.get()) {
+                    Ok(r) if r.result_type.as_deref().is_none_or(|t| t == "complete") && r.members.has("content") => {
+                        Outcome::Complete(CallToolResult::relayed(r.members, r.is_error))
+                    }
+                    Ok(r) => Outcome::Complete(CallToolResult::error(format!(
+                        "Upstream {name} answered with a {} result, which mcpgate does not relay yet",
+                        r.result_type.as_deref().map_or("content-less".to_owned(), rpc::clip)
+                    ))),
                     Err(e) => Outcome::Complete(CallToolResult::error(format!(
                         "Upstream {name} returned a tool result mcpgate cannot read: {}",
                         rpc::clip(&e.to_string())

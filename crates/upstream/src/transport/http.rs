@@ -69,29 +69,12 @@ enum Posted {
 
 impl Http {
     pub(crate) fn new(config: Arc<UpstreamConfig>, signals: Arc<Signals>) -> Result<Self, UpstreamError> {
-        install_tls_provider();
+        let (client, headers) = client_for(&config)?;
         let bad = |key: String, problem: &str| UpstreamError::Config {
             upstream: config.name.clone(),
             key,
             problem: problem.to_owned(),
         };
-        let mut headers = HeaderMap::new();
-        for (name, value) in &config.headers {
-            let header = HeaderName::try_from(name.as_str())
-                .map_err(|_| bad(format!("headers.{name}"), "not a valid header name"))?;
-            let mut value = HeaderValue::try_from(value.as_str())
-                .map_err(|_| bad(format!("headers.{name}"), "not a valid header value"))?;
-            value.set_sensitive(true);
-            headers.insert(header, value);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout())
-            .pool_max_idle_per_host(usize::try_from(config.max_concurrency).unwrap_or(64))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
         let url = reqwest::Url::parse(config.url.as_deref().unwrap_or_default())
             .map_err(|e| bad("url".to_owned(), &format!("not a valid URL: {e}")))?;
         Ok(Self {
@@ -339,6 +322,36 @@ impl Http {
     }
 }
 
+/// The HTTP client of an upstream (its pool sized to `max_concurrency`, no redirects: a
+/// redirect could carry its credentials elsewhere) and its configured headers, marked
+/// sensitive so they never appear in debug output.
+pub(super) fn client_for(config: &UpstreamConfig) -> Result<(reqwest::Client, HeaderMap), UpstreamError> {
+    install_tls_provider();
+    let bad = |key: String, problem: &str| UpstreamError::Config {
+        upstream: config.name.clone(),
+        key,
+        problem: problem.to_owned(),
+    };
+    let mut headers = HeaderMap::new();
+    for (name, value) in &config.headers {
+        let header = HeaderName::try_from(name.as_str())
+            .map_err(|_| bad(format!("headers.{name}"), "not a valid header name"))?;
+        let mut value = HeaderValue::try_from(value.as_str())
+            .map_err(|_| bad(format!("headers.{name}"), "not a valid header value"))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout())
+        .pool_max_idle_per_host(usize::try_from(config.max_concurrency).unwrap_or(64))
+        .pool_idle_timeout(Duration::from_secs(60))
+        .tcp_nodelay(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
+    Ok((client, headers))
+}
+
 /// A reqwest error with its causes ("error sending request: ... Connection refused"), without
 /// the URL (it may carry a credential).
 pub(super) fn describe(e: reqwest::Error) -> String {
@@ -430,7 +443,7 @@ impl Drop for CancelGuard {
 }
 
 /// reqwest is built without a bundled TLS crypto provider; install ring once per process.
-pub(super) fn install_tls_provider() {
+fn install_tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{describe, install_tls_provider};
+use super::http::{client_for, describe};
 use super::mux::Mux;
 use super::sse::{Event, SseReader};
 use super::stdio::negotiate;
@@ -45,27 +45,7 @@ impl std::fmt::Debug for LegacySse {
 
 impl LegacySse {
     pub(crate) fn new(config: Arc<UpstreamConfig>, signals: Arc<Signals>) -> Result<Self, UpstreamError> {
-        install_tls_provider();
-        let bad = |key: String, problem: &str| UpstreamError::Config {
-            upstream: config.name.clone(),
-            key,
-            problem: problem.to_owned(),
-        };
-        let mut headers = HeaderMap::new();
-        for (name, value) in &config.headers {
-            let header = HeaderName::try_from(name.as_str())
-                .map_err(|_| bad(format!("headers.{name}"), "not a valid header name"))?;
-            let mut value = HeaderValue::try_from(value.as_str())
-                .map_err(|_| bad(format!("headers.{name}"), "not a valid header value"))?;
-            value.set_sensitive(true);
-            headers.insert(header, value);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout())
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
+        let (client, headers) = client_for(&config)?;
         Ok(Self {
             config,
             signals,
