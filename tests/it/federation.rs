@@ -222,6 +222,20 @@ async fn progress_is_relayed_and_cancellation_reaches_the_upstream() -> anyhow::
     drop(stream);
     appears(&markers.join("cancelled-gone"), Duration::from_secs(10)).await?;
 
+    // So does the client's notifications/cancelled, on whichever replica it lands.
+    let params = json!({"name": "fm_wait", "arguments": {"tag": "noted"}, "_meta": {"progressToken": 2}});
+    let mut stream = client.legacy_stream(&lb, "tools/call", params, &session).await?;
+    appears(&markers.join("started-noted"), Duration::from_secs(10)).await?;
+    let note =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}});
+    for _ in 0..3 {
+        // Through nginx: one of these lands on another replica than the call's.
+        let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
+        assert_eq!(client.post(&lb, &headers, note.to_string()).await?.status, 202);
+    }
+    appears(&markers.join("cancelled-noted"), Duration::from_secs(10)).await?;
+    assert!(stream.next(Duration::from_secs(5)).await?.is_none(), "a cancelled call sends no result");
+
     // Cancelling a task (on whichever replica) cancels the upstream call it runs.
     let params = json!({"name": "fm_wait", "arguments": {"tag": "task"}});
     let created = modern(&client, &lb, "tools/call", params, true).await?;

@@ -34,6 +34,15 @@ impl TaskId {
         Self(id)
     }
 
+    /// An id derived from 16 bytes (a digest), in shard 0: names an event channel that is not a
+    /// task's (e.g. the cancellation of one in-flight request), so it can use the event bus.
+    pub fn derived(bytes: [u8; 16]) -> Self {
+        let mut id = String::with_capacity(ID_LEN);
+        id.push_str("t00-");
+        URL_SAFE_NO_PAD.encode_string(bytes, &mut id);
+        Self(id)
+    }
+
     /// Parses an id a client presented; `None` unless it has exactly the shape of one.
     pub fn parse(s: &str) -> Option<Self> {
         let b = s.as_bytes();

@@ -88,8 +88,11 @@ async fn handle(
         ErrorReply { error: e.into(), id, era: None }
     })?;
     let request = match message {
-        Incoming::Notification(_) => {
+        Incoming::Notification(note) => {
             *label = MethodLabel::NOTIFICATION;
+            if note.method == mcpgate_protocol::method::notification::CANCELLED {
+                forward_cancel(state, headers, &principal, note.params).await;
+            }
             return Ok((reply::accepted(), Record::Now(None)));
         }
         Incoming::Response(response) => {
@@ -145,4 +148,22 @@ fn respond(envelope: bytes::Bytes, accept: Accept) -> Response {
 /// Any method but POST on the MCP endpoint.
 pub(super) async fn not_allowed() -> Response {
     ErrorReply::bare(GatewayError::MethodNotAllowed).into_response()
+}
+
+/// Publishes a 2025-11-25 session's `notifications/cancelled` to whichever replica runs the
+/// request it names (see `mcp::cancellation`); best effort, as cancellation is advisory.
+async fn forward_cancel(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: &crate::auth::Principal,
+    params: Option<&serde_json::value::RawValue>,
+) {
+    let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return };
+    let Some(request) = crate::mcp::cancellation::cancelled_request(params) else { return };
+    let session = mcpgate_seal::context_digest(&[b"session", session.as_bytes()]);
+    let channel = crate::mcp::cancellation::channel(principal, &session, &request);
+    let event = mcpgate_store::TaskEvent::Status(mcpgate_protocol::task::TaskStatus::Cancelled);
+    if let Err(e) = mcpgate_store::EventBus::publish(&state.store, &channel, event).await {
+        tracing::warn!(error = %e, "could not forward a client's cancellation");
+    }
 }

@@ -22,7 +22,11 @@ use mcpgate_protocol::jsonrpc::Request;
 use mcpgate_protocol::pagination::MetaParams;
 use mcpgate_protocol::{Era, Method};
 
+use mcpgate_protocol::task::TaskStatus;
+use mcpgate_store::{EventBus as _, TaskEvent};
+
 use super::admission::admit;
+use super::cancellation;
 use super::context::CallContext;
 use super::handlers;
 use crate::auth::Principal;
@@ -189,12 +193,43 @@ fn stream(state: &AppState, cx: CallContext, ticket: Ticket, prepared: Prepared)
     let work = prepared(Notifier::new(tx.clone()), cancel.clone());
     let shutdown = state.shutdown.clone();
     let metrics = state.metrics.clone();
+    // A 2025-11-25 tools/call can be cancelled by a notification landing on any replica.
+    let cancel_channel = match (cx.era, cx.method, &cx.session) {
+        (Era::Legacy, Method::ToolsCall, Some(session)) => Some(cancellation::channel(&cx.principal, session, &cx.id)),
+        _ => None,
+    };
+    let store = state.store.clone();
     let task = async move {
         let Ticket { permit, in_flight, started } = ticket;
+        let mut cancels = match cancel_channel {
+            Some(channel) => store
+                .subscribe(&channel)
+                .await
+                .inspect_err(|e| {
+                    tracing::debug!(error = %e, "no cross-replica cancellation for this call");
+                })
+                .ok(),
+            None => None,
+        };
+        let cancelled_by_client = async {
+            match &mut cancels {
+                Some(sub) => loop {
+                    if sub.next().await == TaskEvent::Status(TaskStatus::Cancelled) {
+                        break;
+                    }
+                },
+                None => std::future::pending().await,
+            }
+        };
         // Cancellation first: a tool that returns because it saw the token has not finished.
         let outcome = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
+            () = cancelled_by_client => {
+                tracing::debug!(id = %cx.id, "cancelled by the client's notification");
+                cancel.cancel();
+                None
+            }
             result = work => Some(result),
         };
         let (message, recorded) = match outcome {

@@ -3,6 +3,7 @@
 
 mod admission;
 mod answers;
+pub(crate) mod cancellation;
 mod context;
 mod dispatch;
 mod handlers;
