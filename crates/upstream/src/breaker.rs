@@ -116,6 +116,17 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
+    async fn an_abandoned_probe_lets_the_next_call_probe() {
+        let b = Breaker::new(1, Duration::from_secs(10));
+        let t = b.admit().unwrap();
+        b.record(t, false);
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let probe = b.admit().unwrap();
+        b.abandon(probe);
+        assert!(b.admit().is_ok(), "a dropped probe must not leave the breaker half-open for good");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn opens_probes_and_closes() {
         let b = Breaker::new(2, Duration::from_secs(10));
         for _ in 0..2 {

@@ -20,7 +20,7 @@ use mcpgate_protocol::prompt::Prompt;
 use mcpgate_protocol::resource::{Resource, ResourceTemplate};
 use mcpgate_protocol::tool::Tool as ToolInfo;
 
-use crate::breaker::{Breaker, BreakerState};
+use crate::breaker::{Breaker, BreakerState, Ticket};
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
 use crate::transport::{Exchange, Link, Signals};
@@ -100,6 +100,29 @@ pub struct Upstream {
     breaker: Breaker,
     signals: Arc<Signals>,
     stats: UpstreamStats,
+}
+
+/// One request in flight: counted while it lives; its breaker ticket is given back unused if
+/// it is dropped before an outcome was recorded.
+struct Flight<'a> {
+    upstream: &'a Upstream,
+    ticket: Option<Ticket>,
+}
+
+impl<'a> Flight<'a> {
+    fn new(upstream: &'a Upstream, ticket: Ticket) -> Self {
+        upstream.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        Self { upstream, ticket: Some(ticket) }
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        self.upstream.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(ticket) = self.ticket.take() {
+            self.upstream.breaker.abandon(ticket);
+        }
+    }
 }
 
 /// One request: the method, its params, and how HTTP headers mirror it.
@@ -192,7 +215,9 @@ impl Upstream {
     pub async fn request(&self, request: Request, cancel: &CancellationToken) -> Result<Box<RawValue>, UpstreamError> {
         let ticket = self.breaker.admit().inspect_err(|e| self.stats.error(e))?;
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
-        self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        // Also when this future is dropped mid-call (a caller's own timeout): the count goes
+        // down and a half-open breaker's probe ticket comes back.
+        let mut flight = Flight::new(self, ticket);
         let started = tokio::time::Instant::now();
         let timeout = self.config.timeout();
         // Spans (and the OTLP export) carry the upstream's name and the method.
@@ -207,13 +232,15 @@ impl Upstream {
             r = tokio::time::timeout(timeout, work) => r.unwrap_or(Err(UpstreamError::Timeout { secs: timeout.as_secs() })),
             () = cancel.cancelled() => Err(UpstreamError::Cancelled),
         };
-        self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.stats.observe(started.elapsed());
-        match &outcome {
-            Err(UpstreamError::Cancelled) => self.breaker.abandon(ticket),
-            Err(e) => self.breaker.record(ticket, !e.is_health_failure()),
-            Ok(_) => self.breaker.record(ticket, true),
+        if let Some(ticket) = flight.ticket.take() {
+            match &outcome {
+                Err(UpstreamError::Cancelled) => self.breaker.abandon(ticket),
+                Err(e) => self.breaker.record(ticket, !e.is_health_failure()),
+                Ok(_) => self.breaker.record(ticket, true),
+            }
         }
+        drop(flight);
         if let Err(e) = &outcome {
             self.stats.error(e);
         }
