@@ -160,7 +160,7 @@ async fn forward_cancel(
 ) {
     let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return };
     let Some(request) = crate::mcp::cancellation::cancelled_request(params) else { return };
-    let session = mcpgate_seal::context_digest(&[b"session", session.as_bytes()]);
+    let session = crate::mcp::session::identity(session);
     let channel = crate::mcp::cancellation::channel(principal, &session, &request);
     let event = mcpgate_store::TaskEvent::Status(mcpgate_protocol::task::TaskStatus::Cancelled);
     if let Err(e) = mcpgate_store::EventBus::publish(&state.store, &channel, event).await {

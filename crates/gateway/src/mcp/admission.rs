@@ -218,7 +218,7 @@ fn admit_legacy(
     let token = headers.get(MCP_SESSION_ID).ok_or(GatewayError::SessionRequired)?;
     let token = token.to_str().map_err(|_| GatewayError::SessionNotFound { reason: "not visible ASCII" })?.trim();
     let session = session::open(&state.sealer, &state.metrics, principal, token)?;
-    let identity = mcpgate_seal::context_digest(&[b"session", token.as_bytes()]);
+    let identity = session::identity(token);
     if let Some(v) = header_version
         && v != session.version
     {

@@ -201,24 +201,16 @@ fn stream(state: &AppState, cx: CallContext, ticket: Ticket, prepared: Prepared)
     let store = state.store.clone();
     let task = async move {
         let Ticket { permit, in_flight, started } = ticket;
-        let mut cancels = match cancel_channel {
-            Some(channel) => store
-                .subscribe(&channel)
-                .await
-                .inspect_err(|e| {
-                    tracing::debug!(error = %e, "no cross-replica cancellation for this call");
-                })
-                .ok(),
-            None => None,
-        };
+        // Subscribed beside the work, not before it: the call does not wait a round trip for
+        // a cancellation that is best effort anyway.
         let cancelled_by_client = async {
-            match &mut cancels {
-                Some(sub) => loop {
-                    if sub.next().await == TaskEvent::Status(TaskStatus::Cancelled) {
-                        break;
-                    }
-                },
-                None => std::future::pending().await,
+            let Some(channel) = cancel_channel else { return std::future::pending().await };
+            match store.subscribe(&channel).await {
+                Ok(mut sub) => while sub.next().await != TaskEvent::Status(TaskStatus::Cancelled) {},
+                Err(e) => {
+                    tracing::debug!(error = %e, "no cross-replica cancellation for this call");
+                    std::future::pending::<()>().await;
+                }
             }
         };
         // Cancellation first: a tool that returns because it saw the token has not finished.

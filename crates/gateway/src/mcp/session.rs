@@ -53,6 +53,13 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// A session's identity: a digest of its id as the client sends it (every `initialize` seals
+/// with a fresh random nonce, so no two sessions share it). Surrounding whitespace is not
+/// part of the id.
+pub fn identity(token: &str) -> [u8; 32] {
+    mcpgate_seal::context_digest(&[b"session", token.trim().as_bytes()])
+}
+
 /// Seals a new session for `principal`.
 pub fn mint(sealer: &Sealer, principal: &Principal, session: &Session, ttl_secs: u64) -> Result<String, GatewayError> {
     let payload = serde_json::to_vec(session).map_err(|e| GatewayError::internal(format!("session encoding: {e}")))?;

@@ -3,22 +3,11 @@
 mod conformance;
 mod demo;
 
-use crate::catalog::{Catalog, CatalogBuilder, ListRendering};
+use crate::catalog::CatalogBuilder;
 use crate::error::RuntimeError;
 
 /// Toolset names `toolset` accepts.
 pub const KNOWN: &[&str] = &["demo", "conformance"];
-
-/// Builds the catalog of the selected toolsets, in the order given, then `extra`.
-pub fn build(
-    names: &[String],
-    rendering: &ListRendering,
-    extra: impl FnOnce(&mut CatalogBuilder),
-) -> Result<Catalog, RuntimeError> {
-    let mut builder = registered(names)?;
-    extra(&mut builder);
-    builder.build(rendering)
-}
 
 /// The registrations of the selected toolsets, in the order given.
 pub fn registered(names: &[String]) -> Result<CatalogBuilder, RuntimeError> {

@@ -46,7 +46,7 @@ pub(crate) struct Http {
     url: reqwest::Url,
     /// The configured headers (credentials: never logged).
     headers: HeaderMap,
-    session: tokio::sync::Mutex<Option<Session>>,
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
     generations: AtomicU64,
     next_id: AtomicU64,
 }
@@ -100,7 +100,7 @@ impl Http {
         for attempt in 0..2 {
             let session = self.session().await?;
             let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
-            let guard = CancelGuard::new(self, &session, id);
+            let guard = CancelGuard { http: self, session: &session, id, done: false };
             let posted = self.post(&session, body, Some(id), &ex).await;
             guard.finish();
             match posted? {
@@ -119,10 +119,10 @@ impl Http {
     }
 
     /// The current session, negotiating one when there is none.
-    async fn session(&self) -> Result<Session, UpstreamError> {
+    async fn session(&self) -> Result<Arc<Session>, UpstreamError> {
         let mut slot = self.session.lock().await;
         if let Some(session) = &*slot {
-            return Ok(session.clone());
+            return Ok(Arc::clone(session));
         }
         let session =
             tokio::time::timeout(self.config.connect_timeout(), self.negotiate()).await.unwrap_or_else(|_| {
@@ -131,7 +131,8 @@ impl Http {
                 })
             })?;
         tracing::info!(upstream = %self.config.name, version = session.negotiated.version(), "upstream connected");
-        *slot = Some(session.clone());
+        let session = Arc::new(session);
+        *slot = Some(Arc::clone(&session));
         Ok(session)
     }
 
@@ -403,42 +404,38 @@ fn header_value(value: &str) -> String {
 }
 
 /// Forwards a cancellation upstream when a call to a legacy session ends early (a modern
-/// upstream sees the connection close instead).
-struct CancelGuard {
-    send: Option<(reqwest::RequestBuilder, u64)>,
+/// upstream sees the connection close instead). Costs nothing unless the call is dropped.
+struct CancelGuard<'a> {
+    http: &'a Http,
+    session: &'a Session,
+    id: u64,
+    done: bool,
 }
 
-impl CancelGuard {
-    fn new(http: &Http, session: &Session, id: u64) -> Self {
-        let send = session.id.as_ref().map(|sid| {
-            let request = http
-                .client
-                .post(http.url.clone())
-                .headers(http.headers.clone())
-                .header(CONTENT_TYPE, "application/json")
-                .header(ACCEPT, "application/json, text/event-stream")
-                .header(VERSION_HEADER, session.negotiated.version())
-                .header(SESSION_HEADER, sid.as_str())
-                .timeout(Duration::from_secs(5));
-            (request, id)
-        });
-        Self { send }
-    }
-
+impl CancelGuard<'_> {
     fn finish(mut self) {
-        self.send = None;
+        self.done = true;
     }
 }
 
-impl Drop for CancelGuard {
+impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
-        if let Some((request, id)) = self.send.take()
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            handle.spawn(async move {
-                let _ = request.body(rpc::cancelled(id)).send().await;
-            });
-        }
+        let Some(sid) = self.session.id.as_deref().filter(|_| !self.done) else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let request = self
+            .http
+            .client
+            .post(self.http.url.clone())
+            .headers(self.http.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(VERSION_HEADER, self.session.negotiated.version())
+            .header(SESSION_HEADER, sid)
+            .timeout(Duration::from_secs(5))
+            .body(rpc::cancelled(self.id));
+        handle.spawn(async move {
+            let _ = request.send().await;
+        });
     }
 }
 

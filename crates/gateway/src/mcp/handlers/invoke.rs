@@ -19,7 +19,8 @@ use crate::mcp::dispatch::Prepared;
 use crate::mcp::render;
 use crate::mcp::request_state::Round;
 use crate::state::AppState;
-use mcpgate_runtime::catalog::{BoxFuture, Outcome, ToolContext};
+use mcpgate_runtime::catalog::{BoxFuture, Notifier, Outcome, ToolContext};
+use tokio_util::sync::CancellationToken;
 
 /// Wraps an invocation as work that runs inline or in a streaming task: builds the context,
 /// applies the timeout, renders the outcome.
@@ -33,17 +34,22 @@ pub(super) fn prepare<T: McpResult + Send + 'static>(
     let cx = cx.clone();
     Box::new(move |notifier, cancel| {
         Box::pin(async move {
-            let tcx = ToolContext::new(
-                cx.principal.clone(),
-                cx.capabilities.clone(),
-                cx.progress_token.clone(),
-                cx.log_level,
-                notifier,
-                cancel,
-            );
+            let tcx = tool_context(&cx, notifier, cancel);
             finish(&state, &cx, &round, invoke(tcx)).await
         })
     })
+}
+
+/// What an invocation sees of the request it serves.
+pub(super) fn tool_context(cx: &CallContext, notifier: Notifier, cancel: CancellationToken) -> ToolContext {
+    ToolContext::new(
+        cx.principal.clone(),
+        cx.capabilities.clone(),
+        cx.progress_token.clone(),
+        cx.log_level,
+        notifier,
+        cancel,
+    )
 }
 
 pub(super) async fn finish<T: McpResult>(

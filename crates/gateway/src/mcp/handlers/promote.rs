@@ -16,12 +16,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use mcpgate_runtime::catalog::{Failure, Outcome, Tool, ToolCall, ToolContext};
+use mcpgate_runtime::catalog::{Failure, Outcome, Tool, ToolCall};
 use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
 use mcpgate_store::TaskStore as _;
 
-use super::invoke::finish;
+use super::invoke::{finish, tool_context};
 use super::tasks::{TaskPlan, TtlRequest, new_task, render_created};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
@@ -45,15 +45,7 @@ pub(super) fn prepare(
             // The call's own token: the request's end must not stop it once it is a task.
             let own = CancellationToken::new();
             let (status_tx, status_rx) = watch::channel(None);
-            let tcx = ToolContext::new(
-                cx.principal.clone(),
-                cx.capabilities.clone(),
-                cx.progress_token.clone(),
-                cx.log_level,
-                notifier,
-                own.clone(),
-            )
-            .with_status(status_tx);
+            let tcx = tool_context(&cx, notifier, own.clone()).with_status(status_tx);
             let plan = TaskPlan {
                 tool: name,
                 arguments: call.arguments.clone(),
