@@ -416,7 +416,14 @@ async fn changed_lists_reach_every_replica_and_survive_the_upstream() -> anyhow:
         .args(&["--config", &config])
         .start()?;
     let client = Client::new()?;
+    // A client listening on replica 2 hears of the change replica 0 finds.
+    let listen = json!({"notifications": {"toolsListChanged": true}});
+    let mut listener = client.modern_stream(&cluster.replica_url(2), "subscriptions/listen", listen).await?;
+    let ack = listener.next(Duration::from_secs(5)).await?.expect("an acknowledgement");
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}), "{ack}");
     assert_eq!(text(&call(&client, &cluster.replica_url(1), "fm_grow", json!({"name": "fresh"})).await?), "added");
+    let heard = listener.next(Duration::from_secs(15)).await?.expect("a list change");
+    assert_eq!(heard["method"], "notifications/tools/list_changed", "{heard}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     for i in 0..3 {
         loop {

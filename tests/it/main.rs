@@ -6,6 +6,7 @@ mod faults;
 mod federation;
 mod idempotency;
 mod jwt;
+mod listen;
 mod mrtr;
 mod process;
 mod redis_cluster;

@@ -70,25 +70,38 @@ impl Client {
     }
 
     /// A modern (2026-07-28) request with `_meta` and mirrored headers.
-    pub async fn modern(&self, url: &str, method: &str, mut params: Value) -> anyhow::Result<Reply> {
-        let name =
-            ["name", "uri", "taskId"].iter().find_map(|k| params.get(*k).and_then(Value::as_str).map(str::to_owned));
-        let extra = params.get("_meta").cloned();
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        });
-        if let Some(Value::Object(extra)) = extra {
-            for (k, v) in extra {
-                params["_meta"][k] = v;
-            }
-        }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-        let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
-        if let Some(name) = &name {
-            headers.push(("mcp-name", name));
-        }
+    pub async fn modern(&self, url: &str, method: &str, params: Value) -> anyhow::Result<Reply> {
+        let (headers, body) = modern_request(method, params);
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         self.post(url, &headers, body).await
+    }
+
+    /// A modern request whose SSE reply is read as it streams (`subscriptions/listen`).
+    pub async fn modern_stream(&self, url: &str, method: &str, params: Value) -> anyhow::Result<EventStream> {
+        let (headers, body) = modern_request(method, params);
+        let mut req = self
+            .http
+            .post(url)
+            .timeout(Duration::from_secs(600))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        for (k, v) in &headers {
+            req = req.header(*k, v);
+        }
+        EventStream::open(req.send().await.with_context(|| format!("POST {url}"))?)
+    }
+
+    /// A 2025-11-25 session's GET stream.
+    pub async fn get_stream(&self, url: &str, session: &str) -> anyhow::Result<EventStream> {
+        let req = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(600))
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+        EventStream::open(req.send().await.with_context(|| format!("GET {url}"))?)
     }
 
     /// A legacy (2025-11-25) request, with a session id when given.
@@ -120,9 +133,7 @@ impl Client {
             .send()
             .await
             .with_context(|| format!("POST {url}"))?;
-        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
-        anyhow::ensure!(content_type.starts_with("text/event-stream"), "not a stream: {content_type}");
-        Ok(EventStream { resp, buffer: String::new() })
+        EventStream::open(resp)
     }
 
     /// GET a path.
@@ -133,6 +144,28 @@ impl Client {
     }
 }
 
+/// The headers and body of a modern request: `_meta` with the protocol version and no client
+/// capabilities unless `params._meta` adds some, `Mcp-Method`, and `Mcp-Name` from the body.
+fn modern_request(method: &str, mut params: Value) -> (Vec<(&'static str, String)>, String) {
+    let name = ["name", "uri", "taskId"].iter().find_map(|k| params.get(*k).and_then(Value::as_str).map(str::to_owned));
+    let extra = params.get("_meta").cloned();
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if let Some(Value::Object(extra)) = extra {
+        for (k, v) in extra {
+            params["_meta"][k] = v;
+        }
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut headers = vec![("mcp-protocol-version", "2026-07-28".to_owned()), ("mcp-method", method.to_owned())];
+    if let Some(name) = name {
+        headers.push(("mcp-name", name));
+    }
+    (headers, body)
+}
+
 /// An SSE reply read message by message.
 #[derive(Debug)]
 pub struct EventStream {
@@ -141,6 +174,17 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    /// Reads `resp` as a stream; fails (with the body) when it is not one.
+    fn open(resp: reqwest::Response) -> anyhow::Result<Self> {
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        anyhow::ensure!(
+            content_type.starts_with("text/event-stream"),
+            "not a stream: HTTP {} {content_type}",
+            resp.status()
+        );
+        Ok(Self { resp, buffer: String::new() })
+    }
+
     /// The next JSON message (comments and empty events skipped), `None` once the stream
     /// ended; waits at most `within` for it.
     pub async fn next(&mut self, within: Duration) -> anyhow::Result<Option<Value>> {

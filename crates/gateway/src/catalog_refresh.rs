@@ -2,17 +2,19 @@
 //! (an upstream that does not answer contributes the lists it last served, kept in the
 //! store), re-read every `federation.list_refresh_secs` and whenever an upstream announces a
 //! change; a change is saved to the store, which advances a generation every replica polls,
-//! so all replicas rebuild from the same lists within moments, without each asking the
-//! upstream.
+//! and announced on the store's change channel (which listen streams on every replica follow,
+//! and which makes every replica reload at once rather than at its next poll), so all
+//! replicas rebuild from the same lists within moments, without each asking the upstream.
 //!
 //! Invariant: a snapshot is swapped in whole and only when some list changed; an upstream
-//! that is down keeps its last known lists (its calls fail fast meanwhile).
+//! that is down keeps its last known lists (its calls fail fast meanwhile); a change is
+//! announced only after this replica's new snapshot is in place.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
-use mcpgate_store::{AnyStore, UpstreamLists as _};
+use mcpgate_store::{AnyStore, Change, EventBus as _, UpstreamLists as _};
 use mcpgate_upstream::{Federation, Lists};
 
 use crate::error::GatewayError;
@@ -102,6 +104,7 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
         let mut next_refresh = tokio::time::Instant::now() + every;
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut announced = state.store.changes();
         loop {
             let from_upstreams = tokio::select! {
                 () = state.stopping.cancelled() => return,
@@ -111,10 +114,19 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                     true
                 }
                 _ = poll.tick() => false,
+                // Another replica's change (or our own, which finds nothing new): check now.
+                change = announced.recv() => {
+                    if matches!(change, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+                        return;
+                    }
+                    false
+                }
             };
+            let mut kinds = Kinds::default();
             let changed = if from_upstreams {
                 next_refresh = tokio::time::Instant::now() + every;
-                refresh_from_upstreams(&state, &federation, &mut current, wait).await
+                kinds = refresh_from_upstreams(&state, &federation, &mut current, wait).await;
+                kinds.any()
             } else {
                 match state.store.lists_generation().await {
                     Ok(seen) if seen != generation => {
@@ -133,6 +145,7 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                     Ok(catalog) => {
                         state.catalog.replace(catalog);
                         tracing::info!("catalog rebuilt with the upstreams' new lists");
+                        kinds.announce(&state.store).await;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "the new lists do not make a valid catalog; keeping the current one")
@@ -143,25 +156,70 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
     });
 }
 
-/// Re-reads every upstream; saves and takes what changed. True when anything did.
+/// Which kinds of list changed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Kinds {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+}
+
+impl Kinds {
+    /// What differs between an upstream's old lists and its new ones.
+    fn between(old: Option<&Lists>, new: &Lists) -> Self {
+        let Some(old) = old else {
+            return Self { tools: true, prompts: true, resources: true };
+        };
+        Self {
+            tools: old.tools != new.tools,
+            prompts: old.prompts != new.prompts,
+            resources: old.resources != new.resources || old.templates != new.templates,
+        }
+    }
+
+    fn any(self) -> bool {
+        self.tools || self.prompts || self.resources
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.tools |= other.tools;
+        self.prompts |= other.prompts;
+        self.resources |= other.resources;
+    }
+
+    /// Tells every replica's listeners (best effort: lists are re-read on the next poll anyway).
+    async fn announce(self, store: &AnyStore) {
+        for (changed, change) in [
+            (self.tools, Change::ToolsListChanged),
+            (self.prompts, Change::PromptsListChanged),
+            (self.resources, Change::ResourcesListChanged),
+        ] {
+            if changed && let Err(e) = store.publish_change(&change).await {
+                tracing::warn!(error = %e, "could not announce a list change; replicas see it at their next poll");
+            }
+        }
+    }
+}
+
+/// Re-reads every upstream; saves and takes what changed. Returns which kinds of list did.
 async fn refresh_from_upstreams(
     state: &AppState,
     federation: &Federation,
     current: &mut [Option<Lists>],
     wait: Duration,
-) -> bool {
+) -> Kinds {
     let read = federation.discover(wait).await;
-    let mut changed = false;
+    let mut kinds = Kinds::default();
     for ((upstream, fresh), held) in federation.upstreams().iter().zip(read).zip(current.iter_mut()) {
         if let Some(fresh) = fresh
             && held.as_ref() != Some(&fresh)
         {
             save(&state.store, upstream.name(), &fresh).await;
+            kinds.merge(Kinds::between(held.as_ref(), &fresh));
             *held = Some(fresh);
-            changed = true;
         }
     }
-    changed
+    kinds
 }
 
 /// Takes the lists another replica saved. True when anything changed.

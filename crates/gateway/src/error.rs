@@ -75,6 +75,12 @@ pub enum GatewayError {
     /// Too many requests in flight on this replica.
     #[error("Service Unavailable: too many requests in flight, retry shortly")]
     Overloaded,
+    /// This principal already holds as many listen streams on this replica as it may.
+    #[error("Too Many Requests: at most {max} listen streams per caller are open at once; close one first")]
+    TooManyListeners {
+        /// The per-principal limit.
+        max: u64,
+    },
     /// No valid bearer token.
     #[error("Unauthorized: {reason}")]
     Unauthorized {
@@ -327,6 +333,12 @@ impl GatewayError {
                 ErrorCode::INTERNAL_ERROR,
                 None,
                 Some((header::RETRY_AFTER, "1".to_owned())),
+            ),
+            E::TooManyListeners { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::INVALID_REQUEST,
+                None,
+                Some((header::RETRY_AFTER, "5".to_owned())),
             ),
             E::Unauthorized { challenge, .. } => (
                 StatusCode::UNAUTHORIZED,

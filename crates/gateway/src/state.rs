@@ -27,6 +27,7 @@ use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;
 use crate::http::origin::OriginPolicy;
 use crate::mcp::discover_result;
+use crate::mcp::listeners::Listeners;
 use crate::metrics::Metrics;
 use mcpgate_runtime::catalog::{CatalogBuilder, ListRendering, SharedCatalog};
 use mcpgate_runtime::toolsets;
@@ -52,6 +53,8 @@ pub struct Inner {
     pub workers: Workers,
     /// Legacy `tasks/result` waiters at once.
     pub result_waiters: Arc<Semaphore>,
+    /// Open listen streams, in all and per principal.
+    pub listeners: Listeners,
     /// Seals legacy session ids (and requestState).
     pub sealer: Sealer,
     /// Authenticates requests.
@@ -149,6 +152,15 @@ impl AppState {
             store,
             workers,
             result_waiters: Arc::new(Semaphore::new(waiters.min(Semaphore::MAX_PERMITS))),
+            // Without authentication every caller is the one anonymous principal: only the
+            // replica's limit can apply.
+            listeners: Listeners::new(
+                config.http.max_listeners,
+                match config.auth.mode {
+                    AuthMode::None => config.http.max_listeners,
+                    AuthMode::Jwt => config.http.max_listeners_per_principal,
+                },
+            ),
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
             body_budget: Arc::new(Semaphore::new(

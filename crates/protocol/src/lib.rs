@@ -25,6 +25,7 @@ pub mod resource;
 pub mod result;
 pub mod roots;
 pub mod sampling;
+pub mod subscription;
 pub mod task;
 pub mod tool;
 pub mod version;

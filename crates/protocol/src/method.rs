@@ -40,11 +40,13 @@ pub enum Method {
     TasksCancel,
     /// `tasks/update` (modern tasks extension only).
     TasksUpdate,
+    /// `subscriptions/listen` (modern only; legacy sessions use their GET stream).
+    SubscriptionsListen,
 }
 
 impl Method {
     /// Every known method.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::Initialize,
         Self::Ping,
         Self::ServerDiscover,
@@ -61,6 +63,7 @@ impl Method {
         Self::TasksList,
         Self::TasksCancel,
         Self::TasksUpdate,
+        Self::SubscriptionsListen,
     ];
 
     /// The wire name.
@@ -82,6 +85,7 @@ impl Method {
             Self::TasksList => "tasks/list",
             Self::TasksCancel => "tasks/cancel",
             Self::TasksUpdate => "tasks/update",
+            Self::SubscriptionsListen => "subscriptions/listen",
         }
     }
 
@@ -99,7 +103,7 @@ impl Method {
     pub fn exists_in(self, era: Era) -> bool {
         match self {
             Self::Initialize | Self::Ping | Self::TasksResult | Self::TasksList => era == Era::Legacy,
-            Self::ServerDiscover | Self::TasksUpdate => era == Era::Modern,
+            Self::ServerDiscover | Self::TasksUpdate | Self::SubscriptionsListen => era == Era::Modern,
             _ => true,
         }
     }

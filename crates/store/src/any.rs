@@ -177,6 +177,17 @@ impl EventBus for AnyStore {
     async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
         delegate!(self, s => s.publish(id, event))
     }
+
+    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
+        delegate!(self, s => s.publish_change(change))
+    }
+
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+        match self {
+            Self::Memory(s) => s.changes(),
+            Self::Redis(s) => s.changes(),
+        }
+    }
 }
 
 impl UpstreamLists for AnyStore {

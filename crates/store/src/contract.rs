@@ -194,6 +194,13 @@ pub trait EventBus: Send + Sync {
         id: &TaskId,
         event: crate::model::TaskEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Announces a catalog change to every replica's listeners (this one's included).
+    fn publish_change(&self, change: &crate::Change) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// This replica's feed of catalog changes from every replica, from now on. A receiver
+    /// that falls behind sees `Lagged` and should treat it as [`crate::Change::Missed`].
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change>;
 }
 
 /// What each upstream server listed last, shared by every replica so a replica that starts

@@ -1,6 +1,7 @@
 //! Local fan-out of task events: one entry per task with subscribers on this replica, each a
 //! broadcast channel. Subscriptions unsubscribe themselves when dropped, and the entry (and,
-//! for Redis, the channel subscription) goes away with the last one.
+//! for Redis, the channel subscription) goes away with the last one. Catalog changes have one
+//! broadcast channel of their own, always open.
 //!
 //! Invariant: a subscription handed out is "ready": the backend subscription it relies on is
 //! confirmed, so no event of a later transition can be missed.
@@ -10,10 +11,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
+use crate::change::Change;
 use crate::model::{TaskEvent, TaskId};
 
 /// Events buffered per task before a slow subscriber is told to resync.
 const BUFFER: usize = 16;
+/// Catalog changes buffered before a slow listener is told it missed some.
+const CHANGE_BUFFER: usize = 64;
 
 /// Called when the first local subscriber of a task arrives or the last one leaves.
 pub(crate) trait Watcher: Send + Sync {
@@ -25,11 +29,22 @@ pub(crate) trait Watcher: Send + Sync {
 #[derive(Clone)]
 pub(crate) struct Hub {
     inner: Arc<Mutex<HashMap<TaskId, broadcast::Sender<TaskEvent>>>>,
+    changes: broadcast::Sender<Change>,
 }
 
 impl Hub {
     pub(crate) fn new() -> Self {
-        Self { inner: Arc::new(Mutex::new(HashMap::new())) }
+        Self { inner: Arc::new(Mutex::new(HashMap::new())), changes: broadcast::channel(CHANGE_BUFFER).0 }
+    }
+
+    /// A feed of catalog changes from now on.
+    pub(crate) fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// Delivers a catalog change to this replica's listeners.
+    pub(crate) fn deliver_change(&self, change: Change) {
+        let _ = self.changes.send(change);
     }
 
     /// Adds a subscriber; returns it and whether it is the first for this task.
@@ -58,6 +73,7 @@ impl Hub {
         for sender in map.values() {
             let _ = sender.send(TaskEvent::Resync);
         }
+        let _ = self.changes.send(Change::Missed);
     }
 
     /// Every task with local subscribers.

@@ -8,6 +8,7 @@
 //! shard, named in the task id), so each step touches one Redis Cluster slot.
 
 mod any;
+mod change;
 mod contract;
 mod error;
 mod events;
@@ -19,6 +20,7 @@ mod redis;
 pub mod testing;
 
 pub use any::AnyStore;
+pub use change::Change;
 pub use contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 pub use error::StoreError;
 pub use events::Subscription;

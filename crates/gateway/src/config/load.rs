@@ -297,6 +297,8 @@ fn validate(c: &Config) -> Result<(), GatewayError> {
         ("store.command_timeout_ms", c.store.command_timeout_ms, 10),
         ("http.max_concurrent_requests", c.http.max_concurrent_requests, 1),
         ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 1),
+        ("http.max_listeners", c.http.max_listeners, 1),
+        ("http.max_listeners_per_principal", c.http.max_listeners_per_principal, 1),
         ("seal.session_ttl_secs", c.seal.session_ttl_secs, 1),
         ("seal.request_state_ttl_secs", c.seal.request_state_ttl_secs, 1),
         ("seal.max_bytes", c.seal.max_bytes, 1024),

@@ -109,6 +109,10 @@ pub struct HttpConfig {
     pub max_concurrent_requests: u64,
     /// SSE keep-alive interval.
     pub sse_keepalive_secs: u64,
+    /// `subscriptions/listen` streams open at once per replica.
+    pub max_listeners: u64,
+    /// `subscriptions/listen` streams one principal may hold open on one replica.
+    pub max_listeners_per_principal: u64,
 }
 
 impl Default for HttpConfig {
@@ -121,6 +125,8 @@ impl Default for HttpConfig {
             allowed_hosts: Vec::new(),
             max_concurrent_requests: 4096,
             sse_keepalive_secs: 15,
+            max_listeners: 10_000,
+            max_listeners_per_principal: 16,
         }
     }
 }

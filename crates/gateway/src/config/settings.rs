@@ -96,6 +96,16 @@ pub const SETTINGS: &[Setting] = &[
         "Requests processed at once per replica; beyond it requests get 503 [4096]",
     ),
     s("http.sse_keepalive_secs", Kind::Int, "Interval of keep-alive comments on SSE responses [15]"),
+    s(
+        "http.max_listeners",
+        Kind::Int,
+        "subscriptions/listen streams (and legacy GET streams) open at once per replica; beyond it 503 [10000]",
+    ),
+    s(
+        "http.max_listeners_per_principal",
+        Kind::Int,
+        "Listen streams one authenticated principal may hold open on one replica; beyond it 429 [16]",
+    ),
     s("auth.mode", Kind::Str, "none (one anonymous principal; loopback only unless allowed) or jwt [none]"),
     s(
         "auth.allow_anonymous_non_loopback",

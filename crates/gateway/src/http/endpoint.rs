@@ -145,9 +145,29 @@ fn respond(envelope: bytes::Bytes, accept: Accept) -> Response {
     if accept.json { reply::json(envelope) } else { reply::sse_once(envelope) }
 }
 
-/// Any method but POST on the MCP endpoint.
+/// Any method but POST (and a legacy session's GET) on the MCP endpoint.
 pub(super) async fn not_allowed() -> Response {
     ErrorReply::bare(GatewayError::MethodNotAllowed).into_response()
+}
+
+/// `GET /mcp`: a 2025-11-25 session's stream of server notifications (list changes). Without
+/// a session id (a 2026-07-28 client, or none at all) the method is not allowed.
+pub(super) async fn get_mcp(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if !headers.contains_key(MCP_SESSION_ID) {
+        return not_allowed().await;
+    }
+    let opened = async {
+        state.origin.check(&headers)?;
+        let principal = state.auth.authenticate(&headers).await?;
+        if !Accept::from_headers(&headers)?.sse {
+            return Err(GatewayError::NotAcceptable);
+        }
+        crate::mcp::listen::open_legacy(&state, &headers, &principal)
+    };
+    match opened.await {
+        Ok(response) => response,
+        Err(error) => ErrorReply { error, id: None, era: Some(Era::Legacy) }.into_response(),
+    }
 }
 
 /// Publishes a 2025-11-25 session's `notifications/cancelled` to whichever replica runs the

@@ -19,7 +19,7 @@ pub const MCP_PATH: &str = "/mcp";
 /// All routes of a replica.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route(MCP_PATH, post(endpoint::post_mcp).fallback(endpoint::not_allowed))
+        .route(MCP_PATH, post(endpoint::post_mcp).get(endpoint::get_mcp).fallback(endpoint::not_allowed))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -24,6 +24,7 @@ use mcpgate_protocol::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, Requ
 use mcpgate_protocol::pagination::{MetaParams, PaginatedParams};
 use mcpgate_protocol::prompt::GetPromptParams;
 use mcpgate_protocol::resource::ReadResourceParams;
+use mcpgate_protocol::subscription::ListenParams;
 use mcpgate_protocol::task::{TaskIdParams, UpdateTaskParams};
 use mcpgate_protocol::tool::CallToolParams;
 use mcpgate_protocol::{Era, Method, ProtocolError, ProtocolVersion, decode_params};
@@ -69,6 +70,7 @@ params!(
     MetaParams,
     CompleteParams,
     InitializeParams,
+    ListenParams,
 );
 
 /// Admits a request for `method` (`None` for an unknown method): returns its context and
@@ -209,7 +211,7 @@ fn admit_modern(meta: &RequestMeta, header: Option<&str>) -> Result<ProtocolVers
 
 /// Opens the request's session; returns it and its identity (a digest of the sealed id: every
 /// `initialize` seals with a fresh random nonce, so no two sessions share it).
-fn admit_legacy(
+pub(super) fn admit_legacy(
     state: &AppState,
     headers: &HeaderMap,
     principal: &Principal,

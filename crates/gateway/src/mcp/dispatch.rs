@@ -161,6 +161,16 @@ pub async fn dispatch(
             ticket.permit = None;
             (cx, prepared, accept.sse)
         }
+        Some(Method::SubscriptionsListen) => {
+            let (cx, params) = admitted!(mcpgate_protocol::subscription::ListenParams);
+            let response = super::listen::open(state, &cx, params, accept).await.map_err(fail(&cx))?;
+            // A listener is not a request in flight: it holds a listener slot instead, and
+            // counts as served once its stream is open.
+            let Ticket { permit, in_flight, started } = ticket;
+            drop((permit, in_flight));
+            state.metrics.record(MethodLabel::method(cx.method), Some(cx.era), Outcome::Ok, started.elapsed());
+            return Ok((Reply::Stream(response), cx.era));
+        }
         Some(Method::PromptsGet) => {
             let (cx, params) = admitted!(mcpgate_protocol::prompt::GetPromptParams);
             let prepared = handlers::get_prompt(state, &cx, params).await.map_err(fail(&cx))?;

@@ -8,6 +8,8 @@ mod context;
 mod dispatch;
 mod handlers;
 pub mod idempotency;
+pub mod listen;
+pub mod listeners;
 mod render;
 mod request_state;
 pub mod session;

@@ -1,5 +1,6 @@
 //! What a tool, prompt or resource sees of the request it serves: the caller, the client's
-//! declared capabilities, a progress reporter, a logger and a cancellation token.
+//! declared capabilities, a progress reporter, a logger, a cancellation token, and a way to
+//! tell every listening client that a list (or a resource) changed.
 //!
 //! Invariant: notifications go out only when the request opted in (a `progressToken` for
 //! progress, a `logLevel` at or below the message's level for logs) and only on that
@@ -16,6 +17,8 @@ use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::jsonrpc::OutgoingNotification;
 use mcpgate_protocol::meta::{LoggingLevel, ProgressParams, ProgressToken};
 use mcpgate_protocol::method::notification;
+
+use mcpgate_store::{AnyStore, Change, EventBus as _};
 
 use crate::Principal;
 
@@ -90,6 +93,8 @@ pub struct ToolContext {
     /// Where progress also goes as a status message (a call that may become a task).
     status: Option<watch::Sender<Option<String>>>,
     cancel: CancellationToken,
+    /// Where catalog changes are announced (every replica's listen streams), if anywhere.
+    changes: Option<AnyStore>,
 }
 
 impl ToolContext {
@@ -108,6 +113,7 @@ impl ToolContext {
             reporter: Reporter::Request { notifier, progress_token, log_level },
             status: None,
             cancel,
+            changes: None,
         }
     }
 
@@ -118,7 +124,7 @@ impl ToolContext {
         status: watch::Sender<Option<String>>,
         cancel: CancellationToken,
     ) -> Self {
-        Self { principal, capabilities, reporter: Reporter::Task { status }, status: None, cancel }
+        Self { principal, capabilities, reporter: Reporter::Task { status }, status: None, cancel, changes: None }
     }
 
     /// Also turns progress into status messages on `status` (a call that may become a task
@@ -126,6 +132,13 @@ impl ToolContext {
     #[must_use]
     pub fn with_status(mut self, status: watch::Sender<Option<String>>) -> Self {
         self.status = Some(status);
+        self
+    }
+
+    /// Announces changes through `store` (see [`ToolContext::announce`]).
+    #[must_use]
+    pub fn with_changes(mut self, store: AnyStore) -> Self {
+        self.changes = Some(store);
         self
     }
 
@@ -195,6 +208,20 @@ impl ToolContext {
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// Tells every client listening on any replica that `change` happened (a tool whose
+    /// work changes what the server lists, or a resource's contents). Best effort: false when
+    /// it could not be announced (no store behind this context, or the store failed).
+    pub async fn announce(&self, change: Change) -> bool {
+        let Some(store) = &self.changes else { return false };
+        match store.publish_change(&change).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not announce a catalog change");
+                false
+            }
+        }
     }
 }
 

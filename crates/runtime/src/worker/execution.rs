@@ -127,7 +127,8 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
     let cancel = shared.shutdown.child_token();
     // The task acts with the authority its creator had when it was created.
     let principal = Principal::new(&task.issuer, &task.subject, task.scopes.clone());
-    let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone());
+    let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone())
+        .with_changes(shared.store.clone());
     tracing::debug!("task run started");
     let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe };
     supervise(shared, run, tool.call(call, &cx)).await;

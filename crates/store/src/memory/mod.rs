@@ -234,6 +234,15 @@ impl EventBus for MemoryStore {
         self.hub.deliver(id, event);
         Ok(())
     }
+
+    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
+        self.hub.deliver_change(change.clone());
+        Ok(())
+    }
+
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+        self.hub.changes()
+    }
 }
 
 impl OnceMarks for MemoryStore {

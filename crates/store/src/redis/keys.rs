@@ -86,6 +86,11 @@ impl Keys {
         format!("{}:events:{id}", self.prefix)
     }
 
+    /// The channel of catalog changes, shared by every replica.
+    pub(super) fn changes_channel(&self) -> String {
+        format!("{}:changes", self.prefix)
+    }
+
     /// The task id of an event channel, if it is one of ours.
     pub(super) fn task_of_channel(&self, channel: &str) -> Option<TaskId> {
         let rest = channel.strip_prefix(&self.prefix)?.strip_prefix(":events:")?;

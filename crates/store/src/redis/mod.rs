@@ -385,6 +385,17 @@ impl EventBus for RedisStore {
         self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
             .await
     }
+
+    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(self.inner.keys.changes_channel()).arg(change.encode());
+        self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
+            .await
+    }
+
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+        self.inner.subscriber.changes()
+    }
 }
 
 impl OnceMarks for RedisStore {

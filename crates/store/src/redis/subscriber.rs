@@ -4,7 +4,8 @@
 //! Invariants: `subscribe` returns only once Redis confirmed the channel subscription, so an
 //! event published by any later transition is delivered; after a reconnect every channel is
 //! subscribed again and every local subscriber is told to resync (events published while
-//! disconnected are lost, so waiters read their task again).
+//! disconnected are lost, so waiters read their task again). The catalog change channel is
+//! subscribed on every connection, before anything else.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -56,6 +57,13 @@ impl Subscriber {
             Ok(Err(_)) => Err(StoreError::Unavailable { detail: "event subscriber stopped".to_owned() }),
             Err(_) => Err(StoreError::Timeout { millis }),
         }
+    }
+}
+
+impl Subscriber {
+    /// A feed of catalog changes from every replica.
+    pub(super) fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+        self.hub.changes()
     }
 }
 
@@ -133,6 +141,10 @@ async fn serve(
         }
     };
     let (mut sink, mut stream) = pubsub.split();
+    let changes = keys.changes_channel();
+    if bounded("subscribe")(tokio::time::timeout(timeout, sink.subscribe(&changes)).await).is_err() {
+        return Served::Lost { healthy: false };
+    }
     let mut subscribed: HashSet<String> = HashSet::new();
     for id in hub.watched() {
         let channel = keys.channel(&id);
@@ -182,6 +194,13 @@ async fn serve(
             message = stream.next() => match message {
                 None => return Served::Lost { healthy: true },
                 Some(message) => {
+                    if message.get_channel_name() == changes {
+                        let payload: String = message.get_payload().unwrap_or_default();
+                        if let Some(change) = crate::Change::decode(&payload) {
+                            hub.deliver_change(change);
+                        }
+                        continue;
+                    }
                     let Some(id) = keys.task_of_channel(message.get_channel_name()) else { continue };
                     let payload: String = message.get_payload().unwrap_or_default();
                     let event = parse_status(&payload).map_or(TaskEvent::Resync, TaskEvent::Status);

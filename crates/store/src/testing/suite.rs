@@ -101,6 +101,7 @@ where
     lifetime_ends(&make().await).await;
     park_waits_for_input(&make().await).await;
     published_events_reach_subscribers(&make().await).await;
+    published_changes_reach_every_listener(&make().await).await;
     released_tasks_run_again_at_once(&make().await).await;
     renewed_jobs_are_not_reclaimed(&make().await).await;
     reclaim_reaches_every_pending_job(&make().await).await;
@@ -545,6 +546,32 @@ async fn reclaim_reaches_every_pending_job<S: TaskStore + JobQueue>(store: &S) {
         seen.extend(jobs.into_iter().map(|j| j.task));
     }
     assert_eq!(seen, ids, "one job per call, each in turn");
+}
+
+async fn published_changes_reach_every_listener<S: EventBus>(store: &S) {
+    let mut a = store.changes();
+    let mut b = store.changes();
+    // The Redis subscriber may still be connecting: publish until the first change arrives.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let first = loop {
+        store.publish_change(&crate::Change::ToolsListChanged).await.expect("publish");
+        match tokio::time::timeout(Duration::from_millis(200), a.recv()).await {
+            Ok(Ok(crate::Change::Missed)) | Err(_) => {}
+            Ok(other) => break other.expect("a change"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no change delivered within {WAIT:?}");
+    };
+    assert_eq!(first, crate::Change::ToolsListChanged);
+    let uri = crate::Change::ResourceUpdated("test://watched".to_owned());
+    store.publish_change(&uri).await.expect("publish");
+    let seen = async |rx: &mut tokio::sync::broadcast::Receiver<crate::Change>| loop {
+        let change = tokio::time::timeout(WAIT, rx.recv()).await.expect("a change in time").expect("not closed");
+        if let crate::Change::ResourceUpdated(u) = change {
+            break u;
+        }
+    };
+    assert_eq!(seen(&mut a).await, "test://watched");
+    assert_eq!(seen(&mut b).await, "test://watched", "every listener gets every change");
 }
 
 async fn published_events_reach_subscribers<S: EventBus>(store: &S) {

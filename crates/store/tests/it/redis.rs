@@ -313,3 +313,24 @@ async fn workers_long_gone_are_forgotten() {
     let reclaimed = store.reclaim("rescuer", Duration::from_millis(200), 10).await.expect("reclaim");
     assert_eq!(reclaimed.len(), 1);
 }
+
+#[tokio::test]
+async fn a_change_published_by_one_replica_reaches_another() {
+    use mcpgate_store::{Change, EventBus as _};
+    let server = RedisServer::start();
+    let opts = options(&server);
+    let a = RedisStore::connect(opts.clone()).await.expect("replica a");
+    let b = RedisStore::connect(opts).await.expect("replica b");
+    let mut on_b = b.changes();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    // b's subscriber connects in the background: publish until it hears one.
+    loop {
+        a.publish_change(&Change::PromptsListChanged).await.expect("publish");
+        match tokio::time::timeout(Duration::from_millis(200), on_b.recv()).await {
+            Ok(Ok(Change::PromptsListChanged)) => break,
+            Ok(Ok(Change::Missed)) | Err(_) => {}
+            Ok(other) => panic!("unexpected {other:?}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "replica b never heard replica a's change");
+    }
+}

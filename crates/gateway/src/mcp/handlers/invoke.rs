@@ -34,14 +34,19 @@ pub(super) fn prepare<T: McpResult + Send + 'static>(
     let cx = cx.clone();
     Box::new(move |notifier, cancel| {
         Box::pin(async move {
-            let tcx = tool_context(&cx, notifier, cancel);
+            let tcx = tool_context(&state, &cx, notifier, cancel);
             finish(&state, &cx, &round, invoke(tcx)).await
         })
     })
 }
 
 /// What an invocation sees of the request it serves.
-pub(super) fn tool_context(cx: &CallContext, notifier: Notifier, cancel: CancellationToken) -> ToolContext {
+pub(super) fn tool_context(
+    state: &AppState,
+    cx: &CallContext,
+    notifier: Notifier,
+    cancel: CancellationToken,
+) -> ToolContext {
     ToolContext::new(
         cx.principal.clone(),
         cx.capabilities.clone(),
@@ -50,6 +55,7 @@ pub(super) fn tool_context(cx: &CallContext, notifier: Notifier, cancel: Cancell
         notifier,
         cancel,
     )
+    .with_changes(state.store.clone())
 }
 
 pub(super) async fn finish<T: McpResult>(

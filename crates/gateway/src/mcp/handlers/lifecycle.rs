@@ -22,14 +22,16 @@ use crate::mcp::session::{self, Session};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Catalog;
 
-/// What this server offers. No list-changed or subscribe support is advertised: lists never
-/// change at runtime and resource subscriptions need a listen stream.
+/// What this server offers. Lists change (upstreams' lists, tools announcing changes) and
+/// the changes reach listen streams (2026-07-28) and GET streams (2025-11-25); resource
+/// subscriptions are not offered.
 fn capabilities(catalog: &Catalog) -> ServerCapabilities {
     let (tools, prompts, resources) = catalog.has();
+    let list_changed = || ListChangedCapability { list_changed: Some(true) };
     ServerCapabilities {
-        tools: tools.then(ListChangedCapability::default),
-        prompts: prompts.then(ListChangedCapability::default),
-        resources: resources.then(ResourcesCapability::default),
+        tools: tools.then(list_changed),
+        prompts: prompts.then(list_changed),
+        resources: resources.then_some(ResourcesCapability { subscribe: None, list_changed: Some(true) }),
         completions: (prompts || resources).then(JsonObject::new),
         ..ServerCapabilities::default()
     }

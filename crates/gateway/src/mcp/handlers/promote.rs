@@ -45,7 +45,7 @@ pub(super) fn prepare(
             // The call's own token: the request's end must not stop it once it is a task.
             let own = CancellationToken::new();
             let (status_tx, status_rx) = watch::channel(None);
-            let tcx = tool_context(&cx, notifier, own.clone()).with_status(status_tx);
+            let tcx = tool_context(&state, &cx, notifier, own.clone()).with_status(status_tx);
             let plan = TaskPlan {
                 tool: name,
                 arguments: call.arguments.clone(),

@@ -3,6 +3,7 @@
 //! `test_simple_text` comes first: some scenarios call the first listed tool with no
 //! arguments, and the first listed resource is `test://static-text` for the same reason.
 
+mod changes;
 mod input;
 mod prompts;
 mod resources;
@@ -21,6 +22,7 @@ pub(super) const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZG
 pub(super) fn install(b: &mut CatalogBuilder) {
     tools::install(b);
     input::install(b);
+    changes::install(b);
     tasks::install(b);
     prompts::install(b);
     resources::install(b);
