@@ -48,6 +48,11 @@ impl RawMembers {
     pub fn has(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }
+
+    /// The raw JSON of a member.
+    pub fn get(&self, name: &str) -> Option<&RawValue> {
+        self.0.get(name).map(AsRef::as_ref)
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,9 @@
 --                              ARGV[7..] request key, method asked, request JSON, ...
 --                              (stored as req:<key> and reqm:<key>; 'pending' counts them)
 -- returns  'done' | 'terminal' | 'lost' | 'gone'
+-- A run that parks ended cleanly: its attempt is given back, so a task may ask for input any
+-- number of times without using up its attempts (and a resumed run is not taken for a rerun
+-- of an interrupted one).
 -- Repeating a settle that was applied (its reply lost) is safe: the lease it used is then
 -- released (lease_until 0 under the same token), and the repeat answers 'done' (or
 -- 'terminal') without writing.
@@ -57,6 +60,9 @@ if status == 'input_required' then
   end
   redis.call('HSET', KEYS[1], 'status', status, 'pending', pending, 'updated', now, 'lease_until', 0,
     'reqkeys', ARGV[6])
+  if tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0') > 0 then
+    redis.call('HINCRBY', KEYS[1], 'attempts', -1)
+  end
   if ARGV[5] == '' then
     redis.call('HDEL', KEYS[1], 'state')
   else

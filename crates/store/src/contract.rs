@@ -97,7 +97,8 @@ pub trait TaskStore: Send + Sync {
     /// Parks a task as `input_required` with its outstanding requests (method and raw JSON by
     /// key) and continuation state and acknowledges the job, in one atomic step (one round
     /// trip), only with the current lease. The worker is released: an answer re-enqueues the
-    /// task. Safe to repeat with the same lease, like `finish`.
+    /// task. The run ended cleanly, so its attempt is given back (a task may park any number
+    /// of times). Safe to repeat with the same lease, like `finish`.
     fn park(
         &self,
         lease: &Lease,

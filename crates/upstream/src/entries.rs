@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +22,10 @@ use mcpgate_runtime::catalog::{
     UriTemplate,
 };
 
+use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
+
 use crate::error::UpstreamError;
+use crate::input_relay;
 use crate::rpc::{self, Progress};
 use crate::upstream::{Request, Upstream};
 
@@ -49,6 +52,20 @@ async fn forward(
             }
         }
     }
+}
+
+/// The params of a call of `remote` (a tool or prompt, named by `key`): its arguments, the
+/// input capabilities the client declared, and on a retry the previous round's answers and
+/// the upstream's state.
+fn call_params(key: &str, remote: &str, call: &ToolCall, cx: &ToolContext, upstream: &str) -> Result<Value, Failure> {
+    let mut params = Map::new();
+    params.insert(key.to_owned(), Value::String(remote.to_owned()));
+    params.insert("arguments".to_owned(), call.arguments.clone());
+    if let Some(capabilities) = input_relay::declared_upstream(cx.capabilities()) {
+        params.insert("_meta".to_owned(), json!({ CLIENT_CAPABILITIES_KEY: capabilities }));
+    }
+    input_relay::continue_round(&mut params, call, upstream)?;
+    Ok(Value::Object(params))
 }
 
 /// An upstream tool under its exposed name.
@@ -96,16 +113,22 @@ impl Tool for UpstreamTool {
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
             let headers = self.mirrored(&call.arguments);
-            let request = Request::new("tools/call", json!({ "name": self.remote, "arguments": call.arguments }))
-                .name(&self.remote)
-                .param_headers(headers);
             let name = self.upstream.name();
+            let params = match call_params("name", &self.remote, &call, cx, name) {
+                Ok(params) => params,
+                Err(failure) => return Outcome::Failed(failure),
+            };
+            let request = Request::new("tools/call", params).name(&self.remote).param_headers(headers);
             match forward(&self.upstream, request, cx).await {
                 // Relayed as sent: only the envelope is parsed, content passes byte for byte.
                 Ok(raw) => match RawMembers::split(raw.get()) {
                     Ok(r) if r.result_type.as_deref().is_none_or(|t| t == "complete") && r.members.has("content") => {
                         Outcome::Complete(CallToolResult::relayed(r.members, r.is_error))
                     }
+                    Ok(r) if r.result_type.as_deref() == Some("input_required") => input_relay::ask(name, &r.members)
+                        .unwrap_or_else(|why| {
+                            Outcome::Complete(CallToolResult::error(format!("Upstream {name} asked for {why}")))
+                        }),
                     Ok(r) => Outcome::Complete(CallToolResult::error(format!(
                         "Upstream {name} answered with a {} result, which mcpgate does not relay yet",
                         r.result_type.as_deref().map_or("content-less".to_owned(), rpc::clip)
@@ -139,6 +162,13 @@ impl UpstreamPrompt {
     }
 }
 
+/// Whether a raw result is an `input_required` round (read cheaply: only when the text says so
+/// is the envelope parsed).
+fn asks_input(raw: &serde_json::value::RawValue) -> bool {
+    raw.get().contains("input_required")
+        && RawMembers::split(raw.get()).is_ok_and(|r| r.result_type.as_deref() == Some("input_required"))
+}
+
 /// A failed prompt or resource request as the client sees it.
 fn failure(upstream: &Upstream, e: UpstreamError) -> Failure {
     match e {
@@ -156,9 +186,19 @@ impl PromptHandler for UpstreamPrompt {
 
     fn get<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<GetPromptResult>> {
         Box::pin(async move {
-            let request = Request::new("prompts/get", json!({ "name": self.remote, "arguments": call.arguments }))
-                .name(&self.remote);
+            let name = self.upstream.name();
+            let params = match call_params("name", &self.remote, &call, cx, name) {
+                Ok(params) => params,
+                Err(failure) => return Outcome::Failed(failure),
+            };
+            let request = Request::new("prompts/get", params).name(&self.remote);
             match forward(&self.upstream, request, cx).await {
+                Ok(raw) if asks_input(&raw) => match RawMembers::split(raw.get()) {
+                    Ok(r) => input_relay::ask(name, &r.members).unwrap_or_else(|why| {
+                        Outcome::Failed(Failure::Unavailable(format!("Upstream {name} asked for {why}")))
+                    }),
+                    Err(e) => Outcome::Failed(Failure::Unavailable(format!("Upstream {name}: {e}"))),
+                },
                 Ok(raw) => serde_json::from_str(raw.get()).map_or_else(
                     |e| {
                         Outcome::Failed(Failure::Unavailable(format!(

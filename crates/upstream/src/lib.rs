@@ -14,6 +14,7 @@ mod error;
 mod federation;
 mod glob;
 pub mod import;
+mod input_relay;
 mod rpc;
 mod transport;
 mod upstream;

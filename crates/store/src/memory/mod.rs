@@ -150,6 +150,8 @@ impl TaskStore for MemoryStore {
         Ok(self.with(|s, now| {
             s.settle(lease, job, now, |entry| {
                 entry.record.status = TaskStatus::InputRequired;
+                // A run that parks ended cleanly: its attempt is given back.
+                entry.record.attempts = entry.record.attempts.saturating_sub(1);
                 entry.record.input_requests = input_requests.iter().map(|(k, r)| (k.clone(), r.json.clone())).collect();
                 entry.asked = input_requests.iter().map(|(k, r)| (k.clone(), r.method.clone())).collect();
                 entry.record.state = state.map(str::to_owned);

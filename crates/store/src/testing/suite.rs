@@ -463,7 +463,7 @@ async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
         "every round's answers, verbatim, with the method each answers"
     );
     assert_eq!(task.state.as_deref(), Some(r#"{"step":1}"#));
-    assert_eq!(task.attempts, 2, "the resumed run is a new claim");
+    assert_eq!(task.attempts, 1, "a run that parked ended cleanly: its attempt was given back");
     assert_eq!(
         store.answer(&record.id, "asker", &last, MAX_ANSWER_BYTES).await.expect("answer"),
         Answered::NotWaiting(TaskStatus::Working)

@@ -1,0 +1,142 @@
+//! An upstream's requests for user input (2026-07-28 multi-round calls) relayed to the
+//! client: the upstream's `inputRequests` become the gateway's own round (the gateway seals
+//! the continuation into its user-bound `requestState`), and the client's answers, with the
+//! upstream's `requestState`, go back upstream on the retry. Inside a gateway task the same
+//! round parks the task until the client answers.
+//!
+//! Threat model: the upstream's `requestState` is opaque to the gateway and never reaches the
+//! client in the clear: it travels only inside the gateway's sealed, user- and call-bound
+//! state (or the task record), so a client can neither read nor forge it; a continuation names
+//! its upstream, and one that names another is refused. Only the capabilities the client
+//! itself declared for answering input (elicitation, sampling, roots) are declared upstream,
+//! so an upstream never asks what the client cannot answer.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use mcpgate_protocol::capabilities::ClientCapabilities;
+use mcpgate_protocol::input::InputRequests;
+use mcpgate_protocol::relayed::RawMembers;
+use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall};
+
+/// What the next round needs to continue the upstream's call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Continuation {
+    /// The upstream that asked.
+    upstream: String,
+    /// The keys it asked this round (only their answers go back).
+    keys: Vec<String>,
+    /// Its `requestState`, if it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
+}
+
+/// The client capabilities declared upstream: those for answering input, as the client
+/// declared them; `None` when it declared none.
+pub(crate) fn declared_upstream(client: &ClientCapabilities) -> Option<Value> {
+    let relayable = ClientCapabilities {
+        elicitation: client.elicitation.clone(),
+        sampling: client.sampling.clone(),
+        roots: client.roots.clone(),
+        ..ClientCapabilities::default()
+    };
+    if relayable == ClientCapabilities::default() {
+        return None;
+    }
+    serde_json::to_value(relayable).ok()
+}
+
+/// Adds the answers and the upstream's state of the previous round to a retry's params.
+pub(crate) fn continue_round(params: &mut Map<String, Value>, call: &ToolCall, upstream: &str) -> Result<(), Failure> {
+    let Some(state) = &call.state else { return Ok(()) };
+    let continuation: Continuation = serde_json::from_value(state.clone())
+        .ok()
+        .filter(|c: &Continuation| c.upstream == upstream)
+        .ok_or_else(|| Failure::InvalidParams("requestState does not belong to this upstream call".to_owned()))?;
+    let mut answers = Map::new();
+    for key in &continuation.keys {
+        if let Some(answer) = call.input_responses.get(key) {
+            let answer = serde_json::to_value(answer)
+                .map_err(|e| Failure::Internal(format!("an answer could not be relayed: {e}")))?;
+            answers.insert(key.clone(), answer);
+        }
+    }
+    params.insert("inputResponses".to_owned(), Value::Object(answers));
+    if let Some(state) = continuation.state {
+        params.insert("requestState".to_owned(), Value::String(state));
+    }
+    Ok(())
+}
+
+/// The round an `input_required` result asks for, or why it cannot be relayed.
+pub(crate) fn ask<T>(upstream: &str, members: &RawMembers) -> Result<Outcome<T>, String> {
+    let requests = members.get("inputRequests").ok_or("an input_required result without inputRequests")?;
+    let requests: InputRequests =
+        serde_json::from_str(requests.get()).map_err(|e| format!("input requests mcpgate cannot relay ({e})"))?;
+    if requests.is_empty() {
+        return Err("an input_required result that asks nothing".to_owned());
+    }
+    let state = match members.get("requestState") {
+        None => None,
+        Some(raw) => Some(String::deserialize(raw).map_err(|_| "a requestState that is not a string")?),
+    };
+    let continuation = Continuation { upstream: upstream.to_owned(), keys: requests.keys().cloned().collect(), state };
+    let state = serde_json::to_value(continuation).map_err(|e| format!("continuation: {e}"))?;
+    Ok(Outcome::NeedInput { requests, state: Some(state) })
+}
+
+#[cfg(test)]
+mod tests {
+    use mcpgate_protocol::input::InputResponses;
+    use serde_json::json;
+
+    use super::*;
+
+    fn asked(json: &str) -> Outcome<()> {
+        ask("up", &RawMembers::split(json).expect("object").members).expect("relayable")
+    }
+
+    #[test]
+    fn a_round_goes_to_the_client_and_its_answers_back_upstream() {
+        let Outcome::NeedInput { requests, state } = asked(
+            r#"{"resultType":"input_required","requestState":"opaque-1","inputRequests":
+               {"confirm":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":
+               {"type":"object","properties":{"ok":{"type":"boolean"}}}}}}}"#,
+        ) else {
+            panic!("a round")
+        };
+        assert_eq!(requests.keys().collect::<Vec<_>>(), ["confirm"]);
+        let answers: InputResponses = serde_json::from_value(json!({
+            "confirm": {"action": "accept", "content": {"ok": true}},
+            "earlier": {"action": "decline"},
+        }))
+        .expect("answers");
+        let call = ToolCall { arguments: json!({}), input_responses: answers, state };
+        let mut params = Map::new();
+        continue_round(&mut params, &call, "up").expect("continues");
+        assert_eq!(params["requestState"], "opaque-1");
+        assert_eq!(params["inputResponses"], json!({"confirm": {"action": "accept", "content": {"ok": true}}}));
+        let mut other = Map::new();
+        assert!(continue_round(&mut other, &call, "another").is_err(), "bound to its upstream");
+    }
+
+    #[test]
+    fn rounds_that_cannot_be_relayed_say_why() {
+        let members = |json: &str| RawMembers::split(json).expect("object").members;
+        assert!(ask::<()>("up", &members(r#"{"resultType":"input_required"}"#)).is_err());
+        assert!(ask::<()>("up", &members(r#"{"inputRequests":{}}"#)).is_err());
+        assert!(ask::<()>("up", &members(r#"{"inputRequests":{"k":{"method":"unknown/x"}}}"#)).is_err());
+        assert!(
+            ask::<()>("up", &members(r#"{"inputRequests":{"k":{"method":"roots/list"}},"requestState":1}"#)).is_err()
+        );
+    }
+
+    #[test]
+    fn only_input_capabilities_are_declared_upstream() {
+        let client: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}))
+                .expect("caps");
+        assert_eq!(declared_upstream(&client), Some(json!({"elicitation": {}})));
+        assert_eq!(declared_upstream(&ClientCapabilities::default()), None);
+    }
+}
