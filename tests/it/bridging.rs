@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, Gateway};
+use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer};
 
 /// A modern request declaring form elicitation.
 async fn asking(client: &Client, url: &str, mut params: Value) -> anyhow::Result<Value> {
@@ -90,5 +90,190 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
         }
     };
     assert_eq!(last["result"]["content"][0]["text"], "Hello, Grace!", "{last}");
+    Ok(())
+}
+
+/// `mcpgate_tasks_total{tool, event}` of a replica (the upstream mcpgate here).
+async fn task_events(client: &Client, gateway: &Gateway, tool: &str, event: &str) -> anyhow::Result<u64> {
+    let (_, text) = client.get(&format!("http://{}/metrics", gateway.addr())).await?;
+    let line = format!("mcpgate_tasks_total{{tool=\"{tool}\",event=\"{event}\"}} ");
+    Ok(text.lines().find_map(|l| l.strip_prefix(&line)).and_then(|n| n.parse().ok()).unwrap_or(0))
+}
+
+/// Polls (bounded) until `check` holds.
+async fn eventually<F: AsyncFnMut() -> anyhow::Result<bool>>(mut check: F, what: &str) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check().await? {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{what} did not happen within 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// The replica whose worker runs a task now (its running gauge is not 0).
+async fn executing_replica(client: &Client, cluster: &Cluster) -> anyhow::Result<usize> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        for (i, replica) in cluster.replicas.iter().enumerate() {
+            let Some(replica) = replica else { continue };
+            let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
+            if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
+                return Ok(i);
+            }
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica runs the task");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_tasks_are_wrapped_for_clients_of_both_eras() -> anyhow::Result<()> {
+    // The upstream: mcpgate itself (2026-07-28, tasks extension), one process any replica reaches.
+    let inner = Gateway::builder().args(&["--listen", "127.0.0.1:0", "--toolset", "conformance"]).start()?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("mcpgate.toml");
+    let table =
+        format!("[[upstream]]\nname = \"in\"\ntransport = \"http\"\nurl = \"{}\"\ntask = \"optional\"\n", inner.url());
+    std::fs::write(&config, table)?;
+    let mut cluster = Cluster::builder(3)
+        .env("MCPGATE_TASKS_LEASE_MS", "1500")
+        .env("MCPGATE_STORE_COMMAND_TIMEOUT_MS", "750")
+        .args(&["--config", &config.to_string_lossy()])
+        .start()?;
+    let client = Client::new()?;
+    let urls: Vec<String> = (0..3).map(|i| cluster.replica_url(i)).collect();
+    let url = |i: usize| urls[i].clone();
+
+    // A 2025-11-25 client: the upstream task asks for input, answered on another replica.
+    let init = json!({
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "e2e", "version": "1"},
+    });
+    let session = client.legacy(&url(0), "initialize", init, None).await?.session.expect("a session");
+    let call = json!({"name": "in_confirm_delete", "arguments": {"filename": "a.txt"}, "task": {}});
+    let created = client.legacy(&url(0), "tools/call", call, Some(&session)).await?.json()?;
+    let id = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    let mut stream = client.legacy_stream(&url(1), "tasks/result", json!({"taskId": id}), &session).await?;
+    let request = stream.next(Duration::from_secs(20)).await?.expect("an input request");
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert!(request["params"]["message"].as_str().unwrap_or_default().contains("a.txt"), "{request}");
+    assert_eq!(task_events(&client, &inner, "confirm_delete", "created").await?, 1, "the upstream made a task");
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(json!({"confirm": true}))});
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
+    let posted = client.post(&url(2), &headers, answer.to_string()).await?;
+    assert_eq!(posted.status, 202, "{}", posted.body);
+    let last = loop {
+        let message = stream.next(Duration::from_secs(20)).await?.expect("the result before the stream ends");
+        if message.get("result").is_some() || message.get("error").is_some() {
+            break message;
+        }
+    };
+    assert_eq!(last["result"]["content"][0]["text"], "Deleted a.txt", "{last}");
+    let got = client.legacy(&url(0), "tasks/get", json!({"taskId": id}), Some(&session)).await?.json()?;
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+
+    // Cancelling the gateway task (on any replica) cancels the upstream task.
+    let call = json!({"name": "in_slow_compute", "arguments": {"seconds": 60}, "task": {}});
+    let created = client.legacy(&url(1), "tools/call", call, Some(&session)).await?.json()?;
+    let id = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    eventually(async || Ok(task_events(&client, &inner, "slow_compute", "created").await? == 1), "upstream task")
+        .await?;
+    let cancelled = client.legacy(&url(2), "tasks/cancel", json!({"taskId": id}), Some(&session)).await?.json()?;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    eventually(async || Ok(task_events(&client, &inner, "slow_compute", "cancelled").await? == 1), "upstream cancel")
+        .await?;
+
+    // A task-required upstream tool, called synchronously by a client without the extension.
+    let failed = client.modern(&url(0), "tools/call", json!({"name": "in_failing_job", "arguments": {}})).await?;
+    let failed = failed.json()?;
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    assert_eq!(failed["result"]["content"][0]["text"], "The job failed: the input data was rejected", "{failed}");
+
+    // A replica dying while it tracks an upstream task: another resumes tracking; the upstream
+    // call is not made again (slow_compute is not idempotent).
+    let ext =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let call = json!({"name": "in_slow_compute", "arguments": {"seconds": 4}, "_meta": ext});
+    let lb = cluster.url();
+    let created = client.modern(&lb, "tools/call", call).await?.json()?;
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    eventually(async || Ok(task_events(&client, &inner, "slow_compute", "created").await? == 2), "upstream task")
+        .await?;
+    let victim = executing_replica(&client, &cluster).await?;
+    cluster.kill(victim);
+    let survivor = (victim + 1) % 3;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let got = client.modern(&url(survivor), "tasks/get", json!({"taskId": id, "_meta": ext})).await?.json()?;
+        let status = got["result"]["status"].as_str().unwrap_or_default().to_owned();
+        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            break got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not finished after the kill: {got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(done["result"]["result"]["content"][0]["text"].is_string(), "{done}");
+    assert_eq!(task_events(&client, &inner, "slow_compute", "created").await?, 2, "the upstream call ran once");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::Result<()> {
+    // The reference server-everything (2025-11-25, Streamable HTTP): `simulate-research-query`
+    // runs only as a task (`taskSupport: required`), through stages with status messages.
+    let evh = HttpServer::everything()?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("mcpgate.toml");
+    let table =
+        format!("[[upstream]]\nname = \"ev\"\ntransport = \"http\"\nurl = \"{}\"\ntask = \"optional\"\n", evh.url());
+    std::fs::write(&config, table)?;
+    let cluster = Cluster::builder(3).args(&["--config", &config.to_string_lossy()]).start()?;
+    let client = Client::new()?;
+    let url = |i: usize| cluster.replica_url(i);
+    let tool = "ev_simulate-research-query";
+
+    // A synchronous call from a client without tasks: the gateway tracks the upstream task.
+    let sync = client.modern(&url(0), "tools/call", json!({"name": tool, "arguments": {"topic": "otters"}})).await?;
+    let sync = sync.json()?;
+    assert_ne!(sync["result"]["isError"], true, "{sync}");
+    let report = sync["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(report.contains("Research Report: otters"), "{sync}");
+
+    // A modern client with tasks: a gateway task, read on every replica, its status messages
+    // relayed from the upstream's.
+    let ext =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let call = json!({"name": tool, "arguments": {"topic": "badgers"}, "_meta": ext});
+    let created = client.modern(&url(1), "tools/call", call).await?.json()?;
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut messages = std::collections::BTreeSet::new();
+    let mut i = 0;
+    let done = loop {
+        i += 1;
+        let got = client.modern(&url(i % 3), "tasks/get", json!({"taskId": id, "_meta": ext})).await?.json()?;
+        if let Some(message) = got["result"]["statusMessage"].as_str() {
+            messages.insert(message.to_owned());
+        }
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not finished: {got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let report = done["result"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(report.contains("Research Report: badgers"), "{done}");
+    assert!(messages.iter().any(|m| m.contains("...")), "upstream stage messages relayed: {messages:?}");
+
+    // Cancelled on another replica: the gateway task ends cancelled.
+    let call = json!({"name": tool, "arguments": {"topic": "moles"}, "_meta": ext});
+    let created = client.modern(&url(2), "tools/call", call).await?.json()?;
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    let cancelled = client.modern(&url(0), "tasks/cancel", json!({"taskId": id, "_meta": ext})).await?.json()?;
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    let got = client.modern(&url(1), "tasks/get", json!({"taskId": id, "_meta": ext})).await?.json()?;
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
     Ok(())
 }

@@ -138,6 +138,7 @@ fn completed_record() -> TaskRecord {
         )),
         tool_error: false,
         attempts: 1,
+        resumable: false,
         input_requests: Default::default(),
         state: None,
         input_responses: Default::default(),

@@ -63,6 +63,8 @@ if status == 'input_required' then
   if tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0') > 0 then
     redis.call('HINCRBY', KEYS[1], 'attempts', -1)
   end
+  -- The state a run parks with is a round's continuation, not a checkpoint.
+  redis.call('HDEL', KEYS[1], 'resumable')
   if ARGV[5] == '' then
     redis.call('HDEL', KEYS[1], 'state')
   else

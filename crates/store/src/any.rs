@@ -101,6 +101,10 @@ impl TaskStore for AnyStore {
         delegate!(self, s => s.renew(lease, duration, message))
     }
 
+    async fn checkpoint(&self, lease: &Lease, state: &str) -> Result<Renewal, StoreError> {
+        delegate!(self, s => s.checkpoint(lease, state))
+    }
+
     async fn finish(
         &self,
         lease: &Lease,

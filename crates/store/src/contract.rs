@@ -79,6 +79,11 @@ pub trait TaskStore: Send + Sync {
         message: Option<&str>,
     ) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
 
+    /// Records a running task's continuation state under the current lease (one round trip)
+    /// and marks the task resumable: a later run (after this one died) gets the state and may
+    /// resume from it even when its tool is not retry-safe. Answers like `renew`.
+    fn checkpoint(&self, lease: &Lease, state: &str) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
+
     /// Writes the final status and outcome (`tool_error`: a tool result with `isError: true`)
     /// and acknowledges the job, in one atomic step (one round trip), only with the current
     /// lease and only from a non-terminal status. Safe to repeat with the same lease after a

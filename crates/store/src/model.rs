@@ -137,6 +137,7 @@ impl NewTask {
             outcome: None,
             tool_error: false,
             attempts: 0,
+            resumable: false,
             input_requests: RawByKey::new(),
             state: self.state,
             input_responses: self.input_responses,
@@ -221,6 +222,9 @@ pub struct TaskRecord {
     pub tool_error: bool,
     /// Executions started so far.
     pub attempts: u32,
+    /// The state is a checkpoint of a run (see `TaskStore::checkpoint`): a new run resumes
+    /// from it rather than starting the work again.
+    pub resumable: bool,
     /// Outstanding input requests by key (each raw JSON), while `input_required`.
     pub input_requests: RawByKey,
     /// The tool's continuation state (JSON), while waiting for input.

@@ -7,6 +7,7 @@
 //! never as a protocol error the model cannot read; the client's credentials are never sent.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -22,11 +23,15 @@ use mcpgate_runtime::catalog::{
     UriTemplate,
 };
 
+use mcpgate_protocol::capabilities::TASKS_EXTENSION;
 use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
+use mcpgate_protocol::tool::TaskSupport;
 
+use crate::continuation::Continuation;
 use crate::error::UpstreamError;
 use crate::input_relay;
 use crate::rpc::{self, Progress};
+use crate::task_relay::{self, UpstreamTask};
 use crate::upstream::{Request, Upstream};
 
 /// Sends a request, relaying progress to the context and the context's cancellation upstream.
@@ -54,18 +59,16 @@ async fn forward(
     }
 }
 
-/// The params of a call of `remote` (a tool or prompt, named by `key`): its arguments, the
-/// input capabilities the client declared, and on a retry the previous round's answers and
-/// the upstream's state.
-fn call_params(key: &str, remote: &str, call: &ToolCall, cx: &ToolContext, upstream: &str) -> Result<Value, Failure> {
+/// The params of a call of `remote` (a tool or prompt, named by `key`): its arguments and the
+/// input capabilities the client declared.
+fn call_params(key: &str, remote: &str, call: &ToolCall, cx: &ToolContext) -> Result<Map<String, Value>, Failure> {
     let mut params = Map::new();
     params.insert(key.to_owned(), Value::String(remote.to_owned()));
     params.insert("arguments".to_owned(), call.arguments.clone());
     if let Some(capabilities) = input_relay::declared_upstream(cx.capabilities()) {
         params.insert("_meta".to_owned(), json!({ CLIENT_CAPABILITIES_KEY: capabilities }));
     }
-    input_relay::continue_round(&mut params, call, upstream)?;
-    Ok(Value::Object(params))
+    Ok(params)
 }
 
 /// An upstream tool under its exposed name.
@@ -75,6 +78,8 @@ pub struct UpstreamTool {
     remote: String,
     descriptor: ToolDescriptor,
     header_params: Vec<HeaderParam>,
+    /// The task support the upstream lists for it (2025-11-25 `execution.taskSupport`).
+    upstream_tasks: TaskSupport,
 }
 
 impl UpstreamTool {
@@ -84,8 +89,9 @@ impl UpstreamTool {
         remote: String,
         descriptor: ToolDescriptor,
         header_params: Vec<HeaderParam>,
+        upstream_tasks: TaskSupport,
     ) -> Self {
-        Self { upstream, remote, descriptor, header_params }
+        Self { upstream, remote, descriptor, header_params, upstream_tasks }
     }
 
     fn mirrored(&self, arguments: &Value) -> Vec<(String, String)> {
@@ -112,41 +118,130 @@ impl Tool for UpstreamTool {
 
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
-            let headers = self.mirrored(&call.arguments);
             let name = self.upstream.name();
-            let params = match call_params("name", &self.remote, &call, cx, name) {
+            let round = match Continuation::of(&call, name) {
+                // Tracking an upstream task (a resumed run, or answers to its input round).
+                Ok(Some(Continuation::Task { task_id, legacy, keys, .. })) => {
+                    let task = UpstreamTask { id: task_id, legacy, poll: Duration::from_millis(100) };
+                    return task_relay::track(&self.upstream, task, &keys, &call, cx).await;
+                }
+                Ok(round) => round,
+                Err(failure) => return Outcome::Failed(failure),
+            };
+            // Inside a gateway task an upstream task is welcome (tracked, checkpointed); a
+            // synchronous call asks for one only when the tool requires it.
+            let mut want_task = cx.can_checkpoint() || self.upstream_tasks == TaskSupport::Required;
+            let params = match self.params(&call, round.as_ref(), cx) {
                 Ok(params) => params,
                 Err(failure) => return Outcome::Failed(failure),
             };
-            let request = Request::new("tools/call", params).name(&self.remote).param_headers(headers);
-            match forward(&self.upstream, request, cx).await {
-                // Relayed as sent: only the envelope is parsed, content passes byte for byte.
-                Ok(raw) => match RawMembers::split(raw.get()) {
-                    Ok(r) if r.result_type.as_deref().is_none_or(|t| t == "complete") && r.members.has("content") => {
-                        Outcome::Complete(CallToolResult::relayed(r.members, r.is_error))
+            loop {
+                let outcome = self.call_once(params.clone(), &call, want_task, cx).await;
+                match outcome {
+                    // A 2026-07-28 tool that runs only as a task: ask again, and track it.
+                    Err(UpstreamError::Rpc { code: -32021, message })
+                        if !want_task && message_names_tasks(&message) =>
+                    {
+                        want_task = true;
                     }
-                    Ok(r) if r.result_type.as_deref() == Some("input_required") => input_relay::ask(name, &r.members)
-                        .unwrap_or_else(|why| {
-                            Outcome::Complete(CallToolResult::error(format!("Upstream {name} asked for {why}")))
-                        }),
-                    Ok(r) => Outcome::Complete(CallToolResult::error(format!(
-                        "Upstream {name} answered with a {} result, which mcpgate does not relay yet",
-                        r.result_type.as_deref().map_or("content-less".to_owned(), rpc::clip)
-                    ))),
-                    Err(e) => Outcome::Complete(CallToolResult::error(format!(
-                        "Upstream {name} returned a tool result mcpgate cannot read: {}",
-                        rpc::clip(&e.to_string())
-                    ))),
-                },
-                Err(UpstreamError::Rpc { code: -32602, message }) => {
-                    Outcome::Failed(Failure::InvalidParams(format!("{}: {message}", self.descriptor.info.name)))
+                    Ok(raw) => return self.relay(&raw, &call, cx).await,
+                    Err(UpstreamError::Rpc { code: -32602, message }) => {
+                        return Outcome::Failed(Failure::InvalidParams(format!(
+                            "{}: {message}",
+                            self.descriptor.info.name
+                        )));
+                    }
+                    // The caller is gone (or the task stopped): nobody reads a result.
+                    Err(UpstreamError::Cancelled) => {
+                        return Outcome::Failed(Failure::Unavailable("cancelled".to_owned()));
+                    }
+                    Err(e) => return Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {e}"))),
                 }
-                // The caller is gone (or the task stopped): nobody reads a result.
-                Err(UpstreamError::Cancelled) => Outcome::Failed(Failure::Unavailable("cancelled".to_owned())),
-                Err(e) => Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {e}"))),
             }
         })
     }
+}
+
+impl UpstreamTool {
+    /// The params of this call: its arguments, and a round's answers and state on a retry.
+    fn params(
+        &self,
+        call: &ToolCall,
+        round: Option<&Continuation>,
+        cx: &ToolContext,
+    ) -> Result<Map<String, Value>, Failure> {
+        let mut params = call_params("name", &self.remote, call, cx)?;
+        if let Some(Continuation::Round { keys, state, .. }) = round {
+            input_relay::continue_round(&mut params, call, keys, state.as_deref())?;
+        }
+        Ok(params)
+    }
+
+    /// One `tools/call` upstream, asking for a task when `want_task`.
+    async fn call_once(
+        &self,
+        mut params: Map<String, Value>,
+        call: &ToolCall,
+        want_task: bool,
+        cx: &ToolContext,
+    ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
+        if want_task {
+            // Both eras' ways of asking: 2026-07-28 servers ignore `task`, and 2025-11-25 ones
+            // the extension in `_meta`; `task` only where the upstream lists task support.
+            let meta = params.entry("_meta").or_insert_with(|| json!({}));
+            meta[CLIENT_CAPABILITIES_KEY]["extensions"][TASKS_EXTENSION] = json!({});
+            if self.upstream_tasks != TaskSupport::Forbidden {
+                params.insert("task".to_owned(), json!({}));
+            }
+        }
+        let request = Request::new("tools/call", Value::Object(params))
+            .name(&self.remote)
+            .param_headers(self.mirrored(&call.arguments));
+        forward(&self.upstream, request, cx).await
+    }
+
+    /// What a `tools/call` answer becomes: the result relayed as sent (only the envelope is
+    /// parsed, content passes byte for byte), an input round, or an upstream task tracked.
+    async fn relay(
+        &self,
+        raw: &serde_json::value::RawValue,
+        call: &ToolCall,
+        cx: &ToolContext,
+    ) -> Outcome<CallToolResult> {
+        let name = self.upstream.name();
+        let r = match RawMembers::split(raw.get()) {
+            Ok(r) => r,
+            Err(e) => {
+                return Outcome::Complete(CallToolResult::error(format!(
+                    "Upstream {name} returned a tool result mcpgate cannot read: {}",
+                    rpc::clip(&e.to_string())
+                )));
+            }
+        };
+        if let Some(task) = UpstreamTask::created(r.result_type.as_deref(), &r.members) {
+            return match task {
+                Ok(task) => task_relay::track(&self.upstream, task, &[], call, cx).await,
+                Err(why) => Outcome::Complete(CallToolResult::error(format!("Upstream {name} answered with {why}"))),
+            };
+        }
+        match r.result_type.as_deref() {
+            None | Some("complete") if r.members.has("content") => {
+                Outcome::Complete(CallToolResult::relayed(r.members, r.is_error))
+            }
+            Some("input_required") => input_relay::ask(name, &r.members).unwrap_or_else(|why| {
+                Outcome::Complete(CallToolResult::error(format!("Upstream {name} asked for {why}")))
+            }),
+            other => Outcome::Complete(CallToolResult::error(format!(
+                "Upstream {name} answered with a {} result, which mcpgate does not relay",
+                other.map_or("content-less".to_owned(), rpc::clip)
+            ))),
+        }
+    }
+}
+
+/// Whether a `-32021` error is about the tasks extension (the tool runs only as a task).
+fn message_names_tasks(message: &str) -> bool {
+    message.contains("task")
 }
 
 /// An upstream prompt under its exposed name.
@@ -187,11 +282,20 @@ impl PromptHandler for UpstreamPrompt {
     fn get<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<GetPromptResult>> {
         Box::pin(async move {
             let name = self.upstream.name();
-            let params = match call_params("name", &self.remote, &call, cx, name) {
+            let mut params = match call_params("name", &self.remote, &call, cx) {
                 Ok(params) => params,
                 Err(failure) => return Outcome::Failed(failure),
             };
-            let request = Request::new("prompts/get", params).name(&self.remote);
+            match Continuation::of(&call, name) {
+                Ok(Some(Continuation::Round { keys, state, .. })) => {
+                    if let Err(failure) = input_relay::continue_round(&mut params, &call, &keys, state.as_deref()) {
+                        return Outcome::Failed(failure);
+                    }
+                }
+                Ok(_) => {}
+                Err(failure) => return Outcome::Failed(failure),
+            }
+            let request = Request::new("prompts/get", Value::Object(params)).name(&self.remote);
             match forward(&self.upstream, request, cx).await {
                 Ok(raw) if asks_input(&raw) => match RawMembers::split(raw.get()) {
                     Ok(r) => input_relay::ask(name, &r.members).unwrap_or_else(|why| {

@@ -175,6 +175,11 @@ impl Federation {
                     continue;
                 }
             };
+            let upstream_tasks = info
+                .execution
+                .as_ref()
+                .and_then(|e| e.task_support)
+                .unwrap_or(mcpgate_protocol::tool::TaskSupport::Forbidden);
             let mut descriptor_info = info.clone();
             descriptor_info.name = exposed.clone();
             descriptor_info.execution = None;
@@ -185,7 +190,7 @@ impl Federation {
                 task_policy: policy(config, &info.name),
                 retry_safe: idempotent,
             };
-            builder.tool(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params));
+            builder.tool(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params, upstream_tasks));
             owners.insert(format!("tool:{exposed}"), source);
             out.tools += 1;
         }

@@ -11,7 +11,7 @@
 //! itself declared for answering input (elicitation, sampling, roots) are declared upstream,
 //! so an upstream never asks what the client cannot answer.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
 use mcpgate_protocol::capabilities::ClientCapabilities;
@@ -19,17 +19,7 @@ use mcpgate_protocol::input::InputRequests;
 use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall};
 
-/// What the next round needs to continue the upstream's call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Continuation {
-    /// The upstream that asked.
-    upstream: String,
-    /// The keys it asked this round (only their answers go back).
-    keys: Vec<String>,
-    /// Its `requestState`, if it sent one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    state: Option<String>,
-}
+use crate::continuation::Continuation;
 
 /// The client capabilities declared upstream: those for answering input, as the client
 /// declared them; `None` when it declared none.
@@ -46,24 +36,29 @@ pub(crate) fn declared_upstream(client: &ClientCapabilities) -> Option<Value> {
     serde_json::to_value(relayable).ok()
 }
 
-/// Adds the answers and the upstream's state of the previous round to a retry's params.
-pub(crate) fn continue_round(params: &mut Map<String, Value>, call: &ToolCall, upstream: &str) -> Result<(), Failure> {
-    let Some(state) = &call.state else { return Ok(()) };
-    let continuation: Continuation = serde_json::from_value(state.clone())
-        .ok()
-        .filter(|c: &Continuation| c.upstream == upstream)
-        .ok_or_else(|| Failure::InvalidParams("requestState does not belong to this upstream call".to_owned()))?;
+/// The answers to `keys` among a call's answers, as JSON to send upstream.
+pub(crate) fn answers(call: &ToolCall, keys: &[String]) -> Result<Map<String, Value>, Failure> {
     let mut answers = Map::new();
-    for key in &continuation.keys {
+    for key in keys {
         if let Some(answer) = call.input_responses.get(key) {
             let answer = serde_json::to_value(answer)
                 .map_err(|e| Failure::Internal(format!("an answer could not be relayed: {e}")))?;
             answers.insert(key.clone(), answer);
         }
     }
-    params.insert("inputResponses".to_owned(), Value::Object(answers));
-    if let Some(state) = continuation.state {
-        params.insert("requestState".to_owned(), Value::String(state));
+    Ok(answers)
+}
+
+/// Adds a round's answers and the upstream's state to a retry's params.
+pub(crate) fn continue_round(
+    params: &mut Map<String, Value>,
+    call: &ToolCall,
+    keys: &[String],
+    state: Option<&str>,
+) -> Result<(), Failure> {
+    params.insert("inputResponses".to_owned(), Value::Object(answers(call, keys)?));
+    if let Some(state) = state {
+        params.insert("requestState".to_owned(), Value::String(state.to_owned()));
     }
     Ok(())
 }
@@ -80,9 +75,9 @@ pub(crate) fn ask<T>(upstream: &str, members: &RawMembers) -> Result<Outcome<T>,
         None => None,
         Some(raw) => Some(String::deserialize(raw).map_err(|_| "a requestState that is not a string")?),
     };
-    let continuation = Continuation { upstream: upstream.to_owned(), keys: requests.keys().cloned().collect(), state };
-    let state = serde_json::to_value(continuation).map_err(|e| format!("continuation: {e}"))?;
-    Ok(Outcome::NeedInput { requests, state: Some(state) })
+    let continuation =
+        Continuation::Round { upstream: upstream.to_owned(), keys: requests.keys().cloned().collect(), state };
+    Ok(Outcome::NeedInput { requests, state: Some(continuation.to_state()) })
 }
 
 #[cfg(test)]
@@ -112,12 +107,14 @@ mod tests {
         }))
         .expect("answers");
         let call = ToolCall { arguments: json!({}), input_responses: answers, state };
+        let Some(Continuation::Round { keys, state, .. }) = Continuation::of(&call, "up").expect("ours") else {
+            panic!("a round's continuation")
+        };
         let mut params = Map::new();
-        continue_round(&mut params, &call, "up").expect("continues");
+        continue_round(&mut params, &call, &keys, state.as_deref()).expect("continues");
         assert_eq!(params["requestState"], "opaque-1");
         assert_eq!(params["inputResponses"], json!({"confirm": {"action": "accept", "content": {"ok": true}}}));
-        let mut other = Map::new();
-        assert!(continue_round(&mut other, &call, "another").is_err(), "bound to its upstream");
+        assert!(Continuation::of(&call, "another").is_err(), "bound to its upstream");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 mod breaker;
 pub mod config;
+mod continuation;
 mod entries;
 mod error;
 mod federation;
@@ -16,6 +17,7 @@ mod glob;
 pub mod import;
 mod input_relay;
 mod rpc;
+mod task_relay;
 mod transport;
 mod upstream;
 

@@ -7,6 +7,7 @@
 //! request's own stream; inside a task, progress becomes the task's status message instead.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -18,7 +19,7 @@ use mcpgate_protocol::jsonrpc::OutgoingNotification;
 use mcpgate_protocol::meta::{LoggingLevel, ProgressParams, ProgressToken};
 use mcpgate_protocol::method::notification;
 
-use mcpgate_store::{AnyStore, Change, EventBus as _};
+use mcpgate_store::{AnyStore, Change, EventBus as _, Lease, Read, Renewal, TaskStore as _};
 
 use crate::Principal;
 
@@ -95,6 +96,24 @@ pub struct ToolContext {
     cancel: CancellationToken,
     /// Where catalog changes are announced (every replica's listen streams), if anywhere.
     changes: Option<AnyStore>,
+    /// Where a task's run records its checkpoints (none outside tasks).
+    checkpoints: Option<Checkpoints>,
+}
+
+/// A task run's way to record its continuation state (see [`ToolContext::checkpoint`]).
+#[derive(Debug, Clone)]
+pub struct Checkpoints {
+    store: AnyStore,
+    lease: Lease,
+    /// Set once a checkpoint was recorded: the run may then be resumed rather than rerun.
+    written: Arc<AtomicBool>,
+}
+
+impl Checkpoints {
+    /// Checkpoints of the run holding `lease`; `written` is set by the first that is recorded.
+    pub fn new(store: AnyStore, lease: Lease, written: Arc<AtomicBool>) -> Self {
+        Self { store, lease, written }
+    }
 }
 
 impl ToolContext {
@@ -114,6 +133,7 @@ impl ToolContext {
             status: None,
             cancel,
             changes: None,
+            checkpoints: None,
         }
     }
 
@@ -124,7 +144,15 @@ impl ToolContext {
         status: watch::Sender<Option<String>>,
         cancel: CancellationToken,
     ) -> Self {
-        Self { principal, capabilities, reporter: Reporter::Task { status }, status: None, cancel, changes: None }
+        Self {
+            principal,
+            capabilities,
+            reporter: Reporter::Task { status },
+            status: None,
+            cancel,
+            changes: None,
+            checkpoints: None,
+        }
     }
 
     /// Also turns progress into status messages on `status` (a call that may become a task
@@ -140,6 +168,42 @@ impl ToolContext {
     pub fn with_changes(mut self, store: AnyStore) -> Self {
         self.changes = Some(store);
         self
+    }
+
+    /// Lets the invocation record checkpoints of the task it runs.
+    #[must_use]
+    pub fn with_checkpoints(mut self, checkpoints: Checkpoints) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    /// Whether this invocation runs a task whose progress it can checkpoint.
+    pub fn can_checkpoint(&self) -> bool {
+        self.checkpoints.is_some()
+    }
+
+    /// Records `state` as the task's continuation: if this run dies, the next run gets it as
+    /// its call's `state` and resumes from it (even a tool that is not retry-safe runs again,
+    /// as the checkpoint says what it must not redo). False when nothing was recorded (no task
+    /// behind this invocation, the task moved on, or the store failed): the tool should then
+    /// carry on without relying on it.
+    pub async fn checkpoint(&self, state: &Value) -> bool {
+        let Some(checkpoints) = &self.checkpoints else { return false };
+        let Ok(json) = serde_json::to_string(state) else { return false };
+        match checkpoints.store.checkpoint(&checkpoints.lease, &json).await {
+            Ok(Renewal::Held) => {
+                checkpoints.written.store(true, Ordering::Release);
+                true
+            }
+            Ok(other) => {
+                tracing::debug!(?other, "checkpoint not recorded: the task moved on");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpoint not recorded");
+                false
+            }
+        }
     }
 
     /// A context with no client behind it (tests, benchmarks).
@@ -208,6 +272,20 @@ impl ToolContext {
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// Once [`ToolContext::cancelled`] fired: whether the work was cancelled for good (the
+    /// client went away, or the task was cancelled or expired), rather than stopped to be
+    /// resumed elsewhere (a task's replica shutting down or losing its lease). Only then should
+    /// a tool cancel work it started outside (an upstream task a later run would resume).
+    pub async fn cancelled_for_good(&self) -> bool {
+        let Some(checkpoints) = &self.checkpoints else { return self.cancel.is_cancelled() };
+        match checkpoints.store.get(&checkpoints.lease.task, Read::Control).await {
+            Ok(Some(record)) => record.status == mcpgate_protocol::task::TaskStatus::Cancelled,
+            Ok(None) => true,
+            // Unknown: leave the work running; a later run resumes or the task's lifetime ends it.
+            Err(_) => false,
+        }
     }
 
     /// Tells every client listening on any replica that `change` happened (a tool whose

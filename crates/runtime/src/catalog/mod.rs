@@ -28,7 +28,7 @@ use mcpgate_protocol::resource::{ListResourceTemplatesResult, ListResourcesResul
 use mcpgate_protocol::result::{CacheScope, McpResult, ResultMeta, ResultType};
 use mcpgate_protocol::tool::{ListToolsResult, ToolExecution};
 
-pub use context::{Frame, Notifier, ToolContext};
+pub use context::{Checkpoints, Frame, Notifier, ToolContext};
 pub use header_params::{HeaderParam, ParamKind};
 pub use input_check::missing_capabilities;
 pub use outcome::{Failure, Outcome, decode_args};

@@ -3,6 +3,8 @@
 //! store is unreachable, for a bounded time), or let go when told to stop (handing the task
 //! back on shutdown, or to another replica when this one does not know the tool).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -19,7 +21,7 @@ use mcpgate_store::{
 use super::Shared;
 use super::watchdog::{Stop, watch};
 use crate::Principal;
-use crate::catalog::{Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
+use crate::catalog::{Checkpoints, Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
 use crate::task_metrics::TaskMetric;
 
 /// Runs one job (`reclaimed`: taken over from a worker that stopped renewing), in a `task`
@@ -108,9 +110,10 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
         return;
     };
     let retry_safe = tool.descriptor().retry_safe;
-    if task.attempts > 1 && !retry_safe {
+    if task.attempts > 1 && !retry_safe && !task.resumable {
         // An earlier run started and never recorded an outcome (its replica died): the tool
-        // may have acted, and running it again could act twice.
+        // may have acted, and running it again could act twice. (A run that left a checkpoint
+        // is resumed from it instead: the checkpoint says what not to redo.)
         tracing::warn!("task run interrupted earlier; the tool is not retry-safe, so the task fails");
         settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task).await;
         return;
@@ -127,10 +130,12 @@ async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held
     let cancel = shared.shutdown.child_token();
     // The task acts with the authority its creator had when it was created.
     let principal = Principal::new(&task.issuer, &task.subject, task.scopes.clone());
+    let checkpointed = Arc::new(AtomicBool::new(task.resumable));
     let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone())
-        .with_changes(shared.store.clone());
+        .with_changes(shared.store.clone())
+        .with_checkpoints(Checkpoints::new(shared.store.clone(), lease.clone(), checkpointed.clone()));
     tracing::debug!("task run started");
-    let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe };
+    let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed };
     supervise(shared, run, tool.call(call, &cx)).await;
 }
 
@@ -147,7 +152,14 @@ pub(super) struct Run {
     /// Stops the tool.
     pub(super) cancel: tokio_util::sync::CancellationToken,
     pub(super) retry_safe: bool,
+    /// Set once the run's tool recorded a checkpoint (or the run resumed from one): it can then
+    /// be handed back on shutdown even when the tool is not retry-safe.
+    pub(super) checkpointed: Arc<AtomicBool>,
 }
+
+/// How long a cancelled (or expired) task's tool may go on to see its cancellation (and start
+/// cancelling what it started elsewhere) before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 /// Watches a run (renewing its lease, watching for cancellation, expiry and shutdown) until
 /// its tool ends, then records the outcome; or stops the tool and lets go of the task.
@@ -156,18 +168,25 @@ pub(super) async fn supervise(
     run: Run,
     tool: impl std::future::Future<Output = Outcome<mcpgate_protocol::tool::CallToolResult>>,
 ) {
-    let Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe } = run;
+    let Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed } = run;
+    let resumable = || retry_safe || checkpointed.load(Ordering::Acquire);
     let expires = task.ttl_ms.map(|ttl| {
         let left = task.created_ms.saturating_add(ttl).saturating_sub(wall_clock_ms());
         tokio::time::Instant::now() + std::time::Duration::from_millis(left.saturating_add(50))
     });
+    let mut tool = std::pin::pin!(tool);
     let ended = tokio::select! {
         // The watchdog first: when both are ready, a stop (shutdown, cancel) wins.
         biased;
         stop = watch(shared, &lease, status_rx, events, expires, held_until) => Err(stop),
-        outcome = tool => Ok(outcome),
+        outcome = &mut tool => Ok(outcome),
     };
     cancel.cancel();
+    if matches!(ended, Err(Stop::Cancelled | Stop::Gone)) {
+        // The task is over: the tool gets a moment to see its cancellation and stop what it
+        // started elsewhere (an upstream call or task); what it returns is not recorded.
+        let _ = tokio::time::timeout(CANCEL_GRACE, &mut tool).await;
+    }
     // The tool sees shutdown through its cancellation token and may end at once, failing: that
     // is not the task's outcome, so the task is handed back like any run stopped by shutdown.
     // A result it did produce is kept.
@@ -179,7 +198,7 @@ pub(super) async fn supervise(
         Ok(outcome) => settle(shared, &job, &lease, outcome, &task).await,
         // Shutting down mid-call with a tool that must not run twice: the call was stopped
         // and may have acted, so the task ends here.
-        Err(Stop::Shutdown) if !retry_safe => {
+        Err(Stop::Shutdown) if !resumable() => {
             settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task).await;
         }
         // Shutting down: hand the task back so another replica runs it now, not once the

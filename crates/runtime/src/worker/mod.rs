@@ -184,6 +184,8 @@ impl Workers {
                     status: adopted.status,
                     cancel: adopted.cancel,
                     retry_safe: adopted.retry_safe,
+                    // A promoted call runs with its request's context: it records no checkpoints.
+                    checkpointed: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
                 };
                 execution::supervise(&shared, run, call).await;
                 drop(counted);

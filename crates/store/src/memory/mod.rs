@@ -123,6 +123,10 @@ impl TaskStore for MemoryStore {
         Ok(self.with(|s, now| s.renew(lease, millis(duration), message, now)))
     }
 
+    async fn checkpoint(&self, lease: &Lease, state: &str) -> Result<Renewal, StoreError> {
+        Ok(self.with(|s, _| s.checkpoint(lease, state)))
+    }
+
     async fn finish(
         &self,
         lease: &Lease,
@@ -150,8 +154,10 @@ impl TaskStore for MemoryStore {
         Ok(self.with(|s, now| {
             s.settle(lease, job, now, |entry| {
                 entry.record.status = TaskStatus::InputRequired;
-                // A run that parks ended cleanly: its attempt is given back.
+                // A run that parks ended cleanly: its attempt is given back, and the state it
+                // parks with is a round's continuation, not a checkpoint.
                 entry.record.attempts = entry.record.attempts.saturating_sub(1);
+                entry.record.resumable = false;
                 entry.record.input_requests = input_requests.iter().map(|(k, r)| (k.clone(), r.json.clone())).collect();
                 entry.asked = input_requests.iter().map(|(k, r)| (k.clone(), r.method.clone())).collect();
                 entry.record.state = state.map(str::to_owned);

@@ -54,6 +54,7 @@ impl Entry {
             outcome: if read == Read::WithOutcome { r.outcome.clone() } else { None },
             tool_error: r.tool_error,
             attempts: r.attempts,
+            resumable: r.resumable,
             input_requests: r.input_requests.clone(),
             state: None,
             input_responses: crate::model::RawAnswers::new(),
@@ -301,6 +302,19 @@ impl State {
             },
             task: Box::new(entry.record.clone()),
         }
+    }
+
+    pub(super) fn checkpoint(&mut self, lease: &Lease, state: &str) -> Renewal {
+        let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
+        if entry.record.status == TaskStatus::Cancelled {
+            return Renewal::Cancelled;
+        }
+        if entry.lease_token != lease.token || entry.record.status != TaskStatus::Working {
+            return Renewal::Lost;
+        }
+        entry.record.state = Some(state.to_owned());
+        entry.record.resumable = true;
+        Renewal::Held
     }
 
     pub(super) fn renew(&mut self, lease: &Lease, duration: u64, message: Option<&str>, now: u64) -> Renewal {

@@ -168,6 +168,7 @@ pub(super) fn decode_named<'a>(
         tool_error: take("iserr").as_deref() == Some("1"),
         // Not read by every read (see `Read`): 0 then.
         attempts: take("attempts").and_then(|a| a.parse().ok()).unwrap_or(0),
+        resumable: take("resumable").as_deref() == Some("1"),
         // Left over from an earlier round only if the task ended while parked.
         input_requests: if status == TaskStatus::InputRequired { requests } else { RawByKey::new() },
         state: take("state"),

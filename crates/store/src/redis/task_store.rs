@@ -201,6 +201,24 @@ impl TaskStore for RedisStore {
         })
     }
 
+    async fn checkpoint(&self, lease: &Lease, state: &str) -> Result<Renewal, StoreError> {
+        let out = self
+            .script(
+                Retry::No,
+                &scripts::CHECKPOINT,
+                vec![self.inner.keys.task(&lease.task)],
+                vec![lease.token.to_string(), state.to_owned()],
+            )
+            .await?;
+        Ok(match item(&[out], 0).as_deref() {
+            Some("held") => Renewal::Held,
+            Some("cancelled") => Renewal::Cancelled,
+            Some("gone") => Renewal::Gone,
+            Some("lost") => Renewal::Lost,
+            _ => return Err(StoreError::Corrupt { detail: "unexpected checkpoint reply".to_owned() }),
+        })
+    }
+
     async fn finish(
         &self,
         lease: &Lease,

@@ -97,6 +97,7 @@ where
     run_to_completion_with_events(&make().await).await;
     cancel_is_idempotent_and_final(&make().await).await;
     stale_leases_cannot_write(&make().await).await;
+    checkpoints_survive_the_run_that_wrote_them(&make().await).await;
     attempts_run_out(&make().await).await;
     lifetime_ends(&make().await).await;
     park_waits_for_input(&make().await).await;
@@ -344,6 +345,31 @@ async fn stale_leases_cannot_write<S: TaskStore + JobQueue>(store: &S) {
         Settled::Lost
     );
     assert_eq!(store.finish(&new, &job, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
+}
+
+async fn checkpoints_survive_the_run_that_wrote_them<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("tracker", 1)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "dying", &record.id).await;
+    let short = Duration::from_millis(150);
+    let Claim::Run { lease: old, task } = store.claim(&job, "dying", short, 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    assert!(!task.resumable, "a fresh task has no checkpoint");
+    let state = r#"{"upstreamTask":"u-1"}"#;
+    assert_eq!(store.checkpoint(&old, state).await.expect("checkpoint"), Renewal::Held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reclaimed = store.reclaim("rescuer", Duration::from_millis(100), 10).await.expect("reclaim");
+    let job = reclaimed.into_iter().find(|j| j.task == record.id).expect("the dead worker's job is reclaimed");
+    let Claim::Run { lease: new, task } = store.claim(&job, "rescuer", LEASE, 3).await.expect("claim") else {
+        panic!("taken over")
+    };
+    assert_eq!((task.attempts, task.resumable, task.state.as_deref()), (2, true, Some(state)));
+    assert_eq!(store.checkpoint(&old, "{}").await.expect("checkpoint"), Renewal::Lost, "only the current lease");
+    // Parking replaces the checkpoint with a round's continuation.
+    let parked = store.park(&new, &job, &asks(&[("k", r#"{"m":1}"#)]), Some(r#"{"round":1}"#)).await;
+    assert_eq!(parked.expect("park"), Settled::Done);
+    let read = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
+    assert_eq!((read.resumable, read.state.as_deref()), (false, Some(r#"{"round":1}"#)));
 }
 
 async fn attempts_run_out<S: TaskStore + JobQueue>(store: &S) {

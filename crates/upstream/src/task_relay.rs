@@ -1,0 +1,290 @@
+//! An upstream's task, tracked by the gateway call (or gateway task) that started it: polled
+//! with `tasks/get` at the upstream's poll interval, its status message relayed, its input
+//! requests (2026-07-28) turned into the gateway's own round, and its result (inline, or from
+//! `tasks/result` for a 2025-11-25 upstream) relayed as the call's result. Cancelling the
+//! gateway call cancels the upstream task.
+//!
+//! Invariants: inside a gateway task, the upstream task id is checkpointed before the first
+//! poll, so a replica that dies while tracking loses nothing (the next run resumes tracking
+//! from the id rather than calling the tool again); one poll loop runs per upstream task,
+//! however many clients poll the gateway task (they read the store); every wait is bounded and
+//! every upstream failure ends as a tool error naming the upstream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use mcpgate_protocol::capabilities::TASKS_EXTENSION;
+use mcpgate_protocol::input::InputRequests;
+use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
+use mcpgate_protocol::relayed::RawMembers;
+use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall, ToolContext};
+
+use crate::continuation::Continuation;
+use crate::error::UpstreamError;
+use crate::input_relay;
+use crate::upstream::{Request, Upstream};
+
+/// Poll intervals are kept within these bounds whatever the upstream suggests.
+const MIN_POLL: Duration = Duration::from_millis(100);
+const MAX_POLL: Duration = Duration::from_secs(5);
+/// Polls that may fail in a row (upstream down, timing out) before the call gives up.
+const MAX_FAILED_POLLS: u32 = 10;
+/// How long a cancellation sent upstream may take.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An upstream task being tracked.
+#[derive(Debug, Clone)]
+pub(crate) struct UpstreamTask {
+    /// The upstream's id.
+    pub(crate) id: String,
+    /// A 2025-11-25 task (`tasks/result` holds the result).
+    pub(crate) legacy: bool,
+    /// The poll interval the upstream suggests.
+    pub(crate) poll: Duration,
+}
+
+/// A task's status as either era's `tasks/get` reports it (the fields both share).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Polled {
+    status: String,
+    #[serde(default)]
+    status_message: Option<String>,
+    #[serde(default)]
+    poll_interval_ms: Option<u64>,
+    #[serde(default)]
+    poll_interval: Option<u64>,
+    #[serde(default)]
+    input_requests: Option<InputRequests>,
+    #[serde(default)]
+    result: Option<Box<serde_json::value::RawValue>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+impl UpstreamTask {
+    /// The task a `tools/call` result announces, if it is a `CreateTaskResult` of either era:
+    /// 2026-07-28's flat `{resultType: "task", taskId, …}` or 2025-11-25's `{task: {taskId, …}}`.
+    pub(crate) fn created(result_type: Option<&str>, members: &RawMembers) -> Option<Result<Self, String>> {
+        let (task, legacy) = match (result_type, members.get("taskId"), members.get("task")) {
+            (Some("task"), Some(_), _) => (None, false),
+            (None, None, Some(task)) => (Some(task), true),
+            (Some("task"), None, _) => return Some(Err("a task result without a taskId".to_owned())),
+            _ => return None,
+        };
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Created {
+            task_id: String,
+            #[serde(default)]
+            poll_interval_ms: Option<u64>,
+            #[serde(default)]
+            poll_interval: Option<u64>,
+        }
+        let parsed: Result<Created, _> = match task {
+            Some(raw) => serde_json::from_str(raw.get()),
+            None => {
+                let id = members.get("taskId").map(|r| r.get()).unwrap_or("null");
+                let interval = members.get("pollIntervalMs").map_or("null", |r| r.get());
+                serde_json::from_str(&format!(r#"{{"taskId":{id},"pollIntervalMs":{interval}}}"#))
+            }
+        };
+        Some(match parsed {
+            Ok(c) if !c.task_id.is_empty() => {
+                Ok(Self { id: c.task_id, legacy, poll: interval(c.poll_interval_ms.or(c.poll_interval)) })
+            }
+            Ok(_) => Err("a task with an empty taskId".to_owned()),
+            Err(e) => Err(format!("a task result mcpgate cannot read ({e})")),
+        })
+    }
+}
+
+fn interval(ms: Option<u64>) -> Duration {
+    ms.map_or(Duration::from_secs(1), Duration::from_millis).clamp(MIN_POLL, MAX_POLL)
+}
+
+/// Params of a `tasks/*` request: the task id, and the tasks extension declared (2026-07-28
+/// upstreams refuse `tasks/*` without it; 2025-11-25 ones ignore it).
+fn task_params(id: &str) -> Value {
+    json!({
+        "taskId": id,
+        "_meta": { CLIENT_CAPABILITIES_KEY: { "extensions": { TASKS_EXTENSION: {} } } },
+    })
+}
+
+/// Tracks `task` until it ends or asks for input; `answering` are the keys of an input round
+/// the call's answers respond to (sent upstream first).
+pub(crate) async fn track(
+    upstream: &Arc<Upstream>,
+    mut task: UpstreamTask,
+    answering: &[String],
+    call: &ToolCall,
+    cx: &ToolContext,
+) -> Outcome<CallToolResult> {
+    let name = upstream.name();
+    let tool_error = |what: String| Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {what}")));
+    if !answering.is_empty() {
+        let mut params = task_params(&task.id);
+        match input_relay::answers(call, answering) {
+            Ok(answers) => params["inputResponses"] = Value::Object(answers),
+            Err(failure) => return Outcome::Failed(failure),
+        }
+        let request = Request::new("tasks/update", params).name(&task.id);
+        // Not fatal: an upstream that did not take the answers asks again at the next poll.
+        if let Err(e) = upstream.request(request, &CancellationToken::new()).await {
+            tracing::warn!(upstream = name, task = %task.id, error = %e, "answers not delivered to the upstream task");
+        }
+    }
+    let continuation =
+        Continuation::Task { upstream: name.to_owned(), task_id: task.id.clone(), legacy: task.legacy, keys: vec![] };
+    if cx.can_checkpoint() && !cx.checkpoint(&continuation.to_state()).await {
+        tracing::warn!(upstream = name, task = %task.id, "upstream task id not checkpointed; a replica failure loses it");
+    }
+    let mut failures = 0;
+    let mut last_message: Option<String> = None;
+    let mut changes = 0.0;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(task.poll) => {}
+            () = cx.cancelled() => {
+                // Not when this replica merely stops: another run resumes tracking the task. Sent
+                // from its own task (bounded), as a cancelled run is dropped soon.
+                if cx.cancelled_for_good().await {
+                    let (upstream, id) = (upstream.clone(), task.id.clone());
+                    tokio::spawn(async move { cancel(&upstream, &id).await });
+                }
+                return Outcome::Failed(Failure::Unavailable("cancelled".to_owned()));
+            }
+        }
+        let request = Request::new("tasks/get", task_params(&task.id)).name(&task.id);
+        let polled = match upstream.request(request, &CancellationToken::new()).await {
+            Ok(raw) => serde_json::from_str::<Polled>(raw.get())
+                .map_err(|e| UpstreamError::Protocol { detail: format!("tasks/get answer unreadable: {e}") }),
+            Err(e) => Err(e),
+        };
+        let polled = match polled {
+            Ok(polled) => {
+                failures = 0;
+                polled
+            }
+            Err(UpstreamError::Rpc { code: -32602, .. }) => {
+                return tool_error(format!(
+                    "its task {} is gone (expired, or held by a connection this replica does not share)",
+                    task.id
+                ));
+            }
+            Err(e) => {
+                failures += 1;
+                if failures >= MAX_FAILED_POLLS {
+                    return tool_error(format!("its task {} could not be polled: {e}", task.id));
+                }
+                continue;
+            }
+        };
+        if let Some(ms) = polled.poll_interval_ms.or(polled.poll_interval) {
+            task.poll = interval(Some(ms));
+        }
+        if polled.status_message.is_some() && polled.status_message != last_message {
+            last_message.clone_from(&polled.status_message);
+            changes += 1.0;
+            cx.progress(changes, None, last_message.as_deref()).await;
+        }
+        match polled.status.as_str() {
+            "working" => {}
+            "input_required" => match polled.input_requests {
+                Some(requests) if !requests.is_empty() => {
+                    let keys = requests.keys().cloned().collect();
+                    let next = Continuation::Task {
+                        upstream: name.to_owned(),
+                        task_id: task.id.clone(),
+                        legacy: task.legacy,
+                        keys,
+                    };
+                    return Outcome::NeedInput { requests, state: Some(next.to_state()) };
+                }
+                // 2025-11-25 upstreams ask on a tasks/result stream, which is not bridged.
+                _ if task.legacy => {
+                    cancel(upstream, &task.id).await;
+                    return tool_error(format!(
+                        "its task {} asks for input over a 2025-11-25 tasks/result stream, which mcpgate does not \
+                         bridge; the task was cancelled",
+                        task.id
+                    ));
+                }
+                // Answered meanwhile: the next poll sees it working again.
+                _ => {}
+            },
+            "completed" | "failed" if task.legacy => return legacy_result(upstream, &task).await,
+            "completed" => {
+                return match polled.result.as_deref().map(|r| RawMembers::split(r.get())) {
+                    Some(Ok(r)) if r.members.has("content") => {
+                        Outcome::Complete(CallToolResult::relayed(r.members, r.is_error))
+                    }
+                    _ => tool_error(format!("its task {} completed without a tool result", task.id)),
+                };
+            }
+            "failed" => {
+                let message = polled.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
+                return tool_error(format!("its task {} failed: {}", task.id, message.unwrap_or("no reason given")));
+            }
+            "cancelled" => return tool_error(format!("its task {} was cancelled", task.id)),
+            other => return tool_error(format!("its task {} reports an unknown status {other:?}", task.id)),
+        }
+    }
+}
+
+/// A finished 2025-11-25 task's outcome, from `tasks/result`.
+async fn legacy_result(upstream: &Upstream, task: &UpstreamTask) -> Outcome<CallToolResult> {
+    let name = upstream.name();
+    let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id);
+    match upstream.request(request, &CancellationToken::new()).await {
+        Ok(raw) => match RawMembers::split(raw.get()) {
+            Ok(r) if r.members.has("content") => Outcome::Complete(CallToolResult::relayed(r.members, r.is_error)),
+            _ => Outcome::Complete(CallToolResult::error(format!(
+                "Upstream {name}: its task {} ended without a tool result",
+                task.id
+            ))),
+        },
+        Err(e) => {
+            Outcome::Complete(CallToolResult::error(format!("Upstream {name}: its task {} failed: {e}", task.id)))
+        }
+    }
+}
+
+/// Cancels an upstream task, best effort and bounded in time.
+async fn cancel(upstream: &Upstream, id: &str) {
+    let request = Request::new("tasks/cancel", task_params(id)).name(id);
+    match tokio::time::timeout(CANCEL_TIMEOUT, upstream.request(request, &CancellationToken::new())).await {
+        Ok(Ok(_)) => tracing::debug!(upstream = upstream.name(), task = id, "upstream task cancelled"),
+        Ok(Err(e)) => tracing::debug!(upstream = upstream.name(), task = id, error = %e, "upstream task not cancelled"),
+        Err(_) => tracing::debug!(upstream = upstream.name(), task = id, "upstream task cancellation timed out"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn created(json: &str) -> Option<Result<UpstreamTask, String>> {
+        let r = RawMembers::split(json).expect("object");
+        UpstreamTask::created(r.result_type.as_deref(), &r.members)
+    }
+
+    #[test]
+    fn task_results_of_both_eras_are_recognised() {
+        let modern = created(r#"{"resultType":"task","taskId":"m1","status":"working","pollIntervalMs":50}"#);
+        let modern = modern.expect("a task").expect("readable");
+        assert_eq!((modern.id.as_str(), modern.legacy, modern.poll), ("m1", false, MIN_POLL));
+        let legacy = created(r#"{"task":{"taskId":"l1","status":"working","pollInterval":2000}}"#);
+        let legacy = legacy.expect("a task").expect("readable");
+        assert_eq!((legacy.id.as_str(), legacy.legacy, legacy.poll), ("l1", true, Duration::from_secs(2)));
+        assert!(created(r#"{"content":[]}"#).is_none(), "a plain result");
+        assert!(created(r#"{"resultType":"task"}"#).expect("a task").is_err());
+        assert!(created(r#"{"task":{"taskId":""}}"#).expect("a task").is_err());
+    }
+}
