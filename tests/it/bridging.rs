@@ -267,6 +267,45 @@ async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::
     assert!(report.contains("Research Report: badgers"), "{done}");
     assert!(messages.iter().any(|m| m.contains("...")), "upstream stage messages relayed: {messages:?}");
 
+    // The upstream task asks a question (on its tasks/result stream): the gateway task shows it,
+    // the client answers on another replica, the upstream task goes on and completes.
+    let asking = json!({"io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {},
+    }});
+    let call = json!({"name": tool, "arguments": {"topic": "python", "ambiguous": true}, "_meta": asking});
+    let created = client.modern(&url(0), "tools/call", call).await?.json()?;
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let asked = loop {
+        let got = client.modern(&url(1), "tasks/get", json!({"taskId": id, "_meta": asking})).await?.json()?;
+        if got["result"]["status"] == "input_required" {
+            break got;
+        }
+        assert_eq!(got["result"]["status"], "working", "{got}");
+        assert!(tokio::time::Instant::now() < deadline, "never asked: {got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let requests = asked["result"]["inputRequests"].as_object().expect("input requests").clone();
+    let (key, request) = requests.iter().next().expect("one request");
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    let schema = &request["params"]["requestedSchema"]["properties"]["interpretation"];
+    let choice = schema["oneOf"][0]["const"].as_str().unwrap_or("programming language").to_owned();
+    let answer = json!({"taskId": id, "inputResponses": {key.as_str(): accept(json!({"interpretation": choice}))}, "_meta": asking});
+    let updated = client.modern(&url(2), "tasks/update", answer).await?.json()?;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let got = client.modern(&url(0), "tasks/get", json!({"taskId": id, "_meta": asking})).await?.json()?;
+        if got["result"]["status"] == "completed" || got["result"]["status"] == "failed" {
+            break got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not finished after the answer: {got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let report = done["result"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(report.contains(&format!("Clarification**: {choice}")), "the answer reached the upstream: {done}");
+
     // Cancelled on another replica: the gateway task ends cancelled.
     let call = json!({"name": tool, "arguments": {"topic": "moles"}, "_meta": ext});
     let created = client.modern(&url(2), "tools/call", call).await?.json()?;

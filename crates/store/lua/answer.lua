@@ -2,7 +2,8 @@
 -- Answers to keys that are not outstanding are ignored; an answered key stops being
 -- outstanding (req:<key>, reqm:<key> removed) and joins the collected answers (ans:<key>, with
 -- the method it answers in ask:<key>); once none remain the task is working again and a job is
--- enqueued, so any worker resumes it. The gateway decoded and size-checked every answer: this
+-- enqueued, so any worker resumes it (unless a live run holds the task, asking in place: see
+-- hold.lua; it is woken by the event instead). The gateway decoded and size-checked every answer: this
 -- script never decodes one, so its cost does not grow with their size.
 --
 -- KEYS[1]  task record (hash)    KEYS[2]  job stream
@@ -21,7 +22,8 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'created', 'ttl', 'id', 'pending', 'ans_bytes')
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'created', 'ttl', 'id', 'pending', 'ans_bytes',
+  'lease_until')
 if not f[1] or f[1] ~= ARGV[1] then
   return {'notfound'}
 end
@@ -73,6 +75,8 @@ if pending > 0 then
 end
 redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'updated', now,
   'msg', 'Input received; resuming')
-redis.call('XADD', KEYS[2], '*', 'task', f[5])
+if (tonumber(f[8]) or 0) <= now then
+  redis.call('XADD', KEYS[2], '*', 'task', f[5])
+end
 redis.call('PUBLISH', ARGV[2], 'working')
 return {'resumed'}

@@ -84,6 +84,16 @@ pub trait TaskStore: Send + Sync {
     /// resume from it even when its tool is not retry-safe. Answers like `renew`.
     fn checkpoint(&self, lease: &Lease, state: &str) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
 
+    /// Asks for input without ending the run (one round trip, under the current lease): the
+    /// task goes `input_required` with `input_requests` as `park` records them, but the worker
+    /// keeps its lease and job; answers completing the requests then resume it in place (no
+    /// new job, see `answer`) while the lease lives. Answers like `renew`.
+    fn hold(
+        &self,
+        lease: &Lease,
+        input_requests: &RawRequests,
+    ) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
+
     /// Writes the final status and outcome (`tool_error`: a tool result with `isError: true`)
     /// and acknowledges the job, in one atomic step (one round trip), only with the current
     /// lease and only from a non-terminal status. Safe to repeat with the same lease after a

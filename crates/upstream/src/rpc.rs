@@ -76,9 +76,11 @@ pub(crate) fn cancelled(id: u64) -> Vec<u8> {
     notification("notifications/cancelled", json!({ "requestId": id, "reason": "cancelled by the client" }))
 }
 
-/// `initialize` params asking for `version`.
+/// `initialize` params asking for `version`. Form elicitation is declared: a 2025-11-25
+/// upstream task's questions reach the client of the gateway task (see `task_relay`); any
+/// other request of the server's is refused at once.
 pub(crate) fn initialize_params(version: &str) -> Value {
-    json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": client_info() })
+    json!({ "protocolVersion": version, "capabilities": { "elicitation": {} }, "clientInfo": client_info() })
 }
 
 /// Legacy versions the gateway can speak in a session.
@@ -126,8 +128,55 @@ pub(crate) enum Inbound {
     Progress { token: u64, progress: Progress },
     /// Another notification (list changes, logs): its method.
     Notification { method: String },
-    /// A request from the server to the client (ping, sampling, ...): its raw id and method.
-    Request { id: Box<RawValue>, method: String },
+    /// A request from the server to the client (ping, sampling, ...).
+    Request(ServerRequest),
+}
+
+/// A request from an upstream to mcpgate as its client.
+#[derive(Debug)]
+pub(crate) struct ServerRequest {
+    /// Its raw JSON-RPC id (the answer echoes it).
+    pub(crate) id: Box<RawValue>,
+    /// Its method.
+    pub(crate) method: String,
+    /// Its params, raw.
+    pub(crate) params: Option<Box<RawValue>>,
+}
+
+impl ServerRequest {
+    /// The upstream task it belongs to (2025-11-25 `related-task` `_meta`), if any.
+    pub(crate) fn related_task(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Params {
+            #[serde(rename = "_meta", default)]
+            meta: Option<Meta>,
+        }
+        #[derive(Deserialize)]
+        struct Meta {
+            #[serde(rename = "io.modelcontextprotocol/related-task", default)]
+            related: Option<Related>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Related {
+            task_id: String,
+        }
+        let params: Params = serde_json::from_str(self.params.as_deref()?.get()).ok()?;
+        params.meta?.related.map(|r| r.task_id)
+    }
+}
+
+/// A JSON-RPC response to a server's request `id`: `result` (raw JSON) or an error.
+pub(crate) fn response(id: &RawValue, outcome: Result<&str, (i64, &str)>) -> Vec<u8> {
+    match outcome {
+        Ok(result) => format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get()).into_bytes(),
+        Err((code, message)) => serde_json::to_vec(&json!({
+            "jsonrpc": "2.0",
+            "id": serde_json::from_str::<Value>(id.get()).unwrap_or(Value::Null),
+            "error": { "code": code, "message": message },
+        }))
+        .unwrap_or_default(),
+    }
 }
 
 /// A progress report relayed from an upstream.
@@ -177,7 +226,7 @@ struct ProgressBody {
 pub(crate) fn parse(bytes: &[u8]) -> Result<Inbound, String> {
     let env: Envelope = serde_json::from_slice(bytes).map_err(|e| format!("not a JSON-RPC message: {e}"))?;
     match (env.method, env.id) {
-        (Some(method), Some(id)) => Ok(Inbound::Request { id, method }),
+        (Some(method), Some(id)) => Ok(Inbound::Request(ServerRequest { id, method, params: env.params })),
         (Some(method), None) => {
             if method == "notifications/progress"
                 && let Some(params) = env.params
@@ -205,8 +254,8 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Inbound, String> {
     }
 }
 
-/// The reply to a server→client request mcpgate does not serve (it offers no client
-/// capabilities upstream), or `{}` to a ping.
+/// The reply to a server→client request nobody takes (only a tracked upstream task's are
+/// relayed), or `{}` to a ping.
 pub(crate) fn reply_to_server_request(id: &RawValue, method: &str) -> Vec<u8> {
     let body = if method == "ping" {
         format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get())
@@ -269,7 +318,14 @@ mod tests {
         let p = parse(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":9,"progress":1,"total":2}}"#)
             .unwrap();
         assert!(matches!(p, Inbound::Progress { token: 9, .. }));
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":"s","method":"ping"}"#).unwrap(), Inbound::Request { .. }));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":"s","method":"ping"}"#).unwrap(), Inbound::Request(_)));
+        let Ok(Inbound::Request(asked)) = parse(
+            br#"{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"message":"m","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t-9"}}}}"#,
+        ) else {
+            panic!("a request")
+        };
+        assert_eq!(asked.related_task().as_deref(), Some("t-9"));
+        assert_eq!(response(&asked.id, Ok("{}")), br#"{"jsonrpc":"2.0","id":3,"result":{}}"#.to_vec());
         assert!(parse(b"hello").is_err());
         assert_eq!(sniff_id(br#"{"jsonrpc":"2.0","id": 42,"result":{"#), Some(42));
     }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use mcpgate_protocol::capabilities::TASKS_EXTENSION;
-use mcpgate_protocol::input::InputRequests;
+use mcpgate_protocol::input::{InputRequest, InputRequests};
 use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
 use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_protocol::tool::CallToolResult;
@@ -207,12 +207,18 @@ pub(crate) async fn track(
                     };
                     return Outcome::NeedInput { requests, state: Some(next.to_state()) };
                 }
-                // 2025-11-25 upstreams ask on a tasks/result stream, which is not bridged.
+                // 2025-11-25 upstreams ask on a tasks/result stream: inside a gateway task the
+                // questions are asked in place (the upstream's request waits on this replica).
+                _ if task.legacy && cx.can_checkpoint() => {
+                    if let Some(outcome) = relay_legacy_input(upstream, &task, cx).await {
+                        return outcome;
+                    }
+                }
                 _ if task.legacy => {
                     cancel(upstream, &task.id).await;
                     return tool_error(format!(
-                        "its task {} asks for input over a 2025-11-25 tasks/result stream, which mcpgate does not \
-                         bridge; the task was cancelled",
+                        "its task {} asks for input, which reaches a client only inside a gateway task (call it \
+                         as a task); the upstream task was cancelled",
                         task.id
                     ));
                 }
@@ -238,18 +244,113 @@ pub(crate) async fn track(
     }
 }
 
+/// Serves a 2025-11-25 upstream task's questions: reads `tasks/result` (on which the upstream
+/// sends them), asks each in place, answers the upstream on this replica's connection. Ends
+/// with the task's outcome when `tasks/result` answers, or `None` to go on polling (the read
+/// timed out or broke); an unanswered question ends the call.
+async fn relay_legacy_input(
+    upstream: &Arc<Upstream>,
+    task: &UpstreamTask,
+    cx: &ToolContext,
+) -> Option<Outcome<CallToolResult>> {
+    let name = upstream.name();
+    let mut route = upstream.route(&task.id);
+    let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id);
+    let reading = CancellationToken::new();
+    let result = upstream.request(request, &reading);
+    tokio::pin!(result);
+    loop {
+        tokio::select! {
+            outcome = &mut result => return match outcome {
+                Ok(raw) => Some(relayed_result(name, &task.id, &raw)),
+                Err(UpstreamError::Rpc { code, message }) if code != -32603 => Some(Outcome::Complete(
+                    CallToolResult::error(format!("Upstream {name}: its task {} failed: {message}", task.id)),
+                )),
+                Err(e) => {
+                    tracing::debug!(upstream = name, task = %task.id, error = %e, "tasks/result ended early; polling on");
+                    None
+                }
+            },
+            Some(asked) = route.requests.recv() => {
+                let decoded = serde_json::from_value::<InputRequest>(json!({
+                    "method": asked.method,
+                    "params": asked.params.as_deref().map(|p| serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null)),
+                }));
+                let Ok(question) = decoded else {
+                    let _ = upstream.respond(&asked, Err((-32601, "mcpgate cannot relay this request"))).await;
+                    continue;
+                };
+                let key = format!("{name}-{}", unique_suffix());
+                let requests = InputRequests::from([(key.clone(), question)]);
+                match cx.ask_in_place(&requests, HOLD_LIMIT).await {
+                    Ok(mut answers) => {
+                        let answer = answers.remove(&key).and_then(|a| serde_json::to_string(&a).ok());
+                        let sent = match &answer {
+                            Some(json) => upstream.respond(&asked, Ok(json)).await,
+                            None => upstream.respond(&asked, Err((-32603, "the client gave no answer"))).await,
+                        };
+                        if let Err(e) = sent {
+                            tracing::warn!(upstream = name, task = %task.id, error = %e, "answer not delivered upstream");
+                        }
+                    }
+                    Err(failure) => {
+                        let _ = upstream.respond(&asked, Err((-32603, "the client did not answer"))).await;
+                        cancel(upstream, &task.id).await;
+                        return Some(Outcome::Complete(CallToolResult::error(format!(
+                            "Upstream {name}: its task {} asked for input that was not given ({}); the upstream \
+                             task was cancelled",
+                            task.id,
+                            failure_text(&failure)
+                        ))));
+                    }
+                }
+            }
+            () = cx.cancelled() => {
+                reading.cancel();
+                if cx.cancelled_for_good().await {
+                    let (upstream, id) = (upstream.clone(), task.id.clone());
+                    tokio::spawn(async move { cancel(&upstream, &id).await });
+                }
+                return Some(Outcome::Failed(Failure::Unavailable("cancelled".to_owned())));
+            }
+        }
+    }
+}
+
+/// How long a question of an upstream task may wait for the client's answer.
+const HOLD_LIMIT: Duration = Duration::from_secs(300);
+
+/// A suffix unique over a task's life (keys of input requests must never repeat).
+fn unique_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{now:x}{n:x}")
+}
+
+fn failure_text(failure: &Failure) -> String {
+    match failure {
+        Failure::Unavailable(why) | Failure::Internal(why) | Failure::InvalidParams(why) => why.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A relayed `tasks/result` answer.
+fn relayed_result(name: &str, id: &str, raw: &serde_json::value::RawValue) -> Outcome<CallToolResult> {
+    match RawMembers::split(raw.get()) {
+        Ok(r) if r.members.has("content") => Outcome::Complete(CallToolResult::relayed(r.members, r.is_error)),
+        _ => Outcome::Complete(CallToolResult::error(format!(
+            "Upstream {name}: its task {id} ended without a tool result"
+        ))),
+    }
+}
+
 /// A finished 2025-11-25 task's outcome, from `tasks/result`.
 async fn legacy_result(upstream: &Upstream, task: &UpstreamTask) -> Outcome<CallToolResult> {
     let name = upstream.name();
     let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id);
     match upstream.request(request, &CancellationToken::new()).await {
-        Ok(raw) => match RawMembers::split(raw.get()) {
-            Ok(r) if r.members.has("content") => Outcome::Complete(CallToolResult::relayed(r.members, r.is_error)),
-            _ => Outcome::Complete(CallToolResult::error(format!(
-                "Upstream {name}: its task {} ended without a tool result",
-                task.id
-            ))),
-        },
+        Ok(raw) => relayed_result(name, &task.id, &raw),
         Err(e) => {
             Outcome::Complete(CallToolResult::error(format!("Upstream {name}: its task {} failed: {e}", task.id)))
         }

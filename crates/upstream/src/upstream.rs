@@ -200,6 +200,21 @@ impl Upstream {
         self.signals.restarts.load(Ordering::Relaxed)
     }
 
+    /// Routes the server's requests about upstream task `task` (2025-11-25 `related-task`) to
+    /// the returned route while it lives; others are refused.
+    pub(crate) fn route(&self, task: &str) -> crate::transport::Route {
+        self.signals.route(task)
+    }
+
+    /// Answers a request of the server's: `result` (raw JSON) or an error.
+    pub(crate) async fn respond(
+        &self,
+        request: &crate::rpc::ServerRequest,
+        outcome: Result<&str, (i64, &str)>,
+    ) -> Result<(), UpstreamError> {
+        self.link.send_only(crate::rpc::response(&request.id, outcome)).await
+    }
+
     /// Resolves when the upstream announces a list change.
     pub async fn list_changed(&self) {
         self.signals.list_changed.notified().await;

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -19,9 +20,14 @@ use mcpgate_protocol::jsonrpc::OutgoingNotification;
 use mcpgate_protocol::meta::{LoggingLevel, ProgressParams, ProgressToken};
 use mcpgate_protocol::method::notification;
 
-use mcpgate_store::{AnyStore, Change, EventBus as _, Lease, Read, Renewal, TaskStore as _};
+use mcpgate_protocol::input::{InputRequests, InputResponse, InputResponses};
+use mcpgate_protocol::task::TaskStatus;
+use mcpgate_store::{
+    AnyStore, Change, EventBus as _, Lease, RawAnswer, RawRequests, Read, Renewal, TaskEvent, TaskStore as _,
+};
 
 use crate::Principal;
+use crate::catalog::Failure;
 
 /// One message on a request's response stream.
 #[derive(Debug)]
@@ -274,6 +280,70 @@ impl ToolContext {
         self.cancel.is_cancelled()
     }
 
+    /// Asks the client for input while this run goes on, on this replica (for work that cannot
+    /// move mid-way, such as an upstream's request waiting on this replica's connection): the
+    /// task shows `input_required` with `requests` (keys unique over the task's life) and this
+    /// returns the client's answers once all are in, from whichever replica they reach. Only
+    /// inside a task. Fails (and the caller should end the call) when the client cannot answer
+    /// them, the task ends or moves on, or no answer comes within `within`: the task then
+    /// still shows the requests until its run records an outcome.
+    pub async fn ask_in_place(&self, requests: &InputRequests, within: Duration) -> Result<InputResponses, Failure> {
+        let unavailable = |why: String| Failure::Unavailable(why);
+        let Some(checkpoints) = &self.checkpoints else {
+            return Err(unavailable("input can be asked in place only inside a task".to_owned()));
+        };
+        if let Some(failure) = super::missing_capabilities(self.capabilities(), requests) {
+            return Err(failure);
+        }
+        let mut raw = RawRequests::new();
+        for (key, request) in requests {
+            let json = serde_json::to_string(request).map_err(|e| unavailable(format!("input request: {e}")))?;
+            raw.insert(key.clone(), RawAnswer { method: request.method().to_owned(), json });
+        }
+        let (store, lease) = (&checkpoints.store, &checkpoints.lease);
+        // Subscribed before asking, so the answer's event cannot be missed.
+        let mut events = store.subscribe(&lease.task).await.map_err(|e| unavailable(e.to_string()))?;
+        match store.hold(lease, &raw).await {
+            Ok(Renewal::Held) => {}
+            Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
+            Err(e) => return Err(unavailable(e.to_string())),
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    TaskEvent::Status(TaskStatus::InputRequired) => continue,
+                    TaskEvent::Status(s) if s.is_terminal() => return Err(unavailable("the task ended".to_owned())),
+                    TaskEvent::Status(_) | TaskEvent::Resync => {}
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(unavailable(format!("no answer to the input request within {} s", within.as_secs())));
+                }
+                () = self.cancel.cancelled() => return Err(unavailable("cancelled".to_owned())),
+            }
+            let record = match store.get(&lease.task, Read::Full).await {
+                Ok(Some(record)) => record,
+                Ok(None) => return Err(unavailable("the task ended".to_owned())),
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot read a held task; waiting for its next event");
+                    continue;
+                }
+            };
+            if record.status != TaskStatus::Working {
+                continue;
+            }
+            let mut answers = InputResponses::new();
+            for key in requests.keys() {
+                let Some(answer) = record.input_responses.get(key) else { continue };
+                let mut de = serde_json::Deserializer::from_str(&answer.json);
+                let decoded = InputResponse::decode_for(&answer.method, &mut de)
+                    .map_err(|_| Failure::InvalidParams(format!("the answer to {key:?} is not a valid result")))?;
+                answers.insert(key.clone(), decoded);
+            }
+            return Ok(answers);
+        }
+    }
+
     /// Once [`ToolContext::cancelled`] fired: whether the work was cancelled for good (the
     /// client went away, or the task was cancelled or expired), rather than stopped to be
     /// resumed elsewhere (a task's replica shutting down or losing its lease). Only then should
@@ -281,7 +351,7 @@ impl ToolContext {
     pub async fn cancelled_for_good(&self) -> bool {
         let Some(checkpoints) = &self.checkpoints else { return self.cancel.is_cancelled() };
         match checkpoints.store.get(&checkpoints.lease.task, Read::Control).await {
-            Ok(Some(record)) => record.status == mcpgate_protocol::task::TaskStatus::Cancelled,
+            Ok(Some(record)) => record.status == TaskStatus::Cancelled,
             Ok(None) => true,
             // Unknown: leave the work running; a later run resumes or the task's lifetime ends it.
             Err(_) => false,

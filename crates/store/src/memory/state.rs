@@ -304,6 +304,22 @@ impl State {
         }
     }
 
+    pub(super) fn hold(&mut self, lease: &Lease, requests: &crate::model::RawRequests, now: u64) -> Renewal {
+        let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
+        if entry.record.status == TaskStatus::Cancelled {
+            return Renewal::Cancelled;
+        }
+        if entry.lease_token != lease.token || entry.record.status != TaskStatus::Working {
+            return Renewal::Lost;
+        }
+        entry.record.status = TaskStatus::InputRequired;
+        entry.record.input_requests = requests.iter().map(|(k, r)| (k.clone(), r.json.clone())).collect();
+        entry.asked = requests.iter().map(|(k, r)| (k.clone(), r.method.clone())).collect();
+        entry.record.updated_ms = now;
+        self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::InputRequired)));
+        Renewal::Held
+    }
+
     pub(super) fn checkpoint(&mut self, lease: &Lease, state: &str) -> Renewal {
         let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
         if entry.record.status == TaskStatus::Cancelled {
@@ -454,7 +470,10 @@ impl State {
         record.status = TaskStatus::Working;
         record.status_message = Some("Input received; resuming".to_owned());
         self.events.push((id.clone(), TaskEvent::Status(TaskStatus::Working)));
-        self.enqueue(id.clone());
+        // A live run holding the task (asking in place) is woken by the event instead.
+        if entry.lease_until <= now {
+            self.enqueue(id.clone());
+        }
         Answered::Resumed
     }
 

@@ -201,6 +201,16 @@ impl TaskStore for RedisStore {
         })
     }
 
+    async fn hold(&self, lease: &Lease, input_requests: &RawRequests) -> Result<Renewal, StoreError> {
+        let names: Vec<&String> = input_requests.keys().collect();
+        let names =
+            serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
+        let mut args = vec![lease.token.to_string(), self.inner.keys.channel(&lease.task), names];
+        args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
+        let out = self.script(Retry::No, &scripts::HOLD, vec![self.inner.keys.task(&lease.task)], args).await?;
+        renewal(&out, "hold")
+    }
+
     async fn checkpoint(&self, lease: &Lease, state: &str) -> Result<Renewal, StoreError> {
         let out = self
             .script(
@@ -210,13 +220,7 @@ impl TaskStore for RedisStore {
                 vec![lease.token.to_string(), state.to_owned()],
             )
             .await?;
-        Ok(match item(&[out], 0).as_deref() {
-            Some("held") => Renewal::Held,
-            Some("cancelled") => Renewal::Cancelled,
-            Some("gone") => Renewal::Gone,
-            Some("lost") => Renewal::Lost,
-            _ => return Err(StoreError::Corrupt { detail: "unexpected checkpoint reply".to_owned() }),
-        })
+        renewal(&out, "checkpoint")
     }
 
     async fn finish(
@@ -442,4 +446,15 @@ impl RedisStore {
             }
         }
     }
+}
+
+/// A `held | cancelled | gone | lost` script reply.
+fn renewal(out: &redis::Value, script: &str) -> Result<Renewal, StoreError> {
+    Ok(match item(std::slice::from_ref(out), 0).as_deref() {
+        Some("held") => Renewal::Held,
+        Some("cancelled") => Renewal::Cancelled,
+        Some("gone") => Renewal::Gone,
+        Some("lost") => Renewal::Lost,
+        _ => return Err(StoreError::Corrupt { detail: format!("unexpected {script} reply") }),
+    })
 }

@@ -101,6 +101,7 @@ where
     attempts_run_out(&make().await).await;
     lifetime_ends(&make().await).await;
     park_waits_for_input(&make().await).await;
+    held_tasks_resume_in_place_while_their_lease_lives(&make().await).await;
     published_events_reach_subscribers(&make().await).await;
     published_changes_reach_every_listener(&make().await).await;
     released_tasks_run_again_at_once(&make().await).await;
@@ -410,6 +411,31 @@ const CONFIRM: &str =
     r#"{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}"#;
 const NAME: &str =
     r#"{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object"}}}"#;
+
+async fn held_tasks_resume_in_place_while_their_lease_lives<S: TaskStore + JobQueue + EventBus>(store: &S) {
+    let record = store.create(new_task("holder", 1)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    let mut sub = store.subscribe(&record.id).await.expect("subscribe");
+    assert_eq!(store.hold(&lease, &asks(&[("confirm", CONFIRM)])).await.expect("hold"), Renewal::Held);
+    assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::InputRequired));
+    let held = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert_eq!((held.status, held.input_requests), (TaskStatus::InputRequired, raw(&[("confirm", CONFIRM)])));
+    assert_eq!(store.renew(&lease, LEASE, None).await.expect("renew"), Renewal::Held, "the run keeps its lease");
+    let yes = r#"{"action":"accept","content":{"confirm":true}}"#;
+    let answered = store.answer(&record.id, "holder", &checked(&[("confirm", yes, FORM)]), MAX_ANSWER_BYTES).await;
+    assert_eq!(answered.expect("answer"), Answered::Resumed);
+    assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Working), "the holder is woken");
+    let jobs = store.read("w2", 10, Duration::from_millis(300)).await.expect("read");
+    assert!(jobs.iter().all(|j| j.task != record.id), "no second run of a task held in place: {jobs:?}");
+    let resumed = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
+    assert_eq!(resumed.status, TaskStatus::Working);
+    assert_eq!(resumed.input_responses, form_answers(&[("confirm", yes)]));
+    let done = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
+    assert_eq!(store.finish(&lease, &job, TaskStatus::Completed, done, false).await.expect("finish"), Settled::Done);
+    // Under a stale lease nothing is held.
+    assert_eq!(store.hold(&lease, &asks(&[("k", CONFIRM)])).await.expect("hold"), Renewal::Lost);
+}
 
 async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {
     let record = store.create(new_task("asker", 1)).await.expect("create").record().expect("a task").clone();

@@ -118,6 +118,16 @@ impl Http {
         Err(UpstreamError::Unreachable { detail: "HTTP 404 (not found)".to_owned() })
     }
 
+    /// POSTs a message that expects no answer (a response to the server's request) on the
+    /// current session.
+    pub(crate) async fn send_only(&self, body: Vec<u8>) -> Result<(), UpstreamError> {
+        let session = self.session().await?;
+        match self.post(&session, body, None, &response_exchange()).await? {
+            Posted::SessionGone => Err(UpstreamError::Unreachable { detail: "HTTP 404 (session gone)".to_owned() }),
+            _ => Ok(()),
+        }
+    }
+
     /// The current session, negotiating one when there is none.
     async fn session(&self) -> Result<Arc<Session>, UpstreamError> {
         let mut slot = self.session.lock().await;
@@ -185,7 +195,7 @@ impl Http {
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty() && v.len() <= 1024)
             .map(str::to_owned);
-        let result = match self.read_answer(response, id, None).await? {
+        let result = match self.read_answer(&opening, response, id, None).await? {
             Posted::Answer(answer) => answer?,
             _ => return Err(UpstreamError::Protocol { detail: "no answer to initialize".to_owned() }),
         };
@@ -237,7 +247,7 @@ impl Http {
     ) -> Result<Posted, UpstreamError> {
         let response = self.send(session, body, ex).await?;
         match id {
-            Some(id) => self.read_answer(response, id, ex.progress.as_ref()).await,
+            Some(id) => self.read_answer(session, response, id, ex.progress.as_ref()).await,
             None if response.status().is_success() => Ok(Posted::Accepted),
             None => Err(UpstreamError::Unreachable { detail: format!("HTTP {}", response.status()) }),
         }
@@ -246,6 +256,7 @@ impl Http {
     /// Reads the answer to request `id` from a JSON body or an SSE stream.
     async fn read_answer(
         &self,
+        session: &Session,
         mut response: reqwest::Response,
         id: u64,
         progress: Option<&tokio::sync::mpsc::Sender<Progress>>,
@@ -312,6 +323,16 @@ impl Http {
                         Ok(Inbound::Notification { method }) if method.ends_with("/list_changed") => {
                             self.signals.list_changed.notify_one();
                         }
+                        // A request of the server's on the stream: to whoever tracks its task,
+                        // or refused at once (left unanswered, the server would wait for ever).
+                        Ok(Inbound::Request(request)) => {
+                            if let Some(request) = self.signals.deliver(request) {
+                                let refusal = rpc::reply_to_server_request(&request.id, &request.method);
+                                if let Err(e) = self.send(session, refusal, &response_exchange()).await {
+                                    tracing::debug!(upstream = %self.config.name, error = %e, "refusal not delivered");
+                                }
+                            }
+                        }
                         Ok(_) => {}
                         Err(problem) => {
                             tracing::debug!(upstream = %self.config.name, "ignored an event that is not JSON-RPC: {problem}");
@@ -321,6 +342,11 @@ impl Http {
             }
         }
     }
+}
+
+/// What a POST of a response (to the server's request) is sent as.
+fn response_exchange() -> Exchange {
+    Exchange { method: "response", params: json!({}), name: None, param_headers: Vec::new(), progress: None }
 }
 
 /// The HTTP client of an upstream (its pool sized to `max_concurrency`, no redirects: a

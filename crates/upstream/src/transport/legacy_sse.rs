@@ -65,6 +65,12 @@ impl LegacySse {
         session.mux.request(ex, &session.negotiated).await
     }
 
+    /// POSTs a message that expects no answer on the current session.
+    pub(crate) async fn send_only(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+        self.session().await?.mux.notify(bytes).await;
+        Ok(())
+    }
+
     async fn session(&self) -> Result<Arc<Session>, UpstreamError> {
         let mut slot = self.session.lock().await;
         if let Some(session) = &*slot

@@ -9,7 +9,8 @@ mod mux;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -17,7 +18,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::config::{TransportKind, UpstreamConfig};
 use crate::error::UpstreamError;
-use crate::rpc::Progress;
+use crate::rpc::{Progress, ServerRequest};
 
 /// One request to an upstream.
 #[derive(Debug)]
@@ -41,6 +42,45 @@ pub(crate) struct Signals {
     pub list_changed: Notify,
     /// stdio processes started after the first.
     pub restarts: std::sync::atomic::AtomicU64,
+    /// Who takes the server's requests about each upstream task (by its id).
+    routes: Mutex<HashMap<String, mpsc::Sender<ServerRequest>>>,
+}
+
+impl Signals {
+    /// Routes the server's requests about upstream task `task` to the returned receiver until
+    /// the route is dropped.
+    pub(crate) fn route(self: &Arc<Self>, task: &str) -> Route {
+        let (tx, rx) = mpsc::channel(8);
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(task.to_owned(), tx);
+        Route { signals: Arc::clone(self), task: task.to_owned(), requests: rx }
+    }
+
+    /// Hands a server request to the route of its task; gives it back when none takes it.
+    pub(crate) fn deliver(&self, request: ServerRequest) -> Option<ServerRequest> {
+        let Some(task) = request.related_task() else { return Some(request) };
+        let route = self.routes.lock().unwrap_or_else(PoisonError::into_inner).get(&task).cloned();
+        match route {
+            Some(route) => route.try_send(request).err().map(|e| match e {
+                mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r) => r,
+            }),
+            None => Some(request),
+        }
+    }
+}
+
+/// A route of server requests about one upstream task (see [`Signals::route`]).
+#[derive(Debug)]
+pub(crate) struct Route {
+    signals: Arc<Signals>,
+    task: String,
+    /// The requests.
+    pub(crate) requests: mpsc::Receiver<ServerRequest>,
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        self.signals.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.task);
+    }
 }
 
 /// A connected (or connectable) upstream.
@@ -66,6 +106,15 @@ impl Link {
             Self::Stdio(s) => s.exchange(exchange).await,
             Self::Http(h) => h.exchange(exchange).await,
             Self::Sse(s) => s.exchange(exchange).await,
+        }
+    }
+
+    /// Sends a message that expects no answer (a response to a server's request).
+    pub(crate) async fn send_only(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+        match self {
+            Self::Stdio(s) => s.send_only(bytes).await,
+            Self::Http(h) => h.send_only(bytes).await,
+            Self::Sse(s) => s.send_only(bytes).await,
         }
     }
 

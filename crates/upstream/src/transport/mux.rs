@@ -126,8 +126,10 @@ impl Mux {
                     self.signals.list_changed.notify_one();
                 }
             }
-            Ok(Inbound::Request { id, method }) => {
-                let _ = self.outbox.try_send(rpc::reply_to_server_request(&id, &method));
+            Ok(Inbound::Request(request)) => {
+                if let Some(request) = self.signals.deliver(request) {
+                    let _ = self.outbox.try_send(rpc::reply_to_server_request(&request.id, &request.method));
+                }
             }
             Err(problem) => {
                 let text = String::from_utf8_lossy(&message[..message.len().min(200)]).into_owned();

@@ -94,6 +94,12 @@ impl Stdio {
         child.mux.request(ex, &child.negotiated).await
     }
 
+    /// Writes a message that expects no answer to the running child.
+    pub(crate) async fn send_only(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+        self.child().await?.mux.notify(bytes).await;
+        Ok(())
+    }
+
     /// The running child, starting one (and its handshake) when there is none and the backoff
     /// allows.
     async fn child(&self) -> Result<Arc<Child>, UpstreamError> {

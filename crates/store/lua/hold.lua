@@ -1,0 +1,37 @@
+-- hold.lua: a running task asks for input without ending its run: under the current lease it
+-- goes input_required with its outstanding requests (as park records them), but its worker
+-- keeps the lease and the job, and waits; answer.lua then resumes it in place (no new job)
+-- while the lease lives. For work that cannot move to another replica mid-way (an upstream's
+-- request waiting on this replica's connection). One atomic step.
+--
+-- KEYS[1]  task record (hash)
+-- ARGV[1]  fencing token         ARGV[2]  event channel     ARGV[3]  request keys, a JSON array
+-- ARGV[4..] request key, method asked, request JSON, ...
+-- returns  'held' | 'cancelled' | 'gone' | 'lost'
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl')
+if not f[1] then
+  return 'gone'
+end
+local ttl = tonumber(f[4])
+if ttl >= 0 and now >= tonumber(f[3]) + ttl then
+  redis.call('DEL', KEYS[1])
+  return 'gone'
+end
+if f[1] == 'cancelled' then
+  return 'cancelled'
+end
+if f[2] ~= ARGV[1] or f[1] ~= 'working' then
+  return 'lost'
+end
+local pending = 0
+for i = 4, #ARGV - 2, 3 do
+  redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 2], 'reqm:' .. ARGV[i], ARGV[i + 1])
+  pending = pending + 1
+end
+redis.call('HSET', KEYS[1], 'status', 'input_required', 'pending', pending, 'updated', now, 'reqkeys', ARGV[3])
+redis.call('PUBLISH', ARGV[2], 'input_required')
+return 'held'
