@@ -131,13 +131,12 @@ impl Tool for UpstreamTool {
             // Inside a gateway task an upstream task is welcome (tracked, checkpointed); a
             // synchronous call asks for one only when the tool requires it.
             let mut want_task = cx.can_checkpoint() || self.upstream_tasks == TaskSupport::Required;
-            let params = match self.params(&call, round.as_ref(), cx) {
-                Ok(params) => params,
-                Err(failure) => return Outcome::Failed(failure),
-            };
             loop {
-                let outcome = self.call_once(params.clone(), &call, want_task, cx).await;
-                match outcome {
+                let params = match self.params(&call, round.as_ref(), cx) {
+                    Ok(params) => params,
+                    Err(failure) => return Outcome::Failed(failure),
+                };
+                match self.call_once(params, &call, want_task, cx).await {
                     // A 2026-07-28 tool that runs only as a task: ask again, and track it.
                     Err(UpstreamError::Rpc { code: -32021, message })
                         if !want_task && message_names_tasks(&message) =>
