@@ -67,6 +67,27 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
     let done = asking(&client, &url(2), done).await?;
     assert_eq!(done["result"]["content"][0]["text"], "Ada likes green", "{done}");
 
+    // Legacy, a plain call: each round's question comes on the call's own stream as a
+    // server→client request; the answers are POSTed to other replicas and relayed back.
+    let init = json!({
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "e2e", "version": "1"},
+    });
+    let session = client.legacy(&url(0), "initialize", init, None).await?.session.expect("a session");
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
+    let call = json!({"name": tool, "arguments": {}});
+    let mut stream = client.legacy_stream(&url(0), "tools/call", call, &session).await?;
+    for (i, content) in [json!({"name": "Lin"}), json!({"color": "blue"})].into_iter().enumerate() {
+        let request = stream.next(Duration::from_secs(20)).await?.expect("a question on the stream");
+        assert_eq!(request["method"], "elicitation/create", "{request}");
+        let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(content)});
+        let posted = client.post(&url(1 + i), &headers, answer.to_string()).await?;
+        assert_eq!(posted.status, 202, "{}", posted.body);
+    }
+    let last = stream.next(Duration::from_secs(20)).await?.expect("the call's result");
+    assert_eq!(last["id"], 1, "{last}");
+    assert_eq!(last["result"]["content"][0]["text"], "Lin likes blue", "{last}");
+
     // Legacy: inside a task, the upstream's round parks the task; the answer lands elsewhere.
     let init = json!({
         "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},

@@ -61,20 +61,38 @@ pub fn sse_once(message: Bytes) -> Response {
 
 struct SseState {
     rx: mpsc::Receiver<Frame>,
+    /// A frame read before the response was chosen, sent first.
+    first: Option<Frame>,
     keepalive: Interval,
     // Dropped with the stream: cancels the work when the client goes away.
     _cancel_on_drop: DropGuard,
     done: bool,
 }
 
-/// An SSE response fed by `rx`; keep-alive comments flow while nothing else does.
-pub fn sse(rx: mpsc::Receiver<Frame>, cancel_on_drop: DropGuard, keepalive: Duration) -> Response {
+/// An SSE response fed by `rx` (after `first`, when given); keep-alive comments flow while
+/// nothing else does.
+pub fn sse(
+    rx: mpsc::Receiver<Frame>,
+    first: Option<Frame>,
+    cancel_on_drop: DropGuard,
+    keepalive: Duration,
+) -> Response {
     let mut tick = interval_at(Instant::now() + keepalive, keepalive);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let state = SseState { rx, keepalive: tick, _cancel_on_drop: cancel_on_drop, done: false };
+    let state = SseState { rx, first, keepalive: tick, _cancel_on_drop: cancel_on_drop, done: false };
     let events = stream::unfold(state, |mut s| async move {
         if s.done {
             return None;
+        }
+        if let Some(frame) = s.first.take() {
+            let chunk = match frame {
+                Frame::Notification(json) => event(&json),
+                Frame::Final(json) => {
+                    s.done = true;
+                    event(&json)
+                }
+            };
+            return Some((Ok::<_, Infallible>(chunk), s));
         }
         let chunk = tokio::select! {
             frame = s.rx.recv() => match frame? {

@@ -188,15 +188,40 @@ pub async fn dispatch(
         }
     };
     let era = cx.era;
-    if !streaming && accept.json {
+    // A 2025-11-25 session's call that may need input answers with JSON unless it does send
+    // the client something first (its input requests): then the answer is an SSE stream.
+    let lazy = era == Era::Legacy && cx.method == Method::ToolsCall && accept.sse && cx.session.is_some();
+    if !streaming && accept.json && !lazy {
         let result = prepared(Notifier::default(), state.shutdown.child_token()).await.map_err(fail(&cx))?;
         return Ok((Reply::Result(result), era));
     }
-    Ok((Reply::Stream(stream(state, cx, ticket, prepared)), era))
+    let keepalive = state.sse_keepalive();
+    let id = cx.id.clone();
+    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared);
+    if streaming || !accept.json {
+        return Ok((Reply::Stream(reply::sse(rx, None, guard, keepalive)), era));
+    }
+    // Dropping `guard` (here when the client leaves, or with the response) cancels the work.
+    let response = match rx.recv().await {
+        Some(Frame::Final(envelope)) => reply::json(envelope),
+        Some(first) => reply::sse(rx, Some(first), guard, keepalive),
+        // The work ended without a word (it cannot, while we wait): say so rather than hang.
+        None => {
+            let error = GatewayError::internal("the call ended without an answer");
+            reply::json(reply::error_envelope(&id, &error, Some(era)))
+        }
+    };
+    Ok((Reply::Stream(response), era))
 }
 
-/// Runs a call in a task feeding an SSE stream.
-fn stream(state: &AppState, cx: CallContext, ticket: Ticket, prepared: Prepared) -> Response {
+/// Runs a call in a task feeding an SSE stream; returns the stream's frames and the guard that
+/// cancels the work when dropped.
+fn spawn_stream(
+    state: &AppState,
+    cx: CallContext,
+    ticket: Ticket,
+    prepared: Prepared,
+) -> (mpsc::Receiver<Frame>, tokio_util::sync::DropGuard) {
     let (tx, rx) = mpsc::channel::<Frame>(32);
     let cancel = state.shutdown.child_token();
     let guard = cancel.clone().drop_guard();
@@ -261,5 +286,5 @@ fn stream(state: &AppState, cx: CallContext, ticket: Ticket, prepared: Prepared)
         }
     };
     state.tasks.spawn(tracing::Instrument::in_current_span(task));
-    reply::sse(rx, guard, state.sse_keepalive())
+    (rx, guard)
 }

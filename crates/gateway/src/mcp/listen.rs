@@ -206,7 +206,7 @@ fn spawn(
         }
     };
     tracker.spawn(tracing::Instrument::in_current_span(task));
-    reply::sse(rx, guard, keepalive)
+    reply::sse(rx, None, guard, keepalive)
 }
 
 /// The `notifications/tasks` message for a task's event (none when nothing changed since the

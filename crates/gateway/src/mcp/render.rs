@@ -35,7 +35,8 @@ pub(super) fn input_required(
     if cx.era == Era::Legacy {
         return Err(GatewayError::NotSupported {
             detail: format!(
-                "{} needs client input, which 2025-11-25 sessions can provide only within tasks",
+                "{} needs client input, which a 2025-11-25 session can give only within tasks, or on a tools/call \
+                 that accepts text/event-stream",
                 cx.method.as_str()
             ),
         });

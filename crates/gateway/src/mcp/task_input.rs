@@ -46,13 +46,14 @@ fn binding(principal: &Principal) -> Binding<'_> {
 }
 
 /// The JSON-RPC request asking `principal` for the input under `key` of a parked task:
-/// the stored request's method and params, with the related-task `_meta`.
+/// the stored request's method and params, with the related-task `_meta` when `related`.
 pub(super) fn request(
     state: &AppState,
     principal: &Principal,
     record: &TaskRecord,
     key: &str,
     stored: &str,
+    related: bool,
 ) -> Result<Bytes, GatewayError> {
     let internal = |what: &str| GatewayError::internal(format!("task input request: {what}"));
     let mut request: Map<String, Value> = serde_json::from_str(stored).map_err(|_| internal("unreadable"))?;
@@ -61,9 +62,11 @@ pub(super) fn request(
         Some(Value::Object(params)) => params,
         _ => JsonObject::new(),
     };
-    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(RELATED_TASK_KEY.to_owned(), serde_json::json!({ "taskId": record.id.as_str() }));
+    if related {
+        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(RELATED_TASK_KEY.to_owned(), serde_json::json!({ "taskId": record.id.as_str() }));
+        }
     }
     let expires = match record.ttl_ms {
         Some(ttl) => record.created_ms.saturating_add(ttl),

@@ -67,10 +67,11 @@ pub fn input_requests(record: &TaskRecord) -> Result<InputRequests, GatewayError
     record.input_requests.iter().map(|(key, json)| Ok((key.clone(), parse(json, "input request")?))).collect()
 }
 
-/// What legacy `tasks/result` answers for a terminal task: the stored result with the
-/// related-task `_meta`, or the stored error.
-pub fn legacy_result(record: &TaskRecord) -> Result<Vec<u8>, GatewayError> {
+/// What legacy `tasks/result` answers for a terminal task: the stored result (with the
+/// related-task `_meta` when `related`), or the stored error.
+pub fn legacy_result(record: &TaskRecord, related: bool) -> Result<Vec<u8>, GatewayError> {
     match &record.outcome {
+        Some(TaskOutcome::Result(json)) if !related => Ok(json.as_bytes().to_vec()),
         Some(TaskOutcome::Result(json)) => {
             let mut result = parse::<Map<String, Value>>(json, "result")?;
             let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));

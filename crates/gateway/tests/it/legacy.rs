@@ -133,8 +133,12 @@ async fn session_carries_client_capabilities() {
     let params = json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "x", "version": "1"}});
     let resp = Req::legacy("initialize", params, None).send(&app).await;
     let session = resp.header("mcp-session-id").expect("session").to_owned();
-    // With sampling declared the tool needs input, which a legacy client only gets through tasks.
-    let resp = Req::legacy("tools/call", json!({"name": "test_missing_capability"}), Some(&session)).send(&app).await;
+    // With sampling declared the tool needs input, which a legacy client gets only through a
+    // task or on the call's SSE stream (not accepted here).
+    let resp = Req::legacy("tools/call", json!({"name": "test_missing_capability"}), Some(&session))
+        .header("accept", "application/json")
+        .send(&app)
+        .await;
     let json: Value = resp.json();
     assert_eq!(json["error"]["code"], -32603, "{json}");
     assert!(json["error"]["message"].as_str().expect("msg").contains("within tasks"), "{json}");

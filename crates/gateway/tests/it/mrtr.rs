@@ -298,18 +298,21 @@ async fn prompts_ask_too_and_lists_never_do() {
 }
 
 #[tokio::test]
-async fn legacy_sessions_cannot_answer_outside_tasks() {
+async fn legacy_sessions_are_asked_only_on_a_stream_or_within_tasks() {
     let app = app(config()).await;
     let (session, _) = initialize(&app, "2025-11-25").await;
+    // Without an SSE stream to send the question on (the e2e tests cover the stream).
     let resp = Req::legacy(
         "tools/call",
         json!({"name": "delete_records", "arguments": {"table": "t", "older_than_days": 1}}),
         Some(&session),
     )
+    .header("accept", "application/json")
     .send(&app)
     .await;
     let json = assert_error(&resp, 200, -32603);
-    assert!(json["error"]["message"].as_str().unwrap_or_default().contains("within tasks"), "{json}");
+    let message = json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("within tasks") && message.contains("text/event-stream"), "{json}");
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 
 mod completion;
 mod invoke;
+mod legacy_input;
 mod lifecycle;
 mod lists;
 mod promote;

@@ -257,6 +257,25 @@ pub(in crate::mcp) fn result(
     cx: &CallContext,
     params: TaskIdParams,
 ) -> Result<Prepared, GatewayError> {
+    wait(state, cx, params, Relation::Named)
+}
+
+/// Whether what a waiter sends names its task (`related-task` `_meta`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::mcp) enum Relation {
+    /// `tasks/result`: the client asked about the task.
+    Named,
+    /// A call that became a task behind the client's back: its messages look like the call's own.
+    Hidden,
+}
+
+/// Waits on a task, sending its input requests as they appear, then its result.
+pub(in crate::mcp) fn wait(
+    state: &AppState,
+    cx: &CallContext,
+    params: TaskIdParams,
+    relation: Relation,
+) -> Result<Prepared, GatewayError> {
     let waiter = state.result_waiters.clone().try_acquire_owned().map_err(|_| GatewayError::Overloaded)?;
     let state = state.clone();
     let cx = cx.clone();
@@ -271,7 +290,7 @@ pub(in crate::mcp) fn result(
             loop {
                 let record = find_quietly(&state, &cx, &id, &params.task_id, Read::WithOutcome).await?;
                 if record.status.is_terminal() {
-                    return task_view::legacy_result(&record).map(Bytes::from);
+                    return task_view::legacy_result(&record, relation == Relation::Named).map(Bytes::from);
                 }
                 if record.status == TaskStatus::InputRequired {
                     if !notifier.is_streaming() {
@@ -287,7 +306,14 @@ pub(in crate::mcp) fn result(
                         if sent.contains(key) {
                             continue;
                         }
-                        let request = task_input::request(&state, &cx.principal, &record, key, stored)?;
+                        let request = task_input::request(
+                            &state,
+                            &cx.principal,
+                            &record,
+                            key,
+                            stored,
+                            relation == Relation::Named,
+                        )?;
                         let sent_ok = tokio::select! {
                             sent = notifier.send_message(request) => sent,
                             () = cancel.cancelled() => false,

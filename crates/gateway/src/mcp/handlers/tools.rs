@@ -87,6 +87,9 @@ pub(in crate::mcp) async fn call_tool(
     {
         return Ok(ToolPlan::Run(super::promote::prepare(state, cx, round, tool, params.name, call, after)));
     }
+    if cx.era == Era::Legacy {
+        return Ok(ToolPlan::Run(super::legacy_input::prepare(state, cx, round, tool, params.name, call)));
+    }
     Ok(ToolPlan::Run(prepare(state, cx, round, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
 }
 

@@ -4,6 +4,7 @@
 //! arguments, and the first listed resource is `test://static-text` for the same reason.
 
 mod changes;
+mod client_requests;
 mod input;
 mod prompts;
 mod resources;
@@ -26,4 +27,5 @@ pub(super) fn install(b: &mut CatalogBuilder) {
     tasks::install(b);
     prompts::install(b);
     resources::install(b);
+    client_requests::install(b);
 }

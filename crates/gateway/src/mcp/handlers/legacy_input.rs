@@ -1,0 +1,140 @@
+//! A 2025-11-25 session's plain `tools/call` whose tool asks for input (a built-in tool's
+//! round, or an upstream's 2026-07-28 `input_required`): 2025-11-25 asks the client with
+//! server→client requests on the call's SSE stream, and the client's responses are POSTs that
+//! may reach any replica. So the call becomes a task for its remaining life, created already
+//! leased to this replica: its run asks in place (`ToolContext::ask_in_place`, keeping the
+//! lease) and runs the tool's next round with the answers, while this request waits on the
+//! task exactly like `tasks/result` does on the same stream (sending the task's input requests
+//! as they appear, then the result). Answers reach the task through the store from whichever
+//! replica they land on.
+//!
+//! Invariants: a call that needs no input answers as before (JSON, no task); each question
+//! waits at most `HOLD_LIMIT`, then the call fails saying so; a client that leaves cancels the
+//! task; the client never needs the task id (it sees it only as related-task metadata).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use mcpgate_protocol::input::{InputRequests, InputResponses};
+use mcpgate_protocol::task::TaskIdParams;
+use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_runtime::catalog::{Checkpoints, Outcome, Tool, ToolCall, ToolContext};
+use mcpgate_runtime::task_metrics::TaskMetric;
+use mcpgate_runtime::worker::Adopted;
+use mcpgate_store::TaskStore as _;
+use serde_json::Value;
+
+use super::invoke::{finish, tool_context};
+use super::tasks::{TaskPlan, TtlRequest, new_task};
+use crate::error::GatewayError;
+use crate::mcp::context::CallContext;
+use crate::mcp::dispatch::Prepared;
+use crate::mcp::request_state::Round;
+use crate::state::AppState;
+
+/// How long one question may wait for the client's answer.
+const HOLD_LIMIT: Duration = Duration::from_secs(300);
+
+/// A legacy call of `tool` that turns into a task if (and when) it asks for input.
+pub(super) fn prepare(
+    state: &AppState,
+    cx: &CallContext,
+    round: Round,
+    tool: Arc<dyn Tool>,
+    name: String,
+    call: ToolCall,
+) -> Prepared {
+    let state = state.clone();
+    let cx = cx.clone();
+    Box::new(move |notifier, cancel: CancellationToken| {
+        Box::pin(async move {
+            // Kept for the later rounds only when there can be any (a stream to ask on).
+            let arguments = notifier.is_streaming().then(|| call.arguments.clone());
+            let answers = notifier.is_streaming().then(|| call.input_responses.clone());
+            let tcx = tool_context(&state, &cx, notifier.clone(), cancel.clone());
+            let outcome = tool.call(call, &tcx).await;
+            let (Some(arguments), Some(answers), Outcome::NeedInput { requests, state: continuation }) =
+                (arguments, answers, &outcome)
+            else {
+                return finish(&state, &cx, &round, std::future::ready(outcome)).await;
+            };
+            let asked = Asked { requests: requests.clone(), continuation: continuation.clone(), answers };
+            let task = become_task(&state, &cx, tool, name, arguments, asked).await?;
+            let params = TaskIdParams { task_id: task.clone(), meta: None };
+            let waiter = super::tasks::wait(&state, &cx, params, super::tasks::Relation::Hidden)?;
+            let answered = waiter(notifier, cancel.clone()).await;
+            if cancel.is_cancelled() {
+                // The client left: nobody will answer or read the result.
+                if let Some(id) = mcpgate_store::TaskId::parse(&task) {
+                    let _ = state.store.cancel(&id, cx.principal.key()).await;
+                }
+            }
+            answered
+        })
+    })
+}
+
+/// What the first round asked.
+struct Asked {
+    requests: InputRequests,
+    continuation: Option<Value>,
+    /// The answers the call came with.
+    answers: InputResponses,
+}
+
+/// Creates the task (leased here) and hands its remaining rounds to this replica's workers;
+/// returns its id.
+async fn become_task(
+    state: &AppState,
+    cx: &CallContext,
+    tool: Arc<dyn Tool>,
+    name: String,
+    arguments: Value,
+    asked: Asked,
+) -> Result<String, GatewayError> {
+    let plan = TaskPlan {
+        tool: name,
+        arguments: arguments.clone(),
+        ttl: TtlRequest::Default,
+        answers: asked.answers.clone(),
+        state: asked.continuation.clone(),
+    };
+    let sent_at = tokio::time::Instant::now();
+    let (record, lease, job) = state
+        .store
+        .create_running(new_task(state, cx, plan)?, state.workers.worker_id(), state.workers.lease())
+        .await?;
+    state.task_metrics.count(&record.tool, TaskMetric::Created);
+    tracing::info!(task = %record.id, "a 2025-11-25 call asking for input became a task");
+    let (status_tx, status) = watch::channel(None);
+    let run_cancel = CancellationToken::new();
+    let checkpoints = Checkpoints::new(state.store.clone(), lease.clone(), Arc::new(AtomicBool::new(false)));
+    let rcx = ToolContext::for_task(cx.principal.clone(), cx.capabilities.clone(), status_tx, run_cancel.clone())
+        .with_changes(state.store.clone())
+        .with_checkpoints(checkpoints);
+    let retry_safe = tool.descriptor().retry_safe;
+    let rounds = async move {
+        let Asked { mut requests, mut continuation, mut answers } = asked;
+        loop {
+            match rcx.ask_in_place(&requests, HOLD_LIMIT).await {
+                Ok(given) => answers.extend(given),
+                Err(failure) => return Outcome::<CallToolResult>::Failed(failure),
+            }
+            let call = ToolCall { arguments: arguments.clone(), input_responses: answers.clone(), state: continuation };
+            match tool.call(call, &rcx).await {
+                Outcome::NeedInput { requests: more, state: next } => {
+                    requests = more;
+                    continuation = next;
+                }
+                other => return other,
+            }
+        }
+    };
+    let id = record.id.to_string();
+    state.workers.adopt(Adopted { job, lease, task: record, sent_at, status, cancel: run_cancel, retry_safe }, rounds);
+    Ok(id)
+}
