@@ -104,14 +104,35 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
     let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
     let posted = client.post(&url(2), &headers, answer.to_string()).await?;
     assert_eq!(posted.status, 202, "{}", posted.body);
-    let last = loop {
-        let message = stream.next(Duration::from_secs(20)).await?.expect("the result before the stream ends");
-        if message.get("result").is_some() || message.get("error").is_some() {
-            break message;
-        }
-    };
+    let last = stream.next_result(Duration::from_secs(20)).await?;
     assert_eq!(last["result"]["content"][0]["text"], "Hello, Grace!", "{last}");
     Ok(())
+}
+
+/// Polls `tasks/get` (bounded, 30 s) on `urls` in turn, handing each task read to `seen`,
+/// until it returns true; returns that read.
+async fn poll_task(
+    client: &Client,
+    urls: &[String],
+    id: &str,
+    meta: &Value,
+    mut seen: impl FnMut(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    for i in 0.. {
+        let url = &urls[i % urls.len()];
+        let got = client.modern(url, "tasks/get", json!({"taskId": id, "_meta": meta})).await?.json()?;
+        if seen(&got["result"]) {
+            return Ok(got);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not there within 30 s: {got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    unreachable!("the loop returns or fails")
+}
+
+fn finished(task: &Value) -> bool {
+    ["completed", "failed", "cancelled"].iter().any(|s| task["status"] == *s)
 }
 
 /// `mcpgate_tasks_total{tool, event}` of a replica (the upstream mcpgate here).
@@ -129,22 +150,6 @@ async fn eventually<F: AsyncFnMut() -> anyhow::Result<bool>>(mut check: F, what:
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
-}
-
-/// The replica whose worker runs a task now (its running gauge is not 0).
-async fn executing_replica(client: &Client, cluster: &Cluster) -> anyhow::Result<usize> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        for (i, replica) in cluster.replicas.iter().enumerate() {
-            let Some(replica) = replica else { continue };
-            let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
-            if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
-                return Ok(i);
-            }
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica runs the task");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,12 +188,7 @@ async fn an_upstreams_tasks_are_wrapped_for_clients_of_both_eras() -> anyhow::Re
     let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
     let posted = client.post(&url(2), &headers, answer.to_string()).await?;
     assert_eq!(posted.status, 202, "{}", posted.body);
-    let last = loop {
-        let message = stream.next(Duration::from_secs(20)).await?.expect("the result before the stream ends");
-        if message.get("result").is_some() || message.get("error").is_some() {
-            break message;
-        }
-    };
+    let last = stream.next_result(Duration::from_secs(20)).await?;
     assert_eq!(last["result"]["content"][0]["text"], "Deleted a.txt", "{last}");
     let got = client.legacy(&url(0), "tasks/get", json!({"taskId": id}), Some(&session)).await?.json()?;
     assert_eq!(got["result"]["status"], "completed", "{got}");
@@ -220,19 +220,10 @@ async fn an_upstreams_tasks_are_wrapped_for_clients_of_both_eras() -> anyhow::Re
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
     eventually(async || Ok(task_events(&client, &inner, "slow_compute", "created").await? == 2), "upstream task")
         .await?;
-    let victim = executing_replica(&client, &cluster).await?;
+    let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
-    let survivor = (victim + 1) % 3;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let done = loop {
-        let got = client.modern(&url(survivor), "tasks/get", json!({"taskId": id, "_meta": ext})).await?.json()?;
-        let status = got["result"]["status"].as_str().unwrap_or_default().to_owned();
-        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
-            break got;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not finished after the kill: {got}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let survivor = url((victim + 1) % 3);
+    let done = poll_task(&client, &[survivor], &id, &ext, finished).await?;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert!(done["result"]["result"]["content"][0]["text"].is_string(), "{done}");
     assert_eq!(task_events(&client, &inner, "slow_compute", "created").await?, 2, "the upstream call ran once");
@@ -268,21 +259,15 @@ async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::
     let call = json!({"name": tool, "arguments": {"topic": "badgers"}, "_meta": ext});
     let created = client.modern(&url(1), "tools/call", call).await?.json()?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut messages = std::collections::BTreeSet::new();
-    let mut i = 0;
-    let done = loop {
-        i += 1;
-        let got = client.modern(&url(i % 3), "tasks/get", json!({"taskId": id, "_meta": ext})).await?.json()?;
-        if let Some(message) = got["result"]["statusMessage"].as_str() {
+    let every: Vec<String> = (0..3).map(url).collect();
+    let done = poll_task(&client, &every, &id, &ext, |task| {
+        if let Some(message) = task["statusMessage"].as_str() {
             messages.insert(message.to_owned());
         }
-        if got["result"]["status"] != "working" {
-            break got;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not finished: {got}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        task["status"] != "working"
+    })
+    .await?;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     let report = done["result"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(report.contains("Research Report: badgers"), "{done}");
@@ -296,16 +281,11 @@ async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::
     let call = json!({"name": tool, "arguments": {"topic": "python", "ambiguous": true}, "_meta": asking});
     let created = client.modern(&url(0), "tools/call", call).await?.json()?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let asked = loop {
-        let got = client.modern(&url(1), "tasks/get", json!({"taskId": id, "_meta": asking})).await?.json()?;
-        if got["result"]["status"] == "input_required" {
-            break got;
-        }
-        assert_eq!(got["result"]["status"], "working", "{got}");
-        assert!(tokio::time::Instant::now() < deadline, "never asked: {got}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let asked = poll_task(&client, &[url(1)], &id, &asking, |task| {
+        assert!(task["status"] == "working" || task["status"] == "input_required", "{task}");
+        task["status"] == "input_required"
+    })
+    .await?;
     let requests = asked["result"]["inputRequests"].as_object().expect("input requests").clone();
     let (key, request) = requests.iter().next().expect("one request");
     assert_eq!(request["method"], "elicitation/create", "{asked}");
@@ -314,15 +294,7 @@ async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::
     let answer = json!({"taskId": id, "inputResponses": {key.as_str(): accept(json!({"interpretation": choice}))}, "_meta": asking});
     let updated = client.modern(&url(2), "tasks/update", answer).await?.json()?;
     assert!(updated.get("error").is_none(), "{updated}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let done = loop {
-        let got = client.modern(&url(0), "tasks/get", json!({"taskId": id, "_meta": asking})).await?.json()?;
-        if got["result"]["status"] == "completed" || got["result"]["status"] == "failed" {
-            break got;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not finished after the answer: {got}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let done = poll_task(&client, &[url(0)], &id, &asking, finished).await?;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     let report = done["result"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(report.contains(&format!("Clarification**: {choice}")), "the answer reached the upstream: {done}");

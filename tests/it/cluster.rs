@@ -77,7 +77,7 @@ async fn every_step_of_a_flow_on_a_different_replica() -> anyhow::Result<()> {
         modern(&client, &a, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60}})).await?;
     let id = task_id(&created);
     assert_eq!(modern(&client, &b, "tasks/get", json!({"taskId": id})).await?["result"]["status"], "working");
-    executing_replica_soon(&client, &cluster).await?;
+    cluster.executing_replica_soon(&client).await?;
     modern(&client, &c, "tasks/cancel", json!({"taskId": id})).await?;
     assert_eq!(settle(&client, &d, &id, Duration::from_secs(5)).await?["status"], "cancelled");
     // The executing replica stops the tool (it heard the cancel event).
@@ -118,34 +118,10 @@ async fn a_blocking_tasks_result_is_woken_by_completion_on_another_replica() -> 
     Ok(())
 }
 
-/// Index of the replica running a task now, from each replica's `/metrics`.
-async fn executing_replica(client: &Client, cluster: &Cluster) -> anyhow::Result<Option<usize>> {
-    for (i, replica) in cluster.replicas.iter().enumerate() {
-        let Some(replica) = replica else { continue };
-        let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
-        if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
-            return Ok(Some(i));
-        }
-    }
-    Ok(None)
-}
-
-/// Index of the replica running the (only) task, once one picked it up (bounded wait).
-async fn executing_replica_soon(client: &Client, cluster: &Cluster) -> anyhow::Result<usize> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(i) = executing_replica(client, cluster).await? {
-            return Ok(i);
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Waits (bounded) until no replica runs a task.
 async fn no_replica_runs_soon(client: &Client, cluster: &Cluster, within: Duration) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + within;
-    while let Some(i) = executing_replica(client, cluster).await? {
+    while let Some(i) = cluster.executing_replica(client).await? {
         anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica {i} still runs the task after {within:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -161,7 +137,7 @@ async fn killing_the_executing_replica_loses_no_task() -> anyhow::Result<()> {
     let created =
         modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 3}})).await?;
     let id = task_id(&created);
-    let victim = executing_replica_soon(&client, &cluster).await?;
+    let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     // Another replica reclaims the job once the lease lapsed and runs it again.
     let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
@@ -194,7 +170,7 @@ async fn a_replica_shutting_down_hands_its_task_over() -> anyhow::Result<()> {
     let created =
         modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 4}})).await?;
     let id = task_id(&created);
-    let leaving = executing_replica_soon(&client, &cluster).await?;
+    let leaving = cluster.executing_replica_soon(&client).await?;
     let replica = cluster.replicas[leaving].as_mut().expect("running");
     replica.terminate()?;
     let status = replica.wait(Duration::from_secs(15))?;
@@ -218,7 +194,7 @@ async fn a_task_never_outlives_its_attempts() -> anyhow::Result<()> {
     let created =
         modern(&client, &lb, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 30}})).await?;
     let id = task_id(&created);
-    let victim = executing_replica_soon(&client, &cluster).await?;
+    let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
     assert_eq!(done["status"], "failed", "{done}");
@@ -280,7 +256,7 @@ async fn tasks_expire_on_every_replica() -> anyhow::Result<()> {
     .await?;
     assert_eq!(created["result"]["ttlMs"], 1000, "{created}");
     let id = task_id(&created);
-    executing_replica_soon(&client, &cluster).await?;
+    cluster.executing_replica_soon(&client).await?;
     tokio::time::sleep(Duration::from_millis(1300)).await;
     for i in 0..2 {
         let gone = modern(&client, &cluster.replica_url(i), "tasks/get", json!({"taskId": id})).await?;

@@ -87,22 +87,6 @@ fn starts(markers: &Path, tag: &str) -> usize {
     std::fs::read_to_string(markers.join(format!("started-{tag}"))).map_or(0, |s| s.lines().count())
 }
 
-/// Index of the replica running a task now, from each replica's `/metrics` (bounded wait).
-async fn executing_replica(client: &Client, cluster: &Cluster) -> anyhow::Result<usize> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        for (i, replica) in cluster.replicas.iter().enumerate() {
-            let Some(replica) = replica else { continue };
-            let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
-            if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
-                return Ok(i);
-            }
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica runs the task");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn tool_names(list: &Value) -> Vec<String> {
     list["result"]["tools"]
         .as_array()
@@ -311,7 +295,7 @@ async fn a_killed_replica_reruns_idempotent_calls_and_fails_the_others() -> anyh
     let created = modern(&client, &lb, "tools/call", params, true).await?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
     appears(&markers.join("started-safe"), Duration::from_secs(10)).await?;
-    let victim = executing_replica(&client, &cluster).await?;
+    let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
     assert_eq!(done["status"], "completed", "{done}");
@@ -322,7 +306,7 @@ async fn a_killed_replica_reruns_idempotent_calls_and_fails_the_others() -> anyh
     let created = modern(&client, &lb, "tools/call", params, true).await?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
     appears(&markers.join("started-once"), Duration::from_secs(10)).await?;
-    let victim = executing_replica(&client, &cluster).await?;
+    let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
     assert_eq!(done["status"], "failed", "{done}");

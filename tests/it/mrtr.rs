@@ -262,12 +262,7 @@ async fn a_legacy_stream_delivers_the_request_and_the_answer_lands_elsewhere() -
         client.post(&other, &[("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")], answer).await?;
     assert_eq!(posted.status, 202, "{}", posted.body);
 
-    let last = loop {
-        let message = stream.next(Duration::from_secs(20)).await?.expect("the result before the stream ends");
-        if message.get("result").is_some() || message.get("error").is_some() {
-            break message;
-        }
-    };
+    let last = stream.next_result(Duration::from_secs(20)).await?;
     assert_eq!(last["result"]["content"][0]["text"], "Deleted tmp.bin", "{last}");
     Ok(())
 }

@@ -174,6 +174,18 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    /// The next response on the stream (a message with `result` or `error`), skipping
+    /// notifications and requests; fails when the stream ends first or nothing comes within
+    /// `within` of any message.
+    pub async fn next_result(&mut self, within: Duration) -> anyhow::Result<Value> {
+        loop {
+            let message = self.next(within).await?.context("the stream ended before its result")?;
+            if message.get("result").is_some() || message.get("error").is_some() {
+                return Ok(message);
+            }
+        }
+    }
+
     /// Reads `resp` as a stream; fails (with the body) when it is not one.
     fn open(resp: reqwest::Response) -> anyhow::Result<Self> {
         let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();

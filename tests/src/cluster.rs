@@ -116,6 +116,30 @@ impl ClusterBuilder {
 }
 
 impl Cluster {
+    /// Index of the replica running a task now, from each replica's `/metrics`.
+    pub async fn executing_replica(&self, client: &crate::Client) -> anyhow::Result<Option<usize>> {
+        for (i, replica) in self.replicas.iter().enumerate() {
+            let Some(replica) = replica else { continue };
+            let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
+            if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Index of the replica running the (only) task, once one picked it up (bounded wait).
+    pub async fn executing_replica_soon(&self, client: &crate::Client) -> anyhow::Result<usize> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(i) = self.executing_replica(client).await? {
+                return Ok(i);
+            }
+            anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A cluster of `replicas` replicas.
     pub fn builder(replicas: usize) -> ClusterBuilder {
         ClusterBuilder { replicas, ..ClusterBuilder::default() }

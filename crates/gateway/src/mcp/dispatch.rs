@@ -1,5 +1,7 @@
 //! Dispatch: method name → admission with the method's params type → handler, and the choice
-//! between a JSON response and an SSE stream.
+//! between a JSON response and an SSE stream (made up front, or, for a 2025-11-25 session's
+//! `tools/call` that accepts both, when its first message is ready: the result alone is JSON,
+//! a question to the client first makes it a stream).
 //!
 //! Invariants: a streamed call runs in its own task that owns everything it needs (including
 //! the request's concurrency permit), stops when the client closes the stream or the replica
@@ -36,6 +38,10 @@ use crate::http::reply::{self, Frame};
 use crate::metrics::{InFlight, MethodLabel, Outcome};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Notifier;
+
+/// How long a 2025-11-25 call that answers JSON unless it asks for input runs before it
+/// listens for its client's cross-replica `notifications/cancelled`.
+const CANCEL_SUBSCRIBE_AFTER: Duration = Duration::from_millis(200);
 
 /// How long a finished streamed call waits for a slow client to take its final message.
 const FINAL_SEND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -197,8 +203,9 @@ pub async fn dispatch(
     }
     let keepalive = state.sse_keepalive();
     let id = cx.id.clone();
-    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared);
-    if streaming || !accept.json {
+    let eager = streaming || !accept.json;
+    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared, !eager);
+    if eager {
         return Ok((Reply::Stream(reply::sse(rx, None, guard, keepalive)), era));
     }
     // Dropping `guard` (here when the client leaves, or with the response) cancels the work.
@@ -221,6 +228,7 @@ fn spawn_stream(
     cx: CallContext,
     ticket: Ticket,
     prepared: Prepared,
+    lazy: bool,
 ) -> (mpsc::Receiver<Frame>, tokio_util::sync::DropGuard) {
     let (tx, rx) = mpsc::channel::<Frame>(32);
     let cancel = state.shutdown.child_token();
@@ -240,6 +248,11 @@ fn spawn_stream(
         // a cancellation that is best effort anyway.
         let cancelled_by_client = async {
             let Some(channel) = cancel_channel else { return std::future::pending().await };
+            // A call that may stay plain JSON is usually over before a client would cancel it:
+            // most such calls cost no subscription.
+            if lazy {
+                tokio::time::sleep(CANCEL_SUBSCRIBE_AFTER).await;
+            }
             match store.subscribe(&channel).await {
                 Ok(mut sub) => while sub.next().await != TaskEvent::Status(TaskStatus::Cancelled) {},
                 Err(e) => {
