@@ -44,7 +44,10 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
     let second = asking(&client, &url(1), retry).await?;
     let round = &second["result"];
     assert_eq!(round["resultType"], "input_required", "{second}");
-    assert!(round["inputRequests"]["step2"]["params"]["message"].as_str().unwrap_or_default().contains("Ada"));
+    // A later round's keys are the gateway's own (an upstream may reuse keys across rounds).
+    let asked = round["inputRequests"].as_object().expect("input requests");
+    assert_eq!(asked.keys().collect::<Vec<_>>(), ["step2.r2"], "{second}");
+    assert!(asked["step2.r2"]["params"]["message"].as_str().unwrap_or_default().contains("Ada"));
     let state2 = round["requestState"].as_str().expect("a sealed state").to_owned();
 
     // The gateway's state is sealed: a tampered one is refused, not passed upstream.
@@ -53,7 +56,7 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
     tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
     let forged = json!({
         "name": tool, "arguments": {},
-        "inputResponses": {"step2": accept(json!({"color": "red"}))},
+        "inputResponses": {"step2.r2": accept(json!({"color": "red"}))},
         "requestState": String::from_utf8(tampered)?,
     });
     let refused = asking(&client, &url(2), forged).await?;
@@ -61,7 +64,7 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
 
     let done = json!({
         "name": tool, "arguments": {},
-        "inputResponses": {"step2": accept(json!({"color": "green"}))},
+        "inputResponses": {"step2.r2": accept(json!({"color": "green"}))},
         "requestState": state2,
     });
     let done = asking(&client, &url(2), done).await?;

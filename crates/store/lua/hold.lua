@@ -6,7 +6,9 @@
 --
 -- KEYS[1]  task record (hash)
 -- ARGV[1]  fencing token         ARGV[2]  event channel     ARGV[3]  request keys, a JSON array
--- ARGV[4..] request key, method asked, request JSON, ...
+-- ARGV[4]  continuation: 'keep' (the state stays), 'none' (no state), or 'set' with the JSON in
+--          ARGV[5] (a round's continuation, not a checkpoint: the task stops being resumable)
+-- ARGV[6..] request key, method asked, request JSON, ...
 -- returns  'held' | 'cancelled' | 'gone' | 'lost'
 
 local t = redis.call('TIME')
@@ -27,8 +29,14 @@ end
 if f[2] ~= ARGV[1] or f[1] ~= 'working' then
   return 'lost'
 end
+if ARGV[4] == 'none' then
+  redis.call('HDEL', KEYS[1], 'state', 'resumable')
+elseif ARGV[4] == 'set' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[5])
+  redis.call('HDEL', KEYS[1], 'resumable')
+end
 local pending = 0
-for i = 4, #ARGV - 2, 3 do
+for i = 6, #ARGV - 2, 3 do
   redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 2], 'reqm:' .. ARGV[i], ARGV[i + 1])
   pending = pending + 1
 end

@@ -1,6 +1,7 @@
 -- release.lua: give a running task back without an outcome: under the current lease only, the
 -- task stays working, the attempt does not count, and the job is replaced by a fresh one that
--- any worker reads at once. One atomic step. Two uses:
+-- any worker reads at once (a task held for input becomes parked instead: no job until it is
+-- answered). One atomic step. Two uses:
 --   * release (its worker is shutting down): ARGV[1..2] only;
 --   * defer (its worker does not know the task's tool, e.g. a replica of an older release
 --     during a rolling upgrade): the first deferral is remembered, and once the grace period
@@ -35,6 +36,17 @@ end
 if f[2] ~= ARGV[1] then
   -- A newer lease holder owns the job now.
   return 'lost'
+end
+if f[1] == 'input_required' and not ARGV[3] then
+  -- Held (asking in place, see hold.lua): from now on it waits like a parked task; the answer
+  -- that completes its requests enqueues a job (the lease is gone), and the attempt is given back.
+  local held = tonumber(f[6]) - 1
+  if held < 0 then
+    held = 0
+  end
+  redis.call('HSET', KEYS[1], 'lease_until', 0, 'attempts', held)
+  ack()
+  return 'done'
 end
 if f[1] ~= 'working' then
   ack()

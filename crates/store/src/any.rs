@@ -101,8 +101,13 @@ impl TaskStore for AnyStore {
         delegate!(self, s => s.renew(lease, duration, message))
     }
 
-    async fn hold(&self, lease: &Lease, input_requests: &RawRequests) -> Result<Renewal, StoreError> {
-        delegate!(self, s => s.hold(lease, input_requests))
+    async fn hold(
+        &self,
+        lease: &Lease,
+        input_requests: &RawRequests,
+        state: Option<Option<&str>>,
+    ) -> Result<Renewal, StoreError> {
+        delegate!(self, s => s.hold(lease, input_requests, state))
     }
 
     async fn checkpoint(&self, lease: &Lease, state: &str) -> Result<Renewal, StoreError> {

@@ -87,11 +87,15 @@ pub trait TaskStore: Send + Sync {
     /// Asks for input without ending the run (one round trip, under the current lease): the
     /// task goes `input_required` with `input_requests` as `park` records them, but the worker
     /// keeps its lease and job; answers completing the requests then resume it in place (no
-    /// new job, see `answer`) while the lease lives. Answers like `renew`.
+    /// new job, see `answer`) while the lease lives. `state`: `None` keeps the task's state (a
+    /// checkpoint), `Some(s)` replaces it with this round's continuation (the task then is not
+    /// resumable), so a run resumed after this one stopped continues from the right round. If the
+    /// run is released meanwhile (shutdown), the task waits as if parked. Answers like `renew`.
     fn hold(
         &self,
         lease: &Lease,
         input_requests: &RawRequests,
+        state: Option<Option<&str>>,
     ) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
 
     /// Writes the final status and outcome (`tool_error`: a tool result with `isError: true`)

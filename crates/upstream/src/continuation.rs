@@ -25,6 +25,9 @@ pub(crate) enum Continuation {
         /// Its `requestState`, if it sent one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state: Option<String>,
+        /// The number of this input round in the call (see [`exposed_key`]).
+        #[serde(default)]
+        round: u32,
     },
     /// The call tracks a task the upstream created.
     #[serde(rename_all = "camelCase")]
@@ -39,7 +42,18 @@ pub(crate) enum Continuation {
         /// resuming after a checkpoint).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         keys: Vec<String>,
+        /// The number of the call's last input round (see [`exposed_key`]).
+        #[serde(default)]
+        round: u32,
     },
+}
+
+/// The key the client sees for the upstream's `key` in input round `round`: the upstream's own
+/// in the first round, made unique in later ones, since a client (and a gateway task) must never
+/// see a key twice while an upstream may reuse one (asking again after a lost answer, or in
+/// another round).
+pub(crate) fn exposed_key(key: &str, round: u32) -> String {
+    if round <= 1 { key.to_owned() } else { format!("{key}.r{round}") }
 }
 
 impl Continuation {
@@ -57,6 +71,13 @@ impl Continuation {
             return Err(Failure::InvalidParams("requestState does not belong to this upstream call".to_owned()));
         }
         Ok(Some(continuation))
+    }
+
+    /// The number of the call's last input round.
+    pub(crate) fn round(&self) -> u32 {
+        match self {
+            Self::Round { round, .. } | Self::Task { round, .. } => *round,
+        }
     }
 
     /// As the state handed to the gateway.
@@ -77,8 +98,13 @@ mod tests {
 
     #[test]
     fn a_continuation_is_bound_to_its_upstream() {
-        let task =
-            Continuation::Task { upstream: "a".to_owned(), task_id: "t1".to_owned(), legacy: false, keys: vec![] };
+        let task = Continuation::Task {
+            upstream: "a".to_owned(),
+            task_id: "t1".to_owned(),
+            legacy: false,
+            keys: vec![],
+            round: 0,
+        };
         assert_eq!(Continuation::of(&call(task.to_state()), "a").expect("ours"), Some(task.clone()));
         assert!(Continuation::of(&call(task.to_state()), "b").is_err());
         assert!(Continuation::of(&call(json!({"round": 1})), "a").is_err(), "a built-in tool's state");

@@ -121,9 +121,9 @@ impl Tool for UpstreamTool {
             let name = self.upstream.name();
             let round = match Continuation::of(&call, name) {
                 // Tracking an upstream task (a resumed run, or answers to its input round).
-                Ok(Some(Continuation::Task { task_id, legacy, keys, .. })) => {
+                Ok(Some(Continuation::Task { task_id, legacy, keys, round, .. })) => {
                     let task = UpstreamTask { id: task_id, legacy, poll: Duration::from_millis(100) };
-                    return task_relay::track(&self.upstream, task, &keys, &call, cx).await;
+                    return task_relay::track(&self.upstream, task, &keys, round, &call, cx).await;
                 }
                 Ok(round) => round,
                 Err(failure) => return Outcome::Failed(failure),
@@ -143,7 +143,10 @@ impl Tool for UpstreamTool {
                     {
                         want_task = true;
                     }
-                    Ok(raw) => return self.relay(&raw, &call, cx).await,
+                    Ok(raw) => {
+                        let rounds = round.as_ref().map_or(0, Continuation::round);
+                        return self.relay(&raw, rounds, &call, cx).await;
+                    }
                     Err(UpstreamError::Rpc { code: -32602, message }) => {
                         return Outcome::Failed(Failure::InvalidParams(format!(
                             "{}: {message}",
@@ -170,8 +173,8 @@ impl UpstreamTool {
         cx: &ToolContext,
     ) -> Result<Map<String, Value>, Failure> {
         let mut params = call_params("name", &self.remote, call, cx)?;
-        if let Some(Continuation::Round { keys, state, .. }) = round {
-            input_relay::continue_round(&mut params, call, keys, state.as_deref())?;
+        if let Some(Continuation::Round { keys, state, round, .. }) = round {
+            input_relay::continue_round(&mut params, call, keys, state.as_deref(), *round)?;
         }
         Ok(params)
     }
@@ -201,9 +204,11 @@ impl UpstreamTool {
 
     /// What a `tools/call` answer becomes: the result relayed as sent (only the envelope is
     /// parsed, content passes byte for byte), an input round, or an upstream task tracked.
+    /// `rounds`: the input rounds the call had so far.
     async fn relay(
         &self,
         raw: &serde_json::value::RawValue,
+        rounds: u32,
         call: &ToolCall,
         cx: &ToolContext,
     ) -> Outcome<CallToolResult> {
@@ -219,7 +224,7 @@ impl UpstreamTool {
         };
         if let Some(task) = UpstreamTask::created(r.result_type.as_deref(), &r.members) {
             return match task {
-                Ok(task) => task_relay::track(&self.upstream, task, &[], call, cx).await,
+                Ok(task) => task_relay::track(&self.upstream, task, &[], rounds, call, cx).await,
                 Err(why) => Outcome::Complete(CallToolResult::error(format!("Upstream {name} answered with {why}"))),
             };
         }
@@ -227,7 +232,7 @@ impl UpstreamTool {
             None | Some("complete") if r.members.has("content") => {
                 Outcome::Complete(CallToolResult::relayed(r.members, r.is_error))
             }
-            Some("input_required") => input_relay::ask(name, &r.members).unwrap_or_else(|why| {
+            Some("input_required") => input_relay::ask(name, &r.members, rounds + 1).unwrap_or_else(|why| {
                 Outcome::Complete(CallToolResult::error(format!("Upstream {name} asked for {why}")))
             }),
             other => Outcome::Complete(CallToolResult::error(format!(
@@ -285,19 +290,22 @@ impl PromptHandler for UpstreamPrompt {
                 Ok(params) => params,
                 Err(failure) => return Outcome::Failed(failure),
             };
-            match Continuation::of(&call, name) {
-                Ok(Some(Continuation::Round { keys, state, .. })) => {
-                    if let Err(failure) = input_relay::continue_round(&mut params, &call, &keys, state.as_deref()) {
+            let rounds = match Continuation::of(&call, name) {
+                Ok(Some(Continuation::Round { keys, state, round, .. })) => {
+                    if let Err(failure) =
+                        input_relay::continue_round(&mut params, &call, &keys, state.as_deref(), round)
+                    {
                         return Outcome::Failed(failure);
                     }
+                    round
                 }
-                Ok(_) => {}
+                Ok(_) => 0,
                 Err(failure) => return Outcome::Failed(failure),
-            }
+            };
             let request = Request::new("prompts/get", Value::Object(params)).name(&self.remote);
             match forward(&self.upstream, request, cx).await {
                 Ok(raw) if asks_input(&raw) => match RawMembers::split(raw.get()) {
-                    Ok(r) => input_relay::ask(name, &r.members).unwrap_or_else(|why| {
+                    Ok(r) => input_relay::ask(name, &r.members, rounds + 1).unwrap_or_else(|why| {
                         Outcome::Failed(Failure::Unavailable(format!("Upstream {name} asked for {why}")))
                     }),
                     Err(e) => Outcome::Failed(Failure::Unavailable(format!("Upstream {name}: {e}"))),

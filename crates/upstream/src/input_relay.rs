@@ -19,7 +19,7 @@ use mcpgate_protocol::input::InputRequests;
 use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall};
 
-use crate::continuation::Continuation;
+use crate::continuation::{Continuation, exposed_key};
 
 /// The client capabilities declared upstream: those for answering input, as the client
 /// declared them; `None` when it declared none.
@@ -36,11 +36,12 @@ pub(crate) fn declared_upstream(client: &ClientCapabilities) -> Option<Value> {
     serde_json::to_value(relayable).ok()
 }
 
-/// The answers to `keys` among a call's answers, as JSON to send upstream.
-pub(crate) fn answers(call: &ToolCall, keys: &[String]) -> Result<Map<String, Value>, Failure> {
+/// The answers to the upstream's `keys` of input round `round` among a call's answers, as JSON
+/// to send upstream under the upstream's own keys.
+pub(crate) fn answers(call: &ToolCall, keys: &[String], round: u32) -> Result<Map<String, Value>, Failure> {
     let mut answers = Map::new();
     for key in keys {
-        if let Some(answer) = call.input_responses.get(key) {
+        if let Some(answer) = call.input_responses.get(&exposed_key(key, round)) {
             let answer = serde_json::to_value(answer)
                 .map_err(|e| Failure::Internal(format!("an answer could not be relayed: {e}")))?;
             answers.insert(key.clone(), answer);
@@ -49,22 +50,23 @@ pub(crate) fn answers(call: &ToolCall, keys: &[String]) -> Result<Map<String, Va
     Ok(answers)
 }
 
-/// Adds a round's answers and the upstream's state to a retry's params.
+/// Adds the answers to input round `round` and the upstream's state to a retry's params.
 pub(crate) fn continue_round(
     params: &mut Map<String, Value>,
     call: &ToolCall,
     keys: &[String],
     state: Option<&str>,
+    round: u32,
 ) -> Result<(), Failure> {
-    params.insert("inputResponses".to_owned(), Value::Object(answers(call, keys)?));
+    params.insert("inputResponses".to_owned(), Value::Object(answers(call, keys, round)?));
     if let Some(state) = state {
         params.insert("requestState".to_owned(), Value::String(state.to_owned()));
     }
     Ok(())
 }
 
-/// The round an `input_required` result asks for, or why it cannot be relayed.
-pub(crate) fn ask<T>(upstream: &str, members: &RawMembers) -> Result<Outcome<T>, String> {
+/// Input round `round` that an `input_required` result asks for, or why it cannot be relayed.
+pub(crate) fn ask<T>(upstream: &str, members: &RawMembers, round: u32) -> Result<Outcome<T>, String> {
     let requests = members.get("inputRequests").ok_or("an input_required result without inputRequests")?;
     let requests: InputRequests =
         serde_json::from_str(requests.get()).map_err(|e| format!("input requests mcpgate cannot relay ({e})"))?;
@@ -75,8 +77,9 @@ pub(crate) fn ask<T>(upstream: &str, members: &RawMembers) -> Result<Outcome<T>,
         None => None,
         Some(raw) => Some(String::deserialize(raw).map_err(|_| "a requestState that is not a string")?),
     };
-    let continuation =
-        Continuation::Round { upstream: upstream.to_owned(), keys: requests.keys().cloned().collect(), state };
+    let keys = requests.keys().cloned().collect();
+    let requests = requests.into_iter().map(|(key, request)| (exposed_key(&key, round), request)).collect();
+    let continuation = Continuation::Round { upstream: upstream.to_owned(), keys, state, round };
     Ok(Outcome::NeedInput { requests, state: Some(continuation.to_state()) })
 }
 
@@ -88,7 +91,7 @@ mod tests {
     use super::*;
 
     fn asked(json: &str) -> Outcome<()> {
-        ask("up", &RawMembers::split(json).expect("object").members).expect("relayable")
+        ask("up", &RawMembers::split(json).expect("object").members, 1).expect("relayable")
     }
 
     #[test]
@@ -107,11 +110,11 @@ mod tests {
         }))
         .expect("answers");
         let call = ToolCall { arguments: json!({}), input_responses: answers, state };
-        let Some(Continuation::Round { keys, state, .. }) = Continuation::of(&call, "up").expect("ours") else {
+        let Some(Continuation::Round { keys, state, round, .. }) = Continuation::of(&call, "up").expect("ours") else {
             panic!("a round's continuation")
         };
         let mut params = Map::new();
-        continue_round(&mut params, &call, &keys, state.as_deref()).expect("continues");
+        continue_round(&mut params, &call, &keys, state.as_deref(), round).expect("continues");
         assert_eq!(params["requestState"], "opaque-1");
         assert_eq!(params["inputResponses"], json!({"confirm": {"action": "accept", "content": {"ok": true}}}));
         assert!(Continuation::of(&call, "another").is_err(), "bound to its upstream");
@@ -120,12 +123,30 @@ mod tests {
     #[test]
     fn rounds_that_cannot_be_relayed_say_why() {
         let members = |json: &str| RawMembers::split(json).expect("object").members;
-        assert!(ask::<()>("up", &members(r#"{"resultType":"input_required"}"#)).is_err());
-        assert!(ask::<()>("up", &members(r#"{"inputRequests":{}}"#)).is_err());
-        assert!(ask::<()>("up", &members(r#"{"inputRequests":{"k":{"method":"unknown/x"}}}"#)).is_err());
-        assert!(
-            ask::<()>("up", &members(r#"{"inputRequests":{"k":{"method":"roots/list"}},"requestState":1}"#)).is_err()
-        );
+        assert!(ask::<()>("up", &members(r#"{"resultType":"input_required"}"#), 1).is_err());
+        assert!(ask::<()>("up", &members(r#"{"inputRequests":{}}"#), 1).is_err());
+        assert!(ask::<()>("up", &members(r#"{"inputRequests":{"k":{"method":"unknown/x"}}}"#), 1).is_err());
+        let bad_state = r#"{"inputRequests":{"k":{"method":"roots/list"}},"requestState":1}"#;
+        assert!(ask::<()>("up", &members(bad_state), 1).is_err());
+        // A later round's keys are made unique; its answers go back under the upstream's keys.
+        let Ok(Outcome::<()>::NeedInput { requests, state }) =
+            ask("up", &members(r#"{"inputRequests":{"k":{"method":"roots/list"}}}"#), 2)
+        else {
+            panic!("a round")
+        };
+        assert_eq!(requests.keys().collect::<Vec<_>>(), ["k.r2"]);
+        let answers: mcpgate_protocol::input::InputResponses =
+            serde_json::from_value(json!({"k.r2": {"roots": []}, "k": {"roots": [{"uri": "file:///old"}]}}))
+                .expect("answers");
+        let call = ToolCall { arguments: json!({}), input_responses: answers, state };
+        let Some(Continuation::Round { keys, round, .. }) = Continuation::of(&call, "up").expect("ours") else {
+            panic!("a round's continuation")
+        };
+        assert_eq!(Value::Object(answers_for(&call, &keys, round)), json!({"k": {"roots": []}}));
+    }
+
+    fn answers_for(call: &ToolCall, keys: &[String], round: u32) -> Map<String, Value> {
+        answers(call, keys, round).expect("answers")
     }
 
     #[test]

@@ -24,7 +24,7 @@ use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall, ToolContext};
 
-use crate::continuation::Continuation;
+use crate::continuation::{Continuation, exposed_key};
 use crate::error::UpstreamError;
 use crate::input_relay;
 use crate::upstream::{Request, Upstream};
@@ -117,12 +117,13 @@ fn task_params(id: &str) -> Value {
     })
 }
 
-/// Tracks `task` until it ends or asks for input; `answering` are the keys of an input round
-/// the call's answers respond to (sent upstream first).
+/// Tracks `task` until it ends or asks for input; `answering` are the upstream's keys of the
+/// call's input round `round` that the call's answers respond to (sent upstream first).
 pub(crate) async fn track(
     upstream: &Arc<Upstream>,
     mut task: UpstreamTask,
     answering: &[String],
+    round: u32,
     call: &ToolCall,
     cx: &ToolContext,
 ) -> Outcome<CallToolResult> {
@@ -130,7 +131,7 @@ pub(crate) async fn track(
     let tool_error = |what: String| Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {what}")));
     if !answering.is_empty() {
         let mut params = task_params(&task.id);
-        match input_relay::answers(call, answering) {
+        match input_relay::answers(call, answering, round) {
             Ok(answers) => params["inputResponses"] = Value::Object(answers),
             Err(failure) => return Outcome::Failed(failure),
         }
@@ -140,8 +141,13 @@ pub(crate) async fn track(
             tracing::warn!(upstream = name, task = %task.id, error = %e, "answers not delivered to the upstream task");
         }
     }
-    let continuation =
-        Continuation::Task { upstream: name.to_owned(), task_id: task.id.clone(), legacy: task.legacy, keys: vec![] };
+    let continuation = Continuation::Task {
+        upstream: name.to_owned(),
+        task_id: task.id.clone(),
+        legacy: task.legacy,
+        keys: vec![],
+        round,
+    };
     if cx.can_checkpoint() && !cx.checkpoint(&continuation.to_state()).await {
         tracing::warn!(upstream = name, task = %task.id, "upstream task id not checkpointed; a replica failure loses it");
     }
@@ -198,12 +204,18 @@ pub(crate) async fn track(
             "working" => {}
             "input_required" => match polled.input_requests {
                 Some(requests) if !requests.is_empty() => {
+                    // Keys made unique per round: an upstream that did not get the last
+                    // answers asks the same keys again.
+                    let next_round = round + 1;
                     let keys = requests.keys().cloned().collect();
+                    let requests =
+                        requests.into_iter().map(|(key, request)| (exposed_key(&key, next_round), request)).collect();
                     let next = Continuation::Task {
                         upstream: name.to_owned(),
                         task_id: task.id.clone(),
                         legacy: task.legacy,
                         keys,
+                        round: next_round,
                     };
                     return Outcome::NeedInput { requests, state: Some(next.to_state()) };
                 }
@@ -282,7 +294,7 @@ async fn relay_legacy_input(
                 };
                 let key = format!("{name}-{}", unique_suffix());
                 let requests = InputRequests::from([(key.clone(), question)]);
-                match cx.ask_in_place(&requests, HOLD_LIMIT).await {
+                match cx.ask_in_place(&requests, None, HOLD_LIMIT).await {
                     Ok(mut answers) => {
                         let answer = answers.remove(&key).and_then(|a| serde_json::to_string(&a).ok());
                         let sent = match &answer {

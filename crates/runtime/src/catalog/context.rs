@@ -286,12 +286,22 @@ impl ToolContext {
     /// returns the client's answers once all are in, from whichever replica they reach. Only
     /// inside a task. Fails (and the caller should end the call) when the client cannot answer
     /// them, the task ends or moves on, or no answer comes within `within`: the task then
-    /// still shows the requests until its run records an outcome.
-    pub async fn ask_in_place(&self, requests: &InputRequests, within: Duration) -> Result<InputResponses, Failure> {
+    /// still shows the requests until its run records an outcome. `continuation`: `None` keeps
+    /// the task's state (a checkpoint); `Some(c)` records this round's continuation, so a run
+    /// resumed after this one stopped (replica shut down) continues from this round.
+    pub async fn ask_in_place(
+        &self,
+        requests: &InputRequests,
+        continuation: Option<Option<&Value>>,
+        within: Duration,
+    ) -> Result<InputResponses, Failure> {
         let unavailable = |why: String| Failure::Unavailable(why);
         let Some(checkpoints) = &self.checkpoints else {
             return Err(unavailable("input can be asked in place only inside a task".to_owned()));
         };
+        if requests.is_empty() {
+            return Err(Failure::Internal("asked for input but named none".to_owned()));
+        }
         if let Some(failure) = super::missing_capabilities(self.capabilities(), requests) {
             return Err(failure);
         }
@@ -301,9 +311,16 @@ impl ToolContext {
             raw.insert(key.clone(), RawAnswer { method: request.method().to_owned(), json });
         }
         let (store, lease) = (&checkpoints.store, &checkpoints.lease);
+        let state = match continuation {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(value)) => {
+                Some(Some(serde_json::to_string(value).map_err(|e| unavailable(format!("continuation: {e}")))?))
+            }
+        };
         // Subscribed before asking, so the answer's event cannot be missed.
         let mut events = store.subscribe(&lease.task).await.map_err(|e| unavailable(e.to_string()))?;
-        match store.hold(lease, &raw).await {
+        match store.hold(lease, &raw, state.as_ref().map(Option::as_deref)).await {
             Ok(Renewal::Held) => {}
             Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
             Err(e) => return Err(unavailable(e.to_string())),
@@ -329,7 +346,11 @@ impl ToolContext {
                     continue;
                 }
             };
-            if record.status != TaskStatus::Working {
+            if record.status.is_terminal() {
+                return Err(unavailable("the task ended".to_owned()));
+            }
+            if record.status != TaskStatus::Working || !requests.keys().all(|k| record.input_responses.contains_key(k))
+            {
                 continue;
             }
             let mut answers = InputResponses::new();

@@ -72,6 +72,8 @@ pub struct Adopted {
     pub cancel: CancellationToken,
     /// Whether the tool may run again after an interruption.
     pub retry_safe: bool,
+    /// Set once the run records a checkpoint (shared with its `Checkpoints`, if it has any).
+    pub checkpointed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Turns a tool failure into the JSON-RPC error a failed task carries (the gateway supplies
@@ -184,8 +186,7 @@ impl Workers {
                     status: adopted.status,
                     cancel: adopted.cancel,
                     retry_safe: adopted.retry_safe,
-                    // A promoted call runs with its request's context: it records no checkpoints.
-                    checkpointed: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                    checkpointed: adopted.checkpointed,
                 };
                 execution::supervise(&shared, run, call).await;
                 drop(counted);

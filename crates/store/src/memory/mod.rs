@@ -123,8 +123,13 @@ impl TaskStore for MemoryStore {
         Ok(self.with(|s, now| s.renew(lease, millis(duration), message, now)))
     }
 
-    async fn hold(&self, lease: &Lease, input_requests: &RawRequests) -> Result<Renewal, StoreError> {
-        Ok(self.with(|s, now| s.hold(lease, input_requests, now)))
+    async fn hold(
+        &self,
+        lease: &Lease,
+        input_requests: &RawRequests,
+        state: Option<Option<&str>>,
+    ) -> Result<Renewal, StoreError> {
+        Ok(self.with(|s, now| s.hold(lease, input_requests, state, now)))
     }
 
     async fn checkpoint(&self, lease: &Lease, state: &str) -> Result<Renewal, StoreError> {

@@ -304,7 +304,13 @@ impl State {
         }
     }
 
-    pub(super) fn hold(&mut self, lease: &Lease, requests: &crate::model::RawRequests, now: u64) -> Renewal {
+    pub(super) fn hold(
+        &mut self,
+        lease: &Lease,
+        requests: &crate::model::RawRequests,
+        state: Option<Option<&str>>,
+        now: u64,
+    ) -> Renewal {
         let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
         if entry.record.status == TaskStatus::Cancelled {
             return Renewal::Cancelled;
@@ -316,6 +322,10 @@ impl State {
         entry.record.input_requests = requests.iter().map(|(k, r)| (k.clone(), r.json.clone())).collect();
         entry.asked = requests.iter().map(|(k, r)| (k.clone(), r.method.clone())).collect();
         entry.record.updated_ms = now;
+        if let Some(state) = state {
+            entry.record.state = state.map(str::to_owned);
+            entry.record.resumable = false;
+        }
         self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::InputRequired)));
         Renewal::Held
     }
@@ -393,6 +403,13 @@ impl State {
         };
         if entry.lease_token != lease.token {
             return Settled::Lost;
+        }
+        if entry.record.status == TaskStatus::InputRequired && defer.is_none() {
+            // Held (asking in place): it now waits like a parked task.
+            entry.lease_until = 0;
+            entry.record.attempts = entry.record.attempts.saturating_sub(1);
+            self.ack(job);
+            return Settled::Done;
         }
         if entry.record.status != TaskStatus::Working {
             self.ack(job);

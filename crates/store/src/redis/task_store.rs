@@ -201,11 +201,27 @@ impl TaskStore for RedisStore {
         })
     }
 
-    async fn hold(&self, lease: &Lease, input_requests: &RawRequests) -> Result<Renewal, StoreError> {
+    async fn hold(
+        &self,
+        lease: &Lease,
+        input_requests: &RawRequests,
+        state: Option<Option<&str>>,
+    ) -> Result<Renewal, StoreError> {
         let names: Vec<&String> = input_requests.keys().collect();
         let names =
             serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
-        let mut args = vec![lease.token.to_string(), self.inner.keys.channel(&lease.task), names];
+        let (change, json) = match state {
+            None => ("keep", ""),
+            Some(None) => ("none", ""),
+            Some(Some(json)) => ("set", json),
+        };
+        let mut args = vec![
+            lease.token.to_string(),
+            self.inner.keys.channel(&lease.task),
+            names,
+            change.to_owned(),
+            json.to_owned(),
+        ];
         args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
         let out = self.script(Retry::No, &scripts::HOLD, vec![self.inner.keys.task(&lease.task)], args).await?;
         renewal(&out, "hold")

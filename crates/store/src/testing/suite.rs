@@ -417,7 +417,8 @@ async fn held_tasks_resume_in_place_while_their_lease_lives<S: TaskStore + JobQu
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     let mut sub = store.subscribe(&record.id).await.expect("subscribe");
-    assert_eq!(store.hold(&lease, &asks(&[("confirm", CONFIRM)])).await.expect("hold"), Renewal::Held);
+    let round = Some(Some(r#"{"round":2}"#));
+    assert_eq!(store.hold(&lease, &asks(&[("confirm", CONFIRM)]), round).await.expect("hold"), Renewal::Held);
     assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::InputRequired));
     let held = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
     assert_eq!((held.status, held.input_requests), (TaskStatus::InputRequired, raw(&[("confirm", CONFIRM)])));
@@ -431,10 +432,28 @@ async fn held_tasks_resume_in_place_while_their_lease_lives<S: TaskStore + JobQu
     let resumed = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!(resumed.status, TaskStatus::Working);
     assert_eq!(resumed.input_responses, form_answers(&[("confirm", yes)]));
+    assert_eq!(resumed.state.as_deref(), Some(r#"{"round":2}"#), "the round's continuation is kept");
     let done = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
     assert_eq!(store.finish(&lease, &job, TaskStatus::Completed, done, false).await.expect("finish"), Settled::Done);
     // Under a stale lease nothing is held.
-    assert_eq!(store.hold(&lease, &asks(&[("k", CONFIRM)])).await.expect("hold"), Renewal::Lost);
+    assert_eq!(store.hold(&lease, &asks(&[("k", CONFIRM)]), None).await.expect("hold"), Renewal::Lost);
+
+    // A held run released (its replica shutting down) leaves the task parked: no job until the
+    // answer, which then enqueues one; the attempt is given back.
+    let record = store.create(new_task("holder", 2)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    assert_eq!(store.hold(&lease, &asks(&[("confirm", CONFIRM)]), None).await.expect("hold"), Renewal::Held);
+    assert_eq!(store.release(&lease, &job).await.expect("release"), Settled::Done);
+    let jobs = store.read("w2", 10, Duration::from_millis(300)).await.expect("read");
+    assert!(jobs.iter().all(|j| j.task != record.id), "no job before the answer: {jobs:?}");
+    let answered = store.answer(&record.id, "holder", &checked(&[("confirm", yes, FORM)]), MAX_ANSWER_BYTES).await;
+    assert_eq!(answered.expect("answer"), Answered::Resumed);
+    let resumed = next_job(store, "w2", &record.id).await;
+    let Claim::Run { task, .. } = store.claim(&resumed, "w2", LEASE, 3).await.expect("claim") else {
+        panic!("the answer resumes it on any worker")
+    };
+    assert_eq!(task.attempts, 1, "the released hold gave its attempt back");
 }
 
 async fn park_waits_for_input<S: TaskStore + JobQueue + EventBus>(store: &S) {

@@ -51,8 +51,8 @@ impl Signals {
     /// the route is dropped.
     pub(crate) fn route(self: &Arc<Self>, task: &str) -> Route {
         let (tx, rx) = mpsc::channel(8);
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(task.to_owned(), tx);
-        Route { signals: Arc::clone(self), task: task.to_owned(), requests: rx }
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(task.to_owned(), tx.clone());
+        Route { signals: Arc::clone(self), task: task.to_owned(), sender: tx, requests: rx }
     }
 
     /// Hands a server request to the route of its task; gives it back when none takes it.
@@ -73,13 +73,18 @@ impl Signals {
 pub(crate) struct Route {
     signals: Arc<Signals>,
     task: String,
+    /// Its own sender: a newer route of the same task (a resumed run) is not removed with it.
+    sender: mpsc::Sender<ServerRequest>,
     /// The requests.
     pub(crate) requests: mpsc::Receiver<ServerRequest>,
 }
 
 impl Drop for Route {
     fn drop(&mut self) {
-        self.signals.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.task);
+        let mut routes = self.signals.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        if routes.get(&self.task).is_some_and(|s| s.same_channel(&self.sender)) {
+            routes.remove(&self.task);
+        }
     }
 }
 

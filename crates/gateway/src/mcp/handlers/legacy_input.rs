@@ -22,10 +22,10 @@ use tokio_util::sync::CancellationToken;
 use mcpgate_protocol::input::{InputRequests, InputResponses};
 use mcpgate_protocol::task::TaskIdParams;
 use mcpgate_protocol::tool::CallToolResult;
-use mcpgate_runtime::catalog::{Checkpoints, Outcome, Tool, ToolCall, ToolContext};
+use mcpgate_runtime::catalog::{Checkpoints, Failure, Outcome, Tool, ToolCall, ToolContext};
 use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
-use mcpgate_store::TaskStore as _;
+use mcpgate_store::{TaskId, TaskStore as _};
 use serde_json::Value;
 
 use super::invoke::{finish, tool_context};
@@ -64,18 +64,48 @@ pub(super) fn prepare(
             };
             let asked = Asked { requests: requests.clone(), continuation: continuation.clone(), answers };
             let task = become_task(&state, &cx, tool, name, arguments, asked).await?;
-            let params = TaskIdParams { task_id: task.clone(), meta: None };
+            // Unless the wait below ends with the task's outcome, the task is cancelled: the
+            // client left (this future is dropped) or cannot be waited for, and nobody would
+            // answer its questions or read its result.
+            let mut orphan =
+                CancelOnDrop { state: state.clone(), task: task.clone(), owner: cx.principal.key().to_owned() };
+            let params = TaskIdParams { task_id: task.to_string(), meta: None };
             let waiter = super::tasks::wait(&state, &cx, params, super::tasks::Relation::Hidden)?;
             let answered = waiter(notifier, cancel.clone()).await;
-            if cancel.is_cancelled() {
-                // The client left: nobody will answer or read the result.
-                if let Some(id) = mcpgate_store::TaskId::parse(&task) {
-                    let _ = state.store.cancel(&id, cx.principal.key()).await;
-                }
+            if !cancel.is_cancelled() && !matches!(answered, Err(GatewayError::ShuttingDown)) {
+                orphan.disarm();
             }
             answered
         })
     })
+}
+
+/// Cancels a call's task when dropped armed (see `prepare`).
+struct CancelOnDrop {
+    state: AppState,
+    task: TaskId,
+    owner: String,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.owner.clear();
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.owner.is_empty() {
+            return;
+        }
+        let (state, task, owner) = (self.state.clone(), self.task.clone(), std::mem::take(&mut self.owner));
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            if let Err(e) = state.store.cancel(&task, &owner).await {
+                tracing::warn!(task = %task, error = %e, "the task of a call whose client left could not be cancelled");
+            }
+        });
+    }
 }
 
 /// What the first round asked.
@@ -95,7 +125,7 @@ async fn become_task(
     name: String,
     arguments: Value,
     asked: Asked,
-) -> Result<String, GatewayError> {
+) -> Result<TaskId, GatewayError> {
     let plan = TaskPlan {
         tool: name,
         arguments: arguments.clone(),
@@ -112,7 +142,8 @@ async fn become_task(
     tracing::info!(task = %record.id, "a 2025-11-25 call asking for input became a task");
     let (status_tx, status) = watch::channel(None);
     let run_cancel = CancellationToken::new();
-    let checkpoints = Checkpoints::new(state.store.clone(), lease.clone(), Arc::new(AtomicBool::new(false)));
+    let checkpointed = Arc::new(AtomicBool::new(false));
+    let checkpoints = Checkpoints::new(state.store.clone(), lease.clone(), checkpointed.clone());
     let rcx = ToolContext::for_task(cx.principal.clone(), cx.capabilities.clone(), status_tx, run_cancel.clone())
         .with_changes(state.store.clone())
         .with_checkpoints(checkpoints);
@@ -120,7 +151,14 @@ async fn become_task(
     let rounds = async move {
         let Asked { mut requests, mut continuation, mut answers } = asked;
         loop {
-            match rcx.ask_in_place(&requests, HOLD_LIMIT).await {
+            // Keys name requests for the task's whole life: the client may hold an answer to
+            // an earlier one of the same name.
+            if let Some(key) = requests.keys().find(|k| answers.contains_key(*k)) {
+                return Outcome::<CallToolResult>::Failed(Failure::Internal(format!(
+                    "asked again for input key {key:?}"
+                )));
+            }
+            match rcx.ask_in_place(&requests, Some(continuation.as_ref()), HOLD_LIMIT).await {
                 Ok(given) => answers.extend(given),
                 Err(failure) => return Outcome::<CallToolResult>::Failed(failure),
             }
@@ -134,7 +172,8 @@ async fn become_task(
             }
         }
     };
-    let id = record.id.to_string();
-    state.workers.adopt(Adopted { job, lease, task: record, sent_at, status, cancel: run_cancel, retry_safe }, rounds);
+    let id = record.id.clone();
+    let adopted = Adopted { job, lease, task: record, sent_at, status, cancel: run_cancel, retry_safe, checkpointed };
+    state.workers.adopt(adopted, rounds);
     Ok(id)
 }

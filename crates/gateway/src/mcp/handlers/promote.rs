@@ -77,7 +77,17 @@ pub(super) fn prepare(
                     let cancel = stop_with_request.disarm();
                     tracing::info!(task = %record.id, after_ms = after.as_millis(), "long call became a task");
                     state.workers.adopt(
-                        Adopted { job, lease, task: record, sent_at, status: status_rx, cancel, retry_safe },
+                        Adopted {
+                            job,
+                            lease,
+                            task: record,
+                            sent_at,
+                            status: status_rx,
+                            cancel,
+                            retry_safe,
+                            // The call runs with its request's context: it records no checkpoints.
+                            checkpointed: Arc::default(),
+                        },
                         async move { joined(running.await) },
                     );
                     reply
