@@ -1,5 +1,6 @@
 //! End-to-end tests against real `mcpgate` processes on loopback.
 
+mod background;
 mod bridging;
 mod cluster;
 mod deploy;

@@ -33,6 +33,8 @@ pub struct CatalogParts {
     pub extra: CatalogBuilder,
     /// How lists are rendered.
     pub rendering: ListRendering,
+    /// The store (the background-task companions read it).
+    pub store: AnyStore,
 }
 
 impl std::fmt::Debug for CatalogParts {
@@ -47,6 +49,7 @@ impl CatalogParts {
         let mut builder = self.toolsets.clone();
         federation.register(&mut builder, lists);
         builder.append(self.extra.clone());
+        crate::mcp::companions::register(&mut builder, &self.store);
         Ok(builder.build(&self.rendering)?)
     }
 }

@@ -125,8 +125,12 @@ impl AppState {
         };
         let mut extra_entries = CatalogBuilder::default();
         extra(&mut extra_entries);
-        let catalog_parts =
-            CatalogParts { toolsets: toolsets::registered(&config.toolset)?, extra: extra_entries, rendering };
+        let catalog_parts = CatalogParts {
+            toolsets: toolsets::registered(&config.toolset)?,
+            extra: extra_entries,
+            rendering,
+            store: store.clone(),
+        };
         let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists)?);
         let discover = discover_result(
             &catalog.load(),

@@ -4,6 +4,7 @@
 mod admission;
 mod answers;
 pub(crate) mod cancellation;
+pub mod companions;
 mod context;
 mod dispatch;
 mod handlers;

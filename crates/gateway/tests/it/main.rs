@@ -3,6 +3,7 @@
 //! status and JSON-RPC code, SSE streaming and cancellation, JWT auth and configuration.
 
 mod auth;
+mod background;
 mod config;
 mod legacy;
 mod modern;

@@ -115,6 +115,11 @@ impl CatalogBuilder {
         self
     }
 
+    /// Whether any registered tool is a background tool.
+    pub fn has_background(&self) -> bool {
+        self.tools.iter().any(|t| t.descriptor().background)
+    }
+
     /// Whether a tool of this name is registered.
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t.descriptor().info.name == name)

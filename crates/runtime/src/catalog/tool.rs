@@ -59,6 +59,10 @@ pub struct ToolDescriptor {
     /// grace period) may run the tool again. When false, such a task fails instead, saying it
     /// was interrupted: the tool runs at most once.
     pub retry_safe: bool,
+    /// A background tool: a client that cannot take a task (it declared no task support)
+    /// still gets the call as a task, answered at once with the task id and how to follow it
+    /// with the companion tools (`task_status`, `task_result`, `task_cancel`).
+    pub background: bool,
 }
 
 impl ToolDescriptor {
@@ -82,6 +86,7 @@ impl ToolDescriptor {
             },
             task_policy: TaskPolicy::Forbidden,
             retry_safe: true,
+            background: false,
         }
     }
 
@@ -112,6 +117,14 @@ impl ToolDescriptor {
     #[must_use]
     pub fn retry_safe(mut self, safe: bool) -> Self {
         self.retry_safe = safe;
+        self
+    }
+
+    /// Makes it a background tool (see [`ToolDescriptor::background`]); it may then run as a
+    /// task whatever its task policy says.
+    #[must_use]
+    pub fn background(mut self, background: bool) -> Self {
+        self.background = background;
         self
     }
 

@@ -78,6 +78,21 @@ pub(in crate::mcp) async fn call_tool(
             state: continuation,
         }));
     }
+    // A background tool called by a client that asked for no task: a task all the same,
+    // answered at once with how to follow it (see `mcp::companions`).
+    if tool.descriptor().background {
+        tool.check(&call.arguments)?;
+        round.commit(state).await?;
+        let ToolCall { arguments, input_responses, state: continuation } = call;
+        let plan = TaskPlan {
+            tool: params.name,
+            arguments,
+            ttl: TtlRequest::Default,
+            answers: input_responses,
+            state: continuation,
+        };
+        return crate::mcp::companions::start(state, cx, plan).await.map(ToolPlan::Ask);
+    }
     round.commit(state).await?;
     let tool = tool.clone();
     // A 2026-07-28 client that can take a task gets one if an `Auto` call runs long.

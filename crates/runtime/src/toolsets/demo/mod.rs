@@ -22,7 +22,8 @@ use crate::catalog::{
 };
 
 const README: &str = "# mcpgate demo\n\nTools: `echo`, `sum`, `slow_report` (streams progress when called with a \
-progressToken and `Accept: text/event-stream`), `update_work_item`, `delete_records` and `summarize_text` (ask for \
+progressToken and `Accept: text/event-stream`), `background_report` (answers at once with a task id; follow it with \
+`task_status`, `task_result`, `task_cancel`), `update_work_item`, `delete_records` and `summarize_text` (ask for \
 input mid-call), `fail` (returns isError: true).\nPrompt: `summarize`.\n";
 
 /// Registers the demo toolset.
@@ -50,6 +51,7 @@ pub(super) fn install(b: &mut CatalogBuilder) {
         sum,
     ));
     b.tool(SlowReport::new());
+    b.tool(SlowReport::background());
     interactive::install(b);
     b.tool(FnTool::new(
         ToolDescriptor::new(
@@ -194,6 +196,21 @@ impl SlowReport {
             .title("Slow report")
             .task_policy(crate::catalog::TaskPolicy::Optional),
         }
+    }
+
+    /// The same work as a background tool: a client that takes no tasks gets a task id at once
+    /// and follows it with the companion tools.
+    fn background() -> Self {
+        let mut report = Self::new();
+        report.descriptor.info.name = "background_report".to_owned();
+        report.descriptor.info.title = Some("Background report".to_owned());
+        report.descriptor.info.description = Some(
+            "Compile a report on a topic in the background: answers at once with a task id to follow with \
+             task_status and task_result; takes `seconds` seconds."
+                .to_owned(),
+        );
+        report.descriptor.background = true;
+        report
     }
 }
 

@@ -1,0 +1,199 @@
+//! Background tools for clients that know no tasks: a background tool called by a client that
+//! did not ask for a task (no `params.task`, no tasks extension) still runs as a durable task,
+//! and the call answers at once with the task id and what to do next; three companion tools
+//! let any agent follow it: `task_status`, `task_result` and `task_cancel`. The task is an
+//! ordinary one: clients that speak either tasks protocol see the same task.
+//!
+//! Invariants: the companions see only the caller's own tasks (another's, unknown or expired
+//! ids all read "not found", indistinguishably); they never answer with a protocol error for
+//! a task's state (a task still running is a plain result saying so); they are listed only
+//! when some tool is a background tool, and never over a tool of the same name.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use mcpgate_protocol::ErrorObject;
+use mcpgate_protocol::content::ContentBlock;
+use mcpgate_protocol::relayed::RawMembers;
+use mcpgate_protocol::task::TaskStatus;
+use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_runtime::catalog::{
+    BoxFuture, CatalogBuilder, Failure, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor,
+};
+use mcpgate_runtime::task_metrics::TaskMetric;
+use mcpgate_store::{AnyStore, Cancelled, Read, TaskId, TaskOutcome, TaskRecord, TaskStore as _};
+
+use super::context::CallContext;
+use super::handlers::tasks::{TaskPlan, new_task};
+use super::render;
+use crate::error::{GatewayError, clip};
+use crate::state::AppState;
+
+/// The companions' names.
+pub const STATUS: &str = "task_status";
+/// See [`STATUS`].
+pub const RESULT: &str = "task_result";
+/// See [`STATUS`].
+pub const CANCEL: &str = "task_cancel";
+
+/// Starts a background tool's call as a task and answers with how to follow it.
+pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
+    let tool = plan.tool.clone();
+    let created = state.store.create(new_task(state, cx, plan)?).await?;
+    let Some(record) = created.record() else {
+        return Err(GatewayError::invalid_params(
+            "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
+             tasks.idempotency_window_ms",
+        ));
+    };
+    if matches!(created, mcpgate_store::Created::New(_)) {
+        state.task_metrics.count(&record.tool, TaskMetric::Created);
+    }
+    let id = record.id.as_str();
+    let text = format!(
+        "Started {tool} in the background as task {id}. Call {STATUS} with {{\"taskId\": \"{id}\"}} to follow it, \
+         {RESULT} to get its result once it is done, or {CANCEL} to stop it."
+    );
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content =
+        Some(json!({ "taskId": id, "status": record.status.as_str(), "pollAfterMs": record.poll_interval_ms }));
+    render::complete(state, cx, result)
+}
+
+/// Registers the companions when some tool is a background tool (a name already taken is
+/// left to its tool and reported).
+pub fn register(builder: &mut CatalogBuilder, store: &AnyStore) {
+    if !builder.has_background() {
+        return;
+    }
+    let task_id = || {
+        json!({"type": "object", "properties": {
+            "taskId": {"type": "string", "description": "The taskId a background tool answered with"}
+        }, "required": ["taskId"]})
+    };
+    for (name, kind, description) in [
+        (STATUS, Kind::Status, "Where a background task stands: its status, latest message and when to ask again."),
+        (RESULT, Kind::Result, "A background task's result once it is done (or that it is still running)."),
+        (CANCEL, Kind::Cancel, "Stops a background task."),
+    ] {
+        if builder.has_tool(name) {
+            tracing::warn!(tool = name, "a tool of this name exists: the background-task companion is left out");
+            continue;
+        }
+        let descriptor = ToolDescriptor::new(name, description, task_id()).retry_safe(kind != Kind::Cancel);
+        builder.tool(Companion { descriptor, kind, store: store.clone() });
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Status,
+    Result,
+    Cancel,
+}
+
+struct Companion {
+    descriptor: ToolDescriptor,
+    kind: Kind,
+    store: AnyStore,
+}
+
+impl Tool for Companion {
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        Box::pin(async move {
+            let Some(raw) = call.arguments.get("taskId").and_then(Value::as_str) else {
+                return Outcome::Failed(Failure::InvalidParams("taskId (a string) is required".to_owned()));
+            };
+            let owner = cx.principal().key();
+            let not_found = || Outcome::Complete(CallToolResult::error(format!("Task {} not found", clip(raw))));
+            let Some(id) = TaskId::parse(raw) else { return not_found() };
+            let unavailable = |e: mcpgate_store::StoreError| Outcome::Failed(Failure::Unavailable(e.to_string()));
+            match self.kind {
+                Kind::Cancel => match self.store.cancel(&id, owner).await {
+                    Ok(Cancelled::Now(_)) => text(format!("Task {id} cancelled."), None),
+                    Ok(Cancelled::AlreadyTerminal(record)) => {
+                        text(format!("Task {id} had already ended: {}.", record.status.as_str()), None)
+                    }
+                    Ok(Cancelled::NotFound) => not_found(),
+                    Err(e) => unavailable(e),
+                },
+                Kind::Status | Kind::Result => {
+                    let read = if self.kind == Kind::Result { Read::WithOutcome } else { Read::Control };
+                    match self.store.get(&id, read).await {
+                        Ok(Some(record)) if record.owner == owner => {
+                            if self.kind == Kind::Status {
+                                status(&record)
+                            } else {
+                                result(&record)
+                            }
+                        }
+                        Ok(_) => not_found(),
+                        Err(e) => unavailable(e),
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn text(message: String, structured: Option<Value>) -> Outcome<CallToolResult> {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(message)]);
+    result.structured_content = structured;
+    Outcome::Complete(result)
+}
+
+/// `task_status`: status, latest message, when to ask again.
+fn status(record: &TaskRecord) -> Outcome<CallToolResult> {
+    let id = record.id.as_str();
+    let status = record.status.as_str();
+    let next = match record.status {
+        TaskStatus::Completed | TaskStatus::Failed => format!(" Call {RESULT} for its result."),
+        TaskStatus::Cancelled => String::new(),
+        TaskStatus::InputRequired => {
+            " It waits for input, which a client answers through the tasks protocol.".to_owned()
+        }
+        TaskStatus::Working => format!(" Ask again in {} ms.", record.poll_interval_ms),
+    };
+    let message = record.status_message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default();
+    let structured = json!({
+        "taskId": id,
+        "status": status,
+        "message": record.status_message,
+        "pollAfterMs": record.poll_interval_ms,
+    });
+    text(format!("Task {id} is {status}{message}.{next}"), Some(structured))
+}
+
+/// `task_result`: the tool's own result once done; otherwise a plain result saying why not.
+fn result(record: &TaskRecord) -> Outcome<CallToolResult> {
+    let id = record.id.as_str();
+    match (record.status, &record.outcome) {
+        (TaskStatus::Completed, Some(TaskOutcome::Result(json))) => match RawMembers::split(json) {
+            Ok(r) => Outcome::Complete(CallToolResult::relayed(r.members, r.is_error)),
+            Err(e) => Outcome::Failed(Failure::Internal(format!("stored result unreadable: {e}"))),
+        },
+        (TaskStatus::Failed, outcome) => {
+            let reason = match outcome {
+                Some(TaskOutcome::Error(json)) => serde_json::from_str::<ErrorObject>(json).map(|e| e.message).ok(),
+                _ => None,
+            };
+            Outcome::Complete(CallToolResult::error(format!(
+                "Task {id} failed: {}",
+                reason.unwrap_or_else(|| "no reason recorded".to_owned())
+            )))
+        }
+        (TaskStatus::Cancelled, _) => Outcome::Complete(CallToolResult::error(format!("Task {id} was cancelled."))),
+        (status, _) => text(
+            format!(
+                "Task {id} is still running ({}); call {RESULT} again in {} ms.",
+                status.as_str(),
+                record.poll_interval_ms
+            ),
+            Some(json!({ "taskId": id, "status": status.as_str(), "pollAfterMs": record.poll_interval_ms })),
+        ),
+    }
+}

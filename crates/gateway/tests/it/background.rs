@@ -1,0 +1,86 @@
+//! Background tools for clients that know no tasks: the call answers at once with a task id;
+//! `task_status`, `task_result` and `task_cancel` follow it, for its owner only.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Req, app, claims, config, hs, hs256_config, initialize};
+
+/// A tool call (modern, no tasks extension) with an optional bearer token.
+async fn call(app: &axum::Router, tool: &str, arguments: Value, token: Option<&str>) -> Value {
+    let mut req = Req::modern("tools/call", json!({"name": tool, "arguments": arguments}));
+    if let Some(token) = token {
+        req = req.header("authorization", &format!("Bearer {token}"));
+    }
+    req.send(app).await.result()
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_background_call_answers_at_once_and_the_companions_follow_it() {
+    let app = app(config()).await;
+    let tools = Req::modern("tools/list", json!({})).send(&app).await.result();
+    let names: Vec<&str> =
+        tools["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    for companion in ["task_status", "task_result", "task_cancel"] {
+        assert!(names.contains(&companion), "{companion} listed beside a background tool: {names:?}");
+    }
+
+    let started = call(&app, "background_report", json!({"topic": "otters", "seconds": 1}), None).await;
+    assert_eq!(started["resultType"], "complete", "a plain result for a client that takes no tasks: {started}");
+    let id = started["structuredContent"]["taskId"].as_str().expect("a task id").to_owned();
+    assert!(text(&started).contains(&id) && text(&started).contains("task_status"), "{started}");
+
+    let status = call(&app, "task_status", json!({"taskId": id}), None).await;
+    assert!(["working", "completed"].contains(&status["structuredContent"]["status"].as_str().unwrap_or_default()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        let result = call(&app, "task_result", json!({"taskId": id}), None).await;
+        if !text(&result).contains("still running") {
+            break result;
+        }
+        assert_ne!(result["isError"], true, "still running is not an error: {result}");
+        assert!(tokio::time::Instant::now() < deadline, "never finished: {result}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(text(&done), "Report on otters: 1 sections compiled.", "the tool's own result: {done}");
+
+    // Cancelled: the work stops, and the companions say so.
+    let long = call(&app, "background_report", json!({"topic": "moles", "seconds": 30}), None).await;
+    let id = long["structuredContent"]["taskId"].as_str().expect("a task id").to_owned();
+    let cancelled = call(&app, "task_cancel", json!({"taskId": id}), None).await;
+    assert!(text(&cancelled).contains("cancelled"), "{cancelled}");
+    let status = call(&app, "task_status", json!({"taskId": id}), None).await;
+    assert_eq!(status["structuredContent"]["status"], "cancelled", "{status}");
+    assert_eq!(call(&app, "task_result", json!({"taskId": id}), None).await["isError"], true);
+
+    // Unknown ids are a tool error the model can read, not a protocol error.
+    let unknown = call(&app, "task_status", json!({"taskId": "no-such-task"}), None).await;
+    assert_eq!(unknown["isError"], true, "{unknown}");
+
+    // A 2025-11-25 session that asks for no task gets the same answer.
+    let (session, _) = initialize(&app, "2025-11-25").await;
+    let params = json!({"name": "background_report", "arguments": {"topic": "voles", "seconds": 1}});
+    let legacy = Req::legacy("tools/call", params, Some(&session)).send(&app).await.result();
+    assert!(legacy["structuredContent"]["taskId"].is_string(), "{legacy}");
+}
+
+#[tokio::test]
+async fn the_companions_see_only_their_callers_tasks() {
+    let app = app(hs256_config()).await;
+    let (alice, bob) = (hs(&claims("alice")), hs(&claims("bob")));
+    let started = call(&app, "background_report", json!({"topic": "secrets", "seconds": 30}), Some(&alice)).await;
+    let id = started["structuredContent"]["taskId"].as_str().expect("a task id").to_owned();
+    for companion in ["task_status", "task_result", "task_cancel"] {
+        let theirs = call(&app, companion, json!({"taskId": id}), Some(&bob)).await;
+        assert_eq!(theirs["isError"], true, "{companion}: {theirs}");
+        assert!(text(&theirs).contains("not found"), "{companion}: {theirs}");
+    }
+    let mine = call(&app, "task_status", json!({"taskId": id}), Some(&alice)).await;
+    assert_eq!(mine["structuredContent"]["status"], "working", "bob's cancel did nothing: {mine}");
+    call(&app, "task_cancel", json!({"taskId": id}), Some(&alice)).await;
+}

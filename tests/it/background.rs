@@ -1,0 +1,49 @@
+//! Background tools through nginx in front of three replicas: a client that takes no tasks
+//! starts one on one replica and follows it with the companion tools on the others.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use mcpgate_e2e::{Client, Cluster};
+
+async fn call(client: &Client, url: &str, tool: &str, arguments: Value) -> anyhow::Result<Value> {
+    let reply = client.modern(url, "tools/call", json!({"name": tool, "arguments": arguments})).await?.json()?;
+    Ok(reply["result"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_is_followed_from_every_replica() -> anyhow::Result<()> {
+    let cluster = Cluster::builder(3).env("MCPGATE_TOOLSET", "demo").start()?;
+    let client = Client::new()?;
+    let url = |i: usize| cluster.replica_url(i);
+
+    let started = call(&client, &url(0), "background_report", json!({"topic": "otters", "seconds": 2})).await?;
+    let id = started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
+    let status = call(&client, &url(1), "task_status", json!({"taskId": id})).await?;
+    assert_eq!(status["structuredContent"]["status"], "working", "{status}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let done = loop {
+        let result = call(&client, &url(2), "task_result", json!({"taskId": id})).await?;
+        if result["structuredContent"]["status"] != "working" {
+            break result;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never finished: {result}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["content"][0]["text"], "Report on otters: 2 sections compiled.", "{done}");
+
+    // Cancelled from another replica than the one running it: the work stops.
+    let long = call(&client, &url(1), "background_report", json!({"topic": "moles", "seconds": 60})).await?;
+    let id = long["structuredContent"]["taskId"].as_str().expect("a task").to_owned();
+    let running = cluster.executing_replica_soon(&client).await?;
+    let other = url((running + 1) % 3);
+    let cancelled = call(&client, &other, "task_cancel", json!({"taskId": id})).await?;
+    assert!(cancelled["content"][0]["text"].as_str().unwrap_or_default().contains("cancelled"), "{cancelled}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while cluster.executing_replica(&client).await?.is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "the cancelled work still runs");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
