@@ -47,3 +47,32 @@ async fn a_background_task_is_followed_from_every_replica() -> anyhow::Result<()
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_tool_marked_background_answers_at_once() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let fm = mcpgate_e2e::HttpServer::fastmcp(dir.path())?;
+    let config = dir.path().join("mcpgate.toml");
+    let table =
+        format!("[[upstream]]\nname = \"fm\"\ntransport = \"http\"\nurl = \"{}\"\nbackground = [\"slo*\"]\n", fm.url());
+    std::fs::write(&config, table)?;
+    let cluster = Cluster::builder(3).args(&["--config", &config.to_string_lossy()]).start()?;
+    let client = Client::new()?;
+    let url = |i: usize| cluster.replica_url(i);
+
+    let started = call(&client, &url(0), "fm_slow", json!({"tag": "bg", "seconds": 1.0})).await?;
+    let id = started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
+    // Tools not marked stay plain.
+    assert_eq!(call(&client, &url(1), "fm_add", json!({"a": 2, "b": 3})).await?["content"][0]["text"], "5");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let done = loop {
+        let result = call(&client, &url(2), "task_result", json!({"taskId": id})).await?;
+        if result["structuredContent"]["status"] != "working" {
+            break result;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never finished: {result}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["content"][0]["text"], "slept 1.0", "the upstream's own result: {done}");
+    Ok(())
+}

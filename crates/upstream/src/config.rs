@@ -40,6 +40,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ("tool_task", "{ <tool> = never | auto | optional | always }: per-tool task policy [none]"),
     ("task_after_ms", "auto: a call still running after this becomes a task [1000]"),
     ("idempotent", "Its tools safe to run again after a replica died mid-call (besides idempotentHint) [none]"),
+    (
+        "background",
+        "Globs over its own tool names: background tools, answered at once with a task id for clients that take no \
+         tasks (followed with task_status / task_result / task_cancel) [none]",
+    ),
     ("breaker_failures", "Consecutive failures that open its circuit breaker [5]"),
     ("breaker_cooldown_secs", "How long an open breaker fails calls before one probe goes through [10]"),
 ];
@@ -171,6 +176,10 @@ pub struct UpstreamConfig {
     /// Tools safe to run again after a replica died mid-call (besides `idempotentHint`).
     #[serde(default)]
     pub idempotent: Vec<String>,
+    /// Globs over its tool names: tools that run in the background for clients that take no
+    /// tasks (see the gateway's companion tools).
+    #[serde(default)]
+    pub background: Vec<String>,
     /// Consecutive failures that open the circuit breaker.
     #[serde(default = "default_breaker_failures")]
     pub breaker_failures: u32,
@@ -262,6 +271,7 @@ impl UpstreamConfig {
             tool_task: BTreeMap::new(),
             task_after_ms: default_task_after_ms(),
             idempotent: Vec::new(),
+            background: Vec::new(),
             breaker_failures: default_breaker_failures(),
             breaker_cooldown_secs: default_breaker_cooldown_secs(),
         }
@@ -285,6 +295,11 @@ impl UpstreamConfig {
     /// The task policy of one of its tools.
     pub fn task_mode(&self, tool: &str) -> TaskMode {
         self.tool_task.get(tool).copied().unwrap_or(self.task)
+    }
+
+    /// Whether one of its tools is a background tool (`background` globs).
+    pub fn is_background(&self, tool: &str) -> bool {
+        self.background.iter().any(|p| Glob::new(p).matches(tool))
     }
 
     /// Whether one of its tools is exposed (include / exclude globs).
@@ -377,7 +392,11 @@ impl UpstreamConfig {
                 return Err(bad(key, format!("must be between {min} and {max}")));
             }
         }
-        for (key, patterns) in [("tools.include", &self.tools.include), ("tools.exclude", &self.tools.exclude)] {
+        for (key, patterns) in [
+            ("tools.include", &self.tools.include),
+            ("tools.exclude", &self.tools.exclude),
+            ("background", &self.background),
+        ] {
             if let Some(p) = patterns.iter().find(|p| p.is_empty()) {
                 return Err(bad(key, format!("empty pattern {p:?}")));
             }

@@ -189,7 +189,7 @@ impl Federation {
                 info: descriptor_info,
                 task_policy: policy(config, &info.name),
                 retry_safe: idempotent,
-                background: false,
+                background: config.is_background(&info.name),
             };
             builder.tool(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params, upstream_tasks));
             owners.insert(format!("tool:{exposed}"), source);
