@@ -12,6 +12,19 @@ async fn call(client: &Client, url: &str, tool: &str, arguments: Value) -> anyho
     Ok(reply["result"].clone())
 }
 
+/// `task_result` on `url` (bounded) until the task is no longer working.
+async fn result_when_done(client: &Client, url: &str, id: &str) -> anyhow::Result<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let result = call(client, url, "task_result", json!({"taskId": id})).await?;
+        if result["structuredContent"]["status"] != "working" {
+            return Ok(result);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never finished: {result}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_is_followed_from_every_replica() -> anyhow::Result<()> {
     let cluster = Cluster::builder(3).env("MCPGATE_TOOLSET", "demo").start()?;
@@ -22,15 +35,7 @@ async fn a_background_task_is_followed_from_every_replica() -> anyhow::Result<()
     let id = started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
     let status = call(&client, &url(1), "task_status", json!({"taskId": id})).await?;
     assert_eq!(status["structuredContent"]["status"], "working", "{status}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let done = loop {
-        let result = call(&client, &url(2), "task_result", json!({"taskId": id})).await?;
-        if result["structuredContent"]["status"] != "working" {
-            break result;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never finished: {result}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let done = result_when_done(&client, &url(2), &id).await?;
     assert_eq!(done["content"][0]["text"], "Report on otters: 2 sections compiled.", "{done}");
 
     // Cancelled from another replica than the one running it: the work stops.
@@ -64,15 +69,7 @@ async fn an_upstream_tool_marked_background_answers_at_once() -> anyhow::Result<
     let id = started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
     // Tools not marked stay plain.
     assert_eq!(call(&client, &url(1), "fm_add", json!({"a": 2, "b": 3})).await?["content"][0]["text"], "5");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let done = loop {
-        let result = call(&client, &url(2), "task_result", json!({"taskId": id})).await?;
-        if result["structuredContent"]["status"] != "working" {
-            break result;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never finished: {result}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let done = result_when_done(&client, &url(2), &id).await?;
     assert_eq!(done["content"][0]["text"], "slept 1.0", "the upstream's own result: {done}");
     Ok(())
 }

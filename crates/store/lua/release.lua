@@ -37,15 +37,20 @@ if f[2] ~= ARGV[1] then
   -- A newer lease holder owns the job now.
   return 'lost'
 end
+-- The lease ends here and the attempt does not count.
+local function let_go()
+  local attempts = tonumber(f[6]) - 1
+  if attempts < 0 then
+    attempts = 0
+  end
+  redis.call('HSET', KEYS[1], 'lease_until', 0, 'attempts', attempts)
+  ack()
+end
+
 if f[1] == 'input_required' and not ARGV[3] then
   -- Held (asking in place, see hold.lua): from now on it waits like a parked task; the answer
-  -- that completes its requests enqueues a job (the lease is gone), and the attempt is given back.
-  local held = tonumber(f[6]) - 1
-  if held < 0 then
-    held = 0
-  end
-  redis.call('HSET', KEYS[1], 'lease_until', 0, 'attempts', held)
-  ack()
+  -- that completes its requests enqueues a job (the lease is gone).
+  let_go()
   return 'done'
 end
 if f[1] ~= 'working' then
@@ -66,11 +71,6 @@ if ARGV[3] then
     return 'gaveup'
   end
 end
-local attempts = tonumber(f[6]) - 1
-if attempts < 0 then
-  attempts = 0
-end
-redis.call('HSET', KEYS[1], 'lease_until', 0, 'attempts', attempts)
-ack()
+let_go()
 redis.call('XADD', KEYS[2], '*', 'task', f[5])
 return 'done'

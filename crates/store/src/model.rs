@@ -305,6 +305,14 @@ impl Created {
             Self::KeyReused => None,
         }
     }
+
+    /// The task, owned, unless the key was reused for another call.
+    pub fn into_record(self) -> Option<TaskRecord> {
+        match self {
+            Self::New(r) | Self::Existing(r) => Some(r),
+            Self::KeyReused => None,
+        }
+    }
 }
 
 /// Result of [`crate::TaskStore::cancel`].

@@ -20,11 +20,10 @@ use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::{
     BoxFuture, CatalogBuilder, Failure, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor,
 };
-use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_store::{AnyStore, Cancelled, Read, TaskId, TaskOutcome, TaskRecord, TaskStore as _};
 
 use super::context::CallContext;
-use super::handlers::tasks::{TaskPlan, new_task};
+use super::handlers::tasks::{TaskPlan, create_record};
 use super::render;
 use crate::error::{GatewayError, clip};
 use crate::state::AppState;
@@ -39,16 +38,7 @@ pub const CANCEL: &str = "task_cancel";
 /// Starts a background tool's call as a task and answers with how to follow it.
 pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
     let tool = plan.tool.clone();
-    let created = state.store.create(new_task(state, cx, plan)?).await?;
-    let Some(record) = created.record() else {
-        return Err(GatewayError::invalid_params(
-            "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
-             tasks.idempotency_window_ms",
-        ));
-    };
-    if matches!(created, mcpgate_store::Created::New(_)) {
-        state.task_metrics.count(&record.tool, TaskMetric::Created);
-    }
+    let record = create_record(state, cx, plan).await?;
     let id = record.id.as_str();
     let text = format!(
         "Started {tool} in the background as task {id}. Call {STATUS} with {{\"taskId\": \"{id}\"}} to follow it, \

@@ -87,17 +87,27 @@ pub(in crate::mcp) struct TaskPlan {
 
 /// Creates the task and answers with `CreateTaskResult` in the request's era.
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
+    render_created(state, cx, &create_record(state, cx, plan).await?)
+}
+
+/// Creates the planned task (or finds the one an idempotent retry names) and counts it.
+pub(in crate::mcp) async fn create_record(
+    state: &AppState,
+    cx: &CallContext,
+    plan: TaskPlan,
+) -> Result<TaskRecord, GatewayError> {
     let created = state.store.create(new_task(state, cx, plan)?).await?;
-    let Some(record) = created.record() else {
+    let new = matches!(created, mcpgate_store::Created::New(_));
+    let Some(record) = created.into_record() else {
         return Err(GatewayError::invalid_params(
             "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
              tasks.idempotency_window_ms",
         ));
     };
-    if matches!(created, mcpgate_store::Created::New(_)) {
+    if new {
         state.task_metrics.count(&record.tool, TaskMetric::Created);
     }
-    render_created(state, cx, record)
+    Ok(record)
 }
 
 /// The record to create for a planned task (with its idempotency scope).
