@@ -218,44 +218,43 @@ pub fn render_upstreams(federation: &mcpgate_upstream::Federation, out: &mut Str
         return;
     }
     let upstreams = federation.upstreams();
-    out.push_str("# HELP mcpgate_upstream_requests_total Requests sent to an upstream by this replica.\n# TYPE mcpgate_upstream_requests_total counter\n");
-    for u in upstreams {
-        let _ = writeln!(
-            out,
-            "mcpgate_upstream_requests_total{{upstream=\"{}\"}} {}",
-            u.name(),
-            u.stats().calls.load(Relaxed)
-        );
-    }
+    // One value per upstream, under a HELP/TYPE header.
+    let mut series = |name: &str, kind: &str, help: &str, value: &dyn Fn(&mcpgate_upstream::Upstream) -> String| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for u in upstreams {
+            let _ = writeln!(out, "{name}{{upstream=\"{}\"}} {}", u.name(), value(u));
+        }
+    };
+    series("mcpgate_upstream_requests_total", "counter", "Requests sent to an upstream by this replica.", &|u| {
+        u.stats().calls.load(Relaxed).to_string()
+    });
+    series("mcpgate_upstream_in_flight", "gauge", "Upstream requests in flight.", &|u| {
+        u.stats().in_flight.load(Relaxed).to_string()
+    });
+    series(
+        "mcpgate_upstream_breaker_open",
+        "gauge",
+        "Whether the upstream's circuit breaker is open (1) or half-open (0.5).",
+        &|u| {
+            match u.breaker_state() {
+                mcpgate_upstream::BreakerState::Closed => "0",
+                mcpgate_upstream::BreakerState::HalfOpen => "0.5",
+                mcpgate_upstream::BreakerState::Open => "1",
+            }
+            .to_owned()
+        },
+    );
+    series(
+        "mcpgate_upstream_restarts_total",
+        "counter",
+        "stdio upstream processes started again after exiting.",
+        &|u| u.restarts().to_string(),
+    );
     out.push_str("# HELP mcpgate_upstream_errors_total Failed upstream requests by kind.\n# TYPE mcpgate_upstream_errors_total counter\n");
     for u in upstreams {
         for (kind, n) in u.stats().errors() {
             let _ = writeln!(out, "mcpgate_upstream_errors_total{{upstream=\"{}\",kind=\"{kind}\"}} {n}", u.name());
         }
-    }
-    out.push_str(
-        "# HELP mcpgate_upstream_in_flight Upstream requests in flight.\n# TYPE mcpgate_upstream_in_flight gauge\n",
-    );
-    for u in upstreams {
-        let _ = writeln!(
-            out,
-            "mcpgate_upstream_in_flight{{upstream=\"{}\"}} {}",
-            u.name(),
-            u.stats().in_flight.load(Relaxed)
-        );
-    }
-    out.push_str("# HELP mcpgate_upstream_breaker_open Whether the upstream's circuit breaker is open (1) or half-open (0.5).\n# TYPE mcpgate_upstream_breaker_open gauge\n");
-    for u in upstreams {
-        let v = match u.breaker_state() {
-            mcpgate_upstream::BreakerState::Closed => "0",
-            mcpgate_upstream::BreakerState::HalfOpen => "0.5",
-            mcpgate_upstream::BreakerState::Open => "1",
-        };
-        let _ = writeln!(out, "mcpgate_upstream_breaker_open{{upstream=\"{}\"}} {v}", u.name());
-    }
-    out.push_str("# HELP mcpgate_upstream_restarts_total stdio upstream processes started again after exiting.\n# TYPE mcpgate_upstream_restarts_total counter\n");
-    for u in upstreams {
-        let _ = writeln!(out, "mcpgate_upstream_restarts_total{{upstream=\"{}\"}} {}", u.name(), u.restarts());
     }
     out.push_str("# HELP mcpgate_upstream_request_duration_seconds Upstream request latency.\n# TYPE mcpgate_upstream_request_duration_seconds histogram\n");
     for u in upstreams {
