@@ -243,10 +243,27 @@ async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::
     let table =
         format!("[[upstream]]\nname = \"ev\"\ntransport = \"http\"\nurl = \"{}\"\ntask = \"optional\"\n", evh.url());
     std::fs::write(&config, table)?;
-    let cluster = Cluster::builder(3).args(&["--config", &config.to_string_lossy()]).start()?;
+    // server-everything registers this tool only once the session is initialized (and announces
+    // it then): lists are re-read every second so no replica keeps a list read before that.
+    let cluster = Cluster::builder(3)
+        .env("MCPGATE_FEDERATION_LIST_REFRESH_SECS", "1")
+        .args(&["--config", &config.to_string_lossy()])
+        .start()?;
     let client = Client::new()?;
     let url = |i: usize| cluster.replica_url(i);
     let tool = "ev_simulate-research-query";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    for i in 0..3 {
+        loop {
+            let list = client.modern(&url(i), "tools/list", json!({})).await?.json()?;
+            let tools = list["result"]["tools"].as_array().cloned().unwrap_or_default();
+            if tools.iter().any(|t| t["name"] == tool) {
+                break;
+            }
+            anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica {i} never listed {tool}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
 
     // A synchronous call from a client without tasks: the gateway tracks the upstream task.
     let sync = client.modern(&url(0), "tools/call", json!({"name": tool, "arguments": {"topic": "otters"}})).await?;

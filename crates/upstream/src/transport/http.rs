@@ -3,7 +3,9 @@
 //! Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
 //! call, and opened again when the server answers 404 (the session expired) — the request is
 //! then sent once more, since a 404 means it never ran. Answers come as JSON or as an SSE
-//! stream (progress relayed as it arrives).
+//! stream (progress relayed as it arrives). A session also listens on the server's standalone
+//! GET stream, where servers announce list changes outside any request (a server that offers
+//! none answers 405 and is not asked again); the listener ends with its session.
 //!
 //! Invariants: the client's credentials never travel upstream (only the configured
 //! `headers`); no body or event is buffered past `max_message_bytes`; URLs in errors carry
@@ -35,6 +37,8 @@ struct Session {
     negotiated: Negotiated,
     id: Option<String>,
     generation: u64,
+    /// Stops the session's GET-stream listener when the session is dropped.
+    _listener: Option<Arc<tokio_util::sync::DropGuard>>,
 }
 
 /// A Streamable HTTP upstream.
@@ -157,7 +161,7 @@ impl Http {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let era = self.config.era;
         if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
-            let modern = Session { negotiated: Negotiated::Modern, id: None, generation };
+            let modern = Session { negotiated: Negotiated::Modern, id: None, generation, _listener: None };
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let mut probe = Exchange {
                 method: "server/discover",
@@ -178,7 +182,12 @@ impl Http {
             }
         }
         let version = era.legacy_version();
-        let opening = Session { negotiated: Negotiated::Legacy { version: version.to_owned() }, id: None, generation };
+        let opening = Session {
+            negotiated: Negotiated::Legacy { version: version.to_owned() },
+            id: None,
+            generation,
+            _listener: None,
+        };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut init = Exchange {
             method: "initialize",
@@ -199,7 +208,12 @@ impl Http {
             Posted::Answer(answer) => answer?,
             _ => return Err(UpstreamError::Protocol { detail: "no answer to initialize".to_owned() }),
         };
-        let session = Session { negotiated: rpc::negotiated_from_initialize(&result)?, id: session_id, generation };
+        let mut session = Session {
+            negotiated: rpc::negotiated_from_initialize(&result)?,
+            id: session_id,
+            generation,
+            _listener: None,
+        };
         let note = Exchange {
             method: "notifications/initialized",
             params: json!({}),
@@ -211,7 +225,94 @@ impl Http {
         if let Err(e) = self.post(&session, body, None, &note).await {
             tracing::debug!(upstream = %self.config.name, error = %e, "notifications/initialized was not accepted");
         }
+        if let Some(id) = &session.id {
+            let stop = tokio_util::sync::CancellationToken::new();
+            tokio::spawn(self.listen(id.clone(), session.negotiated.version().to_owned(), stop.clone()));
+            session._listener = Some(Arc::new(stop.drop_guard()));
+        }
         Ok(session)
+    }
+
+    /// Reads the session's standalone GET stream until `stop`: list changes raise the signal,
+    /// the server's requests are refused (none of them is about a task we track). Reconnects
+    /// with backoff; gives up for good on 405 (no such stream) or 404 (session gone).
+    fn listen(
+        &self,
+        session: String,
+        version: String,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let (client, url, headers, signals, name) = (
+            self.client.clone(),
+            self.url.clone(),
+            self.headers.clone(),
+            self.signals.clone(),
+            self.config.name.clone(),
+        );
+        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
+        async move {
+            let mut backoff = Duration::from_secs(1);
+            loop {
+                let request = client
+                    .get(url.clone())
+                    .headers(headers.clone())
+                    .header(ACCEPT, "text/event-stream")
+                    .header(VERSION_HEADER, version.as_str())
+                    .header(SESSION_HEADER, session.as_str())
+                    .send();
+                let response = tokio::select! {
+                    () = stop.cancelled() => return,
+                    r = request => r,
+                };
+                match response {
+                    Ok(r) if matches!(r.status().as_u16(), 404 | 405) => return,
+                    Ok(mut r) if r.status().is_success() => {
+                        backoff = Duration::from_secs(1);
+                        let mut reader = SseReader::new(max);
+                        let mut events = Vec::new();
+                        loop {
+                            let chunk = tokio::select! {
+                                () = stop.cancelled() => return,
+                                c = r.chunk() => c,
+                            };
+                            let Ok(Some(chunk)) = chunk else { break };
+                            reader.feed(&chunk, &mut events);
+                            for event in events.drain(..) {
+                                let Event::Data(data) = event else { continue };
+                                match rpc::parse(&data) {
+                                    Ok(Inbound::Notification { method }) if method.ends_with("/list_changed") => {
+                                        signals.list_changed.notify_one();
+                                    }
+                                    Ok(Inbound::Request(request)) => {
+                                        // Answered on a POST of the session, like any response.
+                                        let refusal = rpc::reply_to_server_request(&request.id, &request.method);
+                                        let _ = client
+                                            .post(url.clone())
+                                            .headers(headers.clone())
+                                            .header(CONTENT_TYPE, "application/json")
+                                            .header(ACCEPT, "application/json, text/event-stream")
+                                            .header(VERSION_HEADER, version.as_str())
+                                            .header(SESSION_HEADER, session.as_str())
+                                            .timeout(Duration::from_secs(5))
+                                            .body(refusal)
+                                            .send()
+                                            .await;
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                    }
+                    Ok(r) => tracing::debug!(upstream = %name, status = %r.status(), "upstream GET stream refused"),
+                    Err(e) => tracing::debug!(upstream = %name, error = %describe(e), "upstream GET stream failed"),
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }
     }
 
     /// Sends a POST and returns the response, whatever its status.
