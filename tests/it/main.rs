@@ -12,3 +12,4 @@ mod listen;
 mod mrtr;
 mod process;
 mod redis_cluster;
+mod shedding;

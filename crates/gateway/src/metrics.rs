@@ -72,6 +72,7 @@ pub struct Metrics {
     auth_failures: AtomicU64,
     seal_failures: [AtomicU64; SEAL_REASONS.len()],
     missing_mcp_name: AtomicU64,
+    handed_off: AtomicU64,
     in_flight: AtomicI64,
 }
 
@@ -86,6 +87,7 @@ impl Default for Metrics {
             auth_failures: AtomicU64::new(0),
             seal_failures: Default::default(),
             missing_mcp_name: AtomicU64::new(0),
+            handed_off: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
         }
     }
@@ -124,6 +126,16 @@ impl Metrics {
     /// Counts a 2026-07-28 `tasks/*` request accepted without its `Mcp-Name` header.
     pub fn missing_mcp_name(&self) {
         self.missing_mcp_name.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a synchronous call handed to another replica at a checkpoint (load shedding).
+    pub fn handed_off(&self) {
+        self.handed_off.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests being processed on this replica now.
+    pub fn in_flight(&self) -> u64 {
+        u64::try_from(self.in_flight.load(Ordering::Relaxed)).unwrap_or(0)
     }
 
     /// Marks a request as started; the guard marks it finished (it may outlive the handler,
@@ -195,6 +207,11 @@ impl Metrics {
         );
         out.push_str("# TYPE mcpgate_missing_mcp_name_total counter\n");
         let _ = writeln!(out, "mcpgate_missing_mcp_name_total {}", self.missing_mcp_name.load(Ordering::Relaxed));
+        out.push_str(
+            "# HELP mcpgate_calls_handed_off_total Synchronous calls handed to another replica at a checkpoint \
+             (load shedding).\n# TYPE mcpgate_calls_handed_off_total counter\n",
+        );
+        let _ = writeln!(out, "mcpgate_calls_handed_off_total {}", self.handed_off.load(Ordering::Relaxed));
         out
     }
 }

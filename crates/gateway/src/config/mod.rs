@@ -107,6 +107,9 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// Concurrency limit per replica.
     pub max_concurrent_requests: u64,
+    /// Requests in flight (counting the call) at which a checkpointing synchronous tool call
+    /// is handed to another replica; 0 = never.
+    pub shed_at_requests: u64,
     /// SSE keep-alive interval.
     pub sse_keepalive_secs: u64,
     /// `subscriptions/listen` streams open at once per replica.
@@ -124,6 +127,7 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_concurrent_requests: 4096,
+            shed_at_requests: 0,
             sse_keepalive_secs: 15,
             max_listeners: 10_000,
             max_listeners_per_principal: 16,

@@ -95,6 +95,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "Requests processed at once per replica; beyond it requests get 503 [4096]",
     ),
+    s(
+        "http.shed_at_requests",
+        Kind::Int,
+        "Load shedding: with this many requests in flight on a replica (counting the call), a synchronous 2026-07-28 tool call that checkpoints is answered with its sealed checkpoint and no input requests, so the client's retry continues on another replica; 0 = never [0]",
+    ),
     s("http.sse_keepalive_secs", Kind::Int, "Interval of keep-alive comments on SSE responses [15]"),
     s(
         "http.max_listeners",

@@ -45,7 +45,8 @@ pub(super) fn input_required(
         return Err(failure.into());
     }
     let result = InputRequiredResult {
-        input_requests: Some(requests),
+        // A state-only result (a call handed to another replica) has no requests at all.
+        input_requests: (!requests.is_empty()).then_some(requests),
         request_state: state_blob,
         result_type: Some(ResultType::InputRequired),
         meta: Some(ResultMeta::server(state.server_info.clone())),

@@ -28,6 +28,7 @@ use mcpgate_store::{
 
 use crate::Principal;
 use crate::catalog::Failure;
+use crate::catalog::hand_off::HandOff;
 
 /// One message on a request's response stream.
 #[derive(Debug)]
@@ -104,6 +105,8 @@ pub struct ToolContext {
     changes: Option<AnyStore>,
     /// Where a task's run records its checkpoints (none outside tasks).
     checkpoints: Option<Checkpoints>,
+    /// How a synchronous call may move to another replica at a checkpoint (load shedding).
+    hand_off: Option<HandOff>,
 }
 
 /// A task run's way to record its continuation state (see [`ToolContext::checkpoint`]).
@@ -140,6 +143,7 @@ impl ToolContext {
             cancel,
             changes: None,
             checkpoints: None,
+            hand_off: None,
         }
     }
 
@@ -158,6 +162,7 @@ impl ToolContext {
             cancel,
             changes: None,
             checkpoints: None,
+            hand_off: None,
         }
     }
 
@@ -183,6 +188,14 @@ impl ToolContext {
         self
     }
 
+    /// Lets a synchronous call be handed to another replica at a checkpoint (see
+    /// [`ToolContext::checkpoint`]).
+    #[must_use]
+    pub fn with_hand_off(mut self, hand_off: HandOff) -> Self {
+        self.hand_off = Some(hand_off);
+        self
+    }
+
     /// Whether this invocation runs a task whose progress it can checkpoint.
     pub fn can_checkpoint(&self) -> bool {
         self.checkpoints.is_some()
@@ -193,7 +206,19 @@ impl ToolContext {
     /// as the checkpoint says what it must not redo). False when nothing was recorded (no task
     /// behind this invocation, the task moved on, or the store failed): the tool should then
     /// carry on without relying on it.
+    ///
+    /// In a synchronous 2026-07-28 call, a checkpoint is where the call may be handed to
+    /// another replica when this one is over its load threshold (`http.shed_at_requests`):
+    /// this then never returns (the invocation is dropped here) and the client's retry, on
+    /// any replica, gets `state` back as the call's state. A tool that checkpoints must
+    /// therefore resume from its call's `state` as from a checkpoint.
     pub async fn checkpoint(&self, state: &Value) -> bool {
+        if let Some(hand_off) = &self.hand_off {
+            if hand_off.offer(state) {
+                std::future::pending::<()>().await;
+            }
+            return false;
+        }
         let Some(checkpoints) = &self.checkpoints else { return false };
         let Ok(json) = serde_json::to_string(state) else { return false };
         match checkpoints.store.checkpoint(&checkpoints.lease, &json).await {
@@ -278,6 +303,12 @@ impl ToolContext {
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// The call's cancellation token (cancelled when [`ToolContext::cancelled`] resolves), for
+    /// work spawned apart from the invocation.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
     }
 
     /// Asks the client for input while this run goes on, on this replica (for work that cannot

@@ -8,6 +8,7 @@
 
 pub mod ask;
 mod context;
+mod hand_off;
 pub mod header_params;
 mod input_check;
 mod outcome;
@@ -29,6 +30,7 @@ use mcpgate_protocol::result::{CacheScope, McpResult, ResultMeta, ResultType};
 use mcpgate_protocol::tool::{ListToolsResult, ToolExecution};
 
 pub use context::{Checkpoints, Frame, Notifier, ToolContext};
+pub use hand_off::HandOff;
 pub use header_params::{HeaderParam, ParamKind};
 pub use input_check::missing_capabilities;
 pub use outcome::{Failure, Outcome, decode_args};

@@ -19,7 +19,8 @@ use crate::mcp::dispatch::Prepared;
 use crate::mcp::render;
 use crate::mcp::request_state::Round;
 use crate::state::AppState;
-use mcpgate_runtime::catalog::{BoxFuture, Notifier, Outcome, ToolContext};
+use mcpgate_runtime::catalog::{BoxFuture, HandOff, Notifier, Outcome, Tool, ToolCall, ToolContext};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Wraps an invocation as work that runs inline or in a streaming task: builds the context,
@@ -36,6 +37,42 @@ pub(super) fn prepare<T: McpResult + Send + 'static>(
         Box::pin(async move {
             let tcx = tool_context(&state, &cx, notifier, cancel);
             finish(&state, &cx, &round, invoke(tcx)).await
+        })
+    })
+}
+
+/// A 2026-07-28 synchronous tool call: like [`prepare`], and when the replica sheds load
+/// (`http.shed_at_requests`), a call whose tool checkpoints while the replica is that busy is
+/// answered with its checkpoint sealed as `requestState` and no input requests, so the
+/// client's retry continues from the checkpoint on another replica.
+pub(super) fn prepare_call(
+    state: &AppState,
+    cx: &CallContext,
+    round: Round,
+    tool: Arc<dyn Tool>,
+    call: ToolCall,
+) -> Prepared {
+    let shed_at = state.config.http.shed_at_requests;
+    if shed_at == 0 {
+        return prepare(state, cx, round, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }));
+    }
+    let state = state.clone();
+    let cx = cx.clone();
+    Box::new(move |notifier, cancel| {
+        Box::pin(async move {
+            let metrics = state.metrics.clone();
+            let hand_off = HandOff::new(move || metrics.in_flight() >= shed_at);
+            let tcx = tool_context(&state, &cx, notifier, cancel).with_hand_off(hand_off.clone());
+            tokio::select! {
+                biased;
+                outcome = finish(&state, &cx, &round, tool.call(call, &tcx)) => outcome,
+                checkpoint = hand_off.requested() => {
+                    state.metrics.handed_off();
+                    tracing::debug!("call handed off at a checkpoint");
+                    let token = round.next(&state, &cx, &InputRequests::new(), Some(checkpoint))?;
+                    render::input_required(&state, &cx, InputRequests::new(), Some(token))
+                }
+            }
         })
     })
 }

@@ -14,7 +14,7 @@ use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
 use mcpgate_protocol::tool::CallToolParams;
 use mcpgate_runtime::catalog::{Outcome, TaskPolicy, ToolCall};
 
-use super::invoke::{ask, prepare};
+use super::invoke::ask;
 use super::tasks::{TaskPlan, TtlRequest};
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
@@ -105,7 +105,7 @@ pub(in crate::mcp) async fn call_tool(
     if cx.era == Era::Legacy {
         return Ok(ToolPlan::Run(super::legacy_input::prepare(state, cx, round, tool, params.name, call)));
     }
-    Ok(ToolPlan::Run(prepare(state, cx, round, move |tcx| Box::pin(async move { tool.call(call, &tcx).await }))))
+    Ok(ToolPlan::Run(super::invoke::prepare_call(state, cx, round, tool, call)))
 }
 
 /// `Some(lifetime)` when the call becomes a task.

@@ -3,6 +3,7 @@
 //! tools should (a result with `isError: true`), tools that ask for input mid-call
 //! (`interactive`), a prompt and two resources.
 
+mod batch;
 mod interactive;
 
 use std::time::Duration;
@@ -23,7 +24,8 @@ use crate::catalog::{
 
 const README: &str = "# mcpgate demo\n\nTools: `echo`, `sum`, `slow_report` (streams progress when called with a \
 progressToken and `Accept: text/event-stream`), `background_report` (answers at once with a task id; follow it with \
-`task_status`, `task_result`, `task_cancel`), `update_work_item`, `delete_records` and `summarize_text` (ask for \
+`task_status`, `task_result`, `task_cancel`), `process_batch` (checkpoints after each item, so a busy replica can hand it to \
+another), `update_work_item`, `delete_records` and `summarize_text` (ask for \
 input mid-call), `fail` (returns isError: true).\nPrompt: `summarize`.\n";
 
 /// Registers the demo toolset.
@@ -53,6 +55,7 @@ pub(super) fn install(b: &mut CatalogBuilder) {
     b.tool(SlowReport::new());
     b.tool(SlowReport::background());
     interactive::install(b);
+    b.tool(batch::ProcessBatch::new());
     b.tool(FnTool::new(
         ToolDescriptor::new(
             "fail",
