@@ -4,6 +4,7 @@ mod background;
 mod bridging;
 mod cluster;
 mod deploy;
+mod examples;
 mod faults;
 mod federation;
 mod idempotency;

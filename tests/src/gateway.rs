@@ -55,6 +55,22 @@ pub fn loadgen_binary() -> anyhow::Result<PathBuf> {
 pub struct GatewayBuilder {
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// A program built on the mcpgate library instead of the `mcpgate` binary.
+    program: Option<PathBuf>,
+}
+
+/// The example program `name` of the mcpgate crate (`cargo test --workspace` builds it, into
+/// target/<profile>/examples).
+pub fn example_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let candidate = binary()?.with_file_name("examples").join(name);
+    if !candidate.is_file() {
+        bail!(
+            "example {name} not found at {}: run `cargo build -p mcpgate --examples` (or `cargo test --workspace`, \
+             which builds it)",
+            candidate.display()
+        );
+    }
+    Ok(candidate)
 }
 
 impl GatewayBuilder {
@@ -70,12 +86,22 @@ impl GatewayBuilder {
         self
     }
 
+    /// Runs the example program `name` instead of `mcpgate` (it takes its settings from the
+    /// environment only).
+    pub fn example(mut self, name: &str) -> anyhow::Result<Self> {
+        self.program = Some(example_binary(name)?);
+        Ok(self)
+    }
+
     /// Starts the process on an ephemeral loopback port (unless `--listen` was given) and
     /// waits for its address.
     pub fn start(self) -> anyhow::Result<Gateway> {
         let logs = tempfile::NamedTempFile::new().context("creating a log file")?;
-        let mut cmd = Command::new(binary()?);
-        if !self.args.iter().any(|a| a == "--listen") {
+        let mut cmd = match &self.program {
+            Some(program) => Command::new(program),
+            None => Command::new(binary()?),
+        };
+        if self.program.is_none() && !self.args.iter().any(|a| a == "--listen") {
             cmd.args(["--listen", "127.0.0.1:0"]);
         }
         cmd.args(&self.args)
@@ -85,6 +111,9 @@ impl GatewayBuilder {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(logs.reopen().context("opening the log file")?);
+        if self.program.is_some() && !self.env.iter().any(|(k, _)| k == "MCPGATE_LISTEN") {
+            cmd.env("MCPGATE_LISTEN", "127.0.0.1:0");
+        }
         let mut child = cmd.spawn().context("spawning mcpgate")?;
         let stdout = child.stdout.take().context("no stdout")?;
         let (tx, rx) = mpsc::channel();

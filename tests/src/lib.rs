@@ -12,6 +12,6 @@ mod upstreams;
 
 pub use client::{Client, EventStream, Reply};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
-pub use gateway::{Gateway, GatewayBuilder, binary, loadgen_binary, run_to_end};
+pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binary, run_to_end};
 pub use nginx::Nginx;
 pub use upstreams::{HttpServer, fastmcp_python, fixture, free_port, server_everything};

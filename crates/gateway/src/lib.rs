@@ -1,13 +1,24 @@
 //! mcpgate: a stateless, horizontally scalable gateway for the Model Context Protocol that
 //! serves both protocol eras (2026-07-28 and 2025-11-25) from one endpoint.
 //!
-//! The library exposes [`app`] (the router, for in-process tests) and [`serve`] (a bound
-//! listener plus a shutdown future); `main.rs` only loads the config and calls them.
+//! # As a library
+//!
+//! [`Gateway::builder`] takes a [`Config`] and tools written in Rust — plain async functions
+//! over a typed argument struct ([`typed_tool`]), background tools with a progress handle
+//! ([`background_tool`]), or any [`Tool`] (a resumable tool that asks the user for input
+//! returns [`Outcome::NeedInput`]) — builds a gateway and serves it until a shutdown future
+//! resolves. Upstream servers from the config join the same catalog. Runnable examples are in
+//! `crates/gateway/examples/`.
+//!
+//! Lower down, [`app`] is the router (for in-process tests) and [`serve`] serves a listener
+//! until a shutdown future resolves; `main.rs` only loads the config and calls them.
+#![deny(missing_docs)]
 
 pub mod auth;
 pub mod catalog_refresh;
 pub mod config;
 pub mod error;
+mod gateway;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
@@ -25,9 +36,21 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 pub use error::GatewayError;
+pub use gateway::{Gateway, GatewayBuilder};
+/// The MCP wire types (results, content blocks, input requests).
+pub use mcpgate_protocol as protocol;
+pub use mcpgate_runtime::Principal;
 /// Tools, prompts and resources (re-exported for registering custom ones).
 pub use mcpgate_runtime::catalog;
+pub use mcpgate_runtime::catalog::{
+    Failure, Json, Outcome, Progress, Tool, ToolCall, ToolContext, ToolDescriptor, ToolError, ToolOutput, ask,
+    background_tool, typed_tool,
+};
+/// The JSON Schema derive typed tools' arguments use (`#[derive(schemars::JsonSchema)]`).
+pub use schemars;
 pub use state::AppState;
+/// The token a background tool's work watches for cancellation.
+pub use tokio_util::sync::CancellationToken;
 
 /// The router of a replica.
 pub fn app(state: AppState) -> Router {
@@ -96,3 +119,8 @@ pub async fn serve(
     state.federation.shutdown();
     Ok(())
 }
+
+/// The README's library example, compiled as a doctest so it stays true to the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -125,6 +125,12 @@ impl AppState {
         };
         let mut extra_entries = CatalogBuilder::default();
         extra(&mut extra_entries);
+        if config.toolset.is_empty() && config.upstream.is_empty() && extra_entries.is_empty() {
+            return Err(crate::config::invalid_key(
+                "toolset",
+                "at least one toolset (or an upstream, or a tool added in code) is required",
+            ));
+        }
         let catalog_parts = CatalogParts {
             toolsets: toolsets::registered(&config.toolset)?,
             extra: extra_entries,

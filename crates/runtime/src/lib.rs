@@ -5,6 +5,8 @@
 //! progress, and (through the task workers in `worker`) a durable task that any replica may
 //! execute.
 
+#![deny(missing_docs)]
+
 pub mod catalog;
 mod error;
 mod principal;

@@ -70,7 +70,7 @@ mod upstream {
 /// Loads the configuration from the CLI flags, the file they name, and `env` (a lookup of
 /// environment variables; pass `|k| std::env::var(k).ok()` in the binary, a map in tests).
 pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
-    let (mut table, upstreams) = match &cli.config {
+    let (table, upstreams) = match &cli.config {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| GatewayError::Config {
                 setting: "--config".to_owned(),
@@ -80,6 +80,24 @@ pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, G
         }
         None => (Table::new(), Vec::new()),
     };
+    layered(table, upstreams, cli, env)
+}
+
+/// Loads TOML `text` as a program's own defaults with `env`'s `MCPGATE_*` variables on top
+/// (as the binary layers them over its config file), validated: how a program built on the
+/// library takes its settings from the environment.
+pub fn load_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+    let (table, upstreams) = parse_file(text, "configuration text")?;
+    layered(table, upstreams, &Cli::default(), env)
+}
+
+/// Puts the environment, then the flags, over a file's table.
+fn layered(
+    mut table: Table,
+    upstreams: Vec<Value>,
+    cli: &Cli,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, GatewayError> {
     for setting in SETTINGS {
         let name = setting.env_name();
         if let Some(raw) = env(&name) {
@@ -249,7 +267,7 @@ fn invalid(setting: &Setting, problem: &str) -> GatewayError {
     GatewayError::Config { setting: format!("{} ({})", setting.key, setting.env_name()), problem: problem.to_owned() }
 }
 
-fn invalid_key(key: &str, problem: &str) -> GatewayError {
+pub(crate) fn invalid_key(key: &str, problem: &str) -> GatewayError {
     match settings::find(key) {
         Some(setting) => invalid(setting, problem),
         None => GatewayError::Config { setting: key.to_owned(), problem: problem.to_owned() },
@@ -257,10 +275,9 @@ fn invalid_key(key: &str, problem: &str) -> GatewayError {
 }
 
 /// Checks what the types alone cannot: required combinations, ranges and formats.
-fn validate(c: &Config) -> Result<(), GatewayError> {
-    if c.toolset.is_empty() && c.upstream.is_empty() {
-        return Err(invalid_key("toolset", "at least one toolset (or an upstream) is required"));
-    }
+/// (Whether there is anything to serve at all is checked when the catalog is built, as a
+/// program using the library may bring its own tools.)
+pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
     if c.federation.separator.is_empty()
         || !c.federation.separator.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
     {

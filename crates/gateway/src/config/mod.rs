@@ -15,7 +15,8 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 pub use cli::Cli;
-pub use load::{load, load_from_str, load_from_str_with_env};
+pub(crate) use load::invalid_key;
+pub use load::{load, load_from_str, load_from_str_with_env, load_with_env};
 
 /// Everything a replica needs to start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -395,6 +396,17 @@ impl fmt::Debug for Secret {
 }
 
 impl Config {
+    /// Loads a configuration from TOML text (defaults for everything else), validated.
+    pub fn from_toml(text: &str) -> Result<Self, crate::GatewayError> {
+        load::load_from_str(text)
+    }
+
+    /// Checks what the types alone cannot (for a config built in code; loaded ones are
+    /// checked already): consistent auth, seal keys in multi-replica mode, bounds.
+    pub fn validate(&self) -> Result<(), crate::GatewayError> {
+        load::validate(self)
+    }
+
     /// Whether the listen address is a loopback address.
     pub fn listens_on_loopback(&self) -> bool {
         self.listen.ip().is_loopback()

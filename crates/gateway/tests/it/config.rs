@@ -82,7 +82,6 @@ fn errors_name_the_setting() {
             "auth.allow_anonymous_non_loopback",
         ),
         (Box::new(|| load_from_str("toolset = [\"demo\", \"nope\"]\n")), "toolset"),
-        (Box::new(|| load_from_str("toolset = []\n")), "toolset"),
         (Box::new(|| load_from_str("listen = \"0.0.0.0:8080\"\n")), "auth.mode"),
         (Box::new(|| load_from_str("redis_url = \"redis://127.0.0.1:6379\"\n")), "seal.keys"),
         (Box::new(|| load_from_str("redis_url = \"http://x\"\n")), "redis_url"),

@@ -6,6 +6,7 @@ mod auth;
 mod background;
 mod config;
 mod legacy;
+mod library;
 mod modern;
 mod mrtr;
 mod ops;

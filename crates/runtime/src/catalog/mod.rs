@@ -16,6 +16,7 @@ mod prompt;
 mod resource;
 mod simple;
 mod tool;
+mod typed;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub use prompt::PromptHandler;
 pub use resource::{ResourceHandler, UriTemplate};
 pub use simple::{FnPrompt, FnTool, StaticResource, TemplateResource};
 pub use tool::{BoxFuture, TaskPolicy, Tool, ToolCall, ToolDescriptor};
+pub use typed::{BackgroundTool, Json, Progress, ToolError, ToolOutput, TypedTool, background_tool, typed_tool};
 
 use crate::error::RuntimeError;
 
@@ -117,7 +119,12 @@ impl CatalogBuilder {
         self
     }
 
-    /// Whether any registered tool is a background tool.
+    /// Whether nothing at all is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.prompts.is_empty() && self.resources.is_empty()
+    }
+
+    /// Whether some tool is a background tool.
     pub fn has_background(&self) -> bool {
         self.tools.iter().any(|t| t.descriptor().background)
     }
