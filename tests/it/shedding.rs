@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster};
+use mcpgate_e2e::{Client, Cluster, Gateway};
 
 async fn call(client: &Client, url: &str, params: Value) -> anyhow::Result<Value> {
     let reply = client.modern(url, "tools/call", params).await?.json()?;
@@ -56,5 +56,27 @@ async fn a_busy_replica_hands_a_checkpointed_call_to_another() -> anyhow::Result
     // A tool that never checkpoints is not handed off, busy or not.
     let echo = call(&client, &cluster.replica_url(0), json!({"name": "echo", "arguments": {"text": "hi"}})).await?;
     assert_eq!(echo["resultType"], "complete", "{echo}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_follows_an_upstream_that_hands_a_call_on() -> anyhow::Result<()> {
+    // The upstream sheds always; mcpgate in front of it retries with the state it hands back.
+    let upstream = Gateway::builder().args(&["--toolset", "demo"]).env("MCPGATE_HTTP_SHED_AT_REQUESTS", "1").start()?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("mcpgate.toml");
+    let table = format!("[[upstream]]\nname = \"busy\"\ntransport = \"http\"\nurl = \"{}\"\n", upstream.url());
+    std::fs::write(&config, table)?;
+    let front = Gateway::builder().args(&["--config", config.to_str().expect("utf-8 path")]).start()?;
+    let client = Client::new()?;
+
+    let params = json!({"name": "busy_process_batch", "arguments": {"items": ["x", "y", "z"], "stepMs": 10}});
+    let done = call(&client, &front.url(), params).await?;
+    assert_eq!(done["resultType"], "complete", "the front gateway followed the hand-offs: {done}");
+    let result = &done["structuredContent"];
+    assert_eq!(result["processed"], json!(["x: ok", "y: ok", "z: ok"]), "{done}");
+    assert_eq!(result["resumedAt"], 2, "two hand-offs, each from its checkpoint: {done}");
+    let (_, metrics) = client.get(&format!("http://{}/metrics", upstream.addr())).await?;
+    assert_eq!(metric(&metrics, "mcpgate_calls_handed_off_total"), 2, "{metrics}");
     Ok(())
 }

@@ -111,6 +111,10 @@ impl UpstreamTool {
     }
 }
 
+/// Times one call follows an upstream's state-only results (its replicas handing the call on)
+/// before relaying what it got; bounded so two upstream replicas cannot bounce a call forever.
+const MAX_HAND_OFFS: u32 = 16;
+
 impl Tool for UpstreamTool {
     fn descriptor(&self) -> &ToolDescriptor {
         &self.descriptor
@@ -131,8 +135,18 @@ impl Tool for UpstreamTool {
             // Inside a gateway task an upstream task is welcome (tracked, checkpointed); a
             // synchronous call asks for one only when the tool requires it.
             let mut want_task = cx.can_checkpoint() || self.upstream_tasks == TaskSupport::Required;
+            // The state of a result that handed the call on (see `input_relay::handed_on`).
+            let mut handed: Option<String> = None;
+            let mut hand_offs = 0;
             loop {
-                let params = match self.params(&call, round.as_ref(), cx) {
+                let params = match handed.take() {
+                    Some(state) => call_params("name", &self.remote, &call, cx).map(|mut params| {
+                        params.insert("requestState".to_owned(), Value::String(state));
+                        params
+                    }),
+                    None => self.params(&call, round.as_ref(), cx),
+                };
+                let params = match params {
                     Ok(params) => params,
                     Err(failure) => return Outcome::Failed(failure),
                 };
@@ -144,6 +158,13 @@ impl Tool for UpstreamTool {
                         want_task = true;
                     }
                     Ok(raw) => {
+                        if hand_offs < MAX_HAND_OFFS
+                            && let Some(state) = input_relay::handed_on(&raw)
+                        {
+                            hand_offs += 1;
+                            handed = Some(state);
+                            continue;
+                        }
                         let rounds = round.as_ref().map_or(0, Continuation::round);
                         return self.relay(&raw, rounds, &call, cx).await;
                     }

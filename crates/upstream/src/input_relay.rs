@@ -65,6 +65,27 @@ pub(crate) fn continue_round(
     Ok(())
 }
 
+/// The state of an `input_required` result that asks nothing (the upstream handing the call
+/// on, e.g. shedding load): the caller retries at once with it, as SEP-2322 says a client
+/// may. `None` for any other result.
+pub(crate) fn handed_on(raw: &serde_json::value::RawValue) -> Option<String> {
+    if !raw.get().contains("input_required") {
+        return None;
+    }
+    let r = RawMembers::split(raw.get()).ok()?;
+    if r.result_type.as_deref() != Some("input_required") {
+        return None;
+    }
+    let asks = match r.members.get("inputRequests") {
+        None => false,
+        Some(requests) => serde_json::from_str::<Map<String, Value>>(requests.get()).map_or(true, |m| !m.is_empty()),
+    };
+    if asks {
+        return None;
+    }
+    String::deserialize(r.members.get("requestState")?).ok()
+}
+
 /// Input round `round` that an `input_required` result asks for, or why it cannot be relayed.
 pub(crate) fn ask<T>(upstream: &str, members: &RawMembers, round: u32) -> Result<Outcome<T>, String> {
     let requests = members.get("inputRequests").ok_or("an input_required result without inputRequests")?;
@@ -89,6 +110,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn only_a_result_that_asks_nothing_hands_the_call_on() {
+        let raw = |json: &str| serde_json::value::RawValue::from_string(json.to_owned()).expect("json");
+        let on = r#"{"resultType":"input_required","requestState":"s-1"}"#;
+        assert_eq!(handed_on(&raw(on)).as_deref(), Some("s-1"));
+        let empty = r#"{"resultType":"input_required","inputRequests":{},"requestState":"s-2"}"#;
+        assert_eq!(handed_on(&raw(empty)).as_deref(), Some("s-2"));
+        let asks =
+            r#"{"resultType":"input_required","requestState":"s","inputRequests":{"k":{"method":"roots/list"}}}"#;
+        assert_eq!(handed_on(&raw(asks)), None);
+        assert_eq!(handed_on(&raw(r#"{"resultType":"input_required"}"#)), None, "nothing to retry with");
+        assert_eq!(handed_on(&raw(r#"{"content":[],"requestState":"input_required"}"#)), None);
+    }
 
     fn asked(json: &str) -> Outcome<()> {
         ask("up", &RawMembers::split(json).expect("object").members, 1).expect("relayable")
