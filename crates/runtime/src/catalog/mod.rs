@@ -39,7 +39,9 @@ pub use prompt::PromptHandler;
 pub use resource::{ResourceHandler, UriTemplate};
 pub use simple::{FnPrompt, FnTool, StaticResource, TemplateResource};
 pub use tool::{BoxFuture, TaskPolicy, Tool, ToolCall, ToolDescriptor};
-pub use typed::{BackgroundTool, Json, Progress, ToolError, ToolOutput, TypedTool, background_tool, typed_tool};
+pub use typed::{
+    Background, Json, Plain, Progress, ToolError, ToolOutput, TypedTool, Work, background_tool, typed_tool,
+};
 
 use crate::error::RuntimeError;
 

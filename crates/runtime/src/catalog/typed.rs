@@ -127,44 +127,99 @@ fn input_schema<A: JsonSchema>() -> Value {
     value
 }
 
-/// Descriptor setters shared by the typed tools.
-macro_rules! descriptor_setters {
-    () => {
-        /// Sets the display title.
-        #[must_use]
-        pub fn title(mut self, title: &str) -> Self {
-            self.descriptor = self.descriptor.title(title);
-            self
-        }
-
-        /// Sets behaviour hints (read-only, destructive, idempotent, open-world).
-        #[must_use]
-        pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
-            self.descriptor = self.descriptor.annotations(annotations);
-            self
-        }
-
-        /// Sets whether a task whose run was interrupted may run the tool again (default true).
-        #[must_use]
-        pub fn retry_safe(mut self, safe: bool) -> Self {
-            self.descriptor = self.descriptor.retry_safe(safe);
-            self
-        }
-
-        /// Sets the task policy (whether a task-capable client may, or must, call it as a task).
-        #[must_use]
-        pub fn task_policy(mut self, policy: TaskPolicy) -> Self {
-            self.descriptor = self.descriptor.task_policy(policy);
-            self
-        }
-    };
+/// A tool backed by an async function of its typed arguments: made by [`typed_tool`] (`W` is
+/// [`Plain`]) or [`background_tool`] (`W` is [`Background`]).
+pub struct TypedTool<A, W> {
+    descriptor: ToolDescriptor,
+    work: W,
+    args: PhantomData<fn(A)>,
 }
 
-/// A tool backed by an async function of its typed arguments (see [`typed_tool`]).
-pub struct TypedTool<A, F> {
-    descriptor: ToolDescriptor,
-    f: F,
-    args: PhantomData<fn(A)>,
+impl<A, W> TypedTool<A, W> {
+    /// Sets the display title.
+    #[must_use]
+    pub fn title(mut self, title: &str) -> Self {
+        self.descriptor = self.descriptor.title(title);
+        self
+    }
+
+    /// Sets behaviour hints (read-only, destructive, idempotent, open-world).
+    #[must_use]
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.descriptor = self.descriptor.annotations(annotations);
+        self
+    }
+
+    /// Sets whether a task whose run was interrupted may run the tool again (default true).
+    #[must_use]
+    pub fn retry_safe(mut self, safe: bool) -> Self {
+        self.descriptor = self.descriptor.retry_safe(safe);
+        self
+    }
+
+    /// Sets the task policy (whether a task-capable client may, or must, call it as a task).
+    #[must_use]
+    pub fn task_policy(mut self, policy: TaskPolicy) -> Self {
+        self.descriptor = self.descriptor.task_policy(policy);
+        self
+    }
+}
+
+/// How a typed tool runs its function on decoded arguments ([`Plain`] or [`Background`]).
+pub trait Work<A>: Send + Sync + 'static {
+    /// Runs the function for one call.
+    fn run(&self, args: A, cx: &ToolContext) -> BoxFuture<'static, Outcome<CallToolResult>>;
+}
+
+/// The function of a [`typed_tool`]: `Fn(A) -> Future<Output = Result<R, ToolError>>`.
+pub struct Plain<F>(F);
+
+/// The function of a [`background_tool`]: `Fn(A, Progress, CancellationToken) -> Future<..>`.
+pub struct Background<F>(F);
+
+impl<A, F, Fut, R> Work<A> for Plain<F>
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    R: ToolOutput,
+{
+    fn run(&self, args: A, _cx: &ToolContext) -> BoxFuture<'static, Outcome<CallToolResult>> {
+        let work = (self.0)(args);
+        Box::pin(async move { finish(work.await) })
+    }
+}
+
+impl<A, F, Fut, R> Work<A> for Background<F>
+where
+    F: Fn(A, Progress, CancellationToken) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    R: ToolOutput,
+{
+    fn run(&self, args: A, cx: &ToolContext) -> BoxFuture<'static, Outcome<CallToolResult>> {
+        let work = (self.0)(args, Progress { cx: cx.clone() }, cx.cancellation_token());
+        Box::pin(async move { finish(work.await) })
+    }
+}
+
+impl<A, W> Tool for TypedTool<A, W>
+where
+    A: DeserializeOwned + Send + 'static,
+    W: Work<A>,
+{
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn check(&self, arguments: &Value) -> Result<(), Failure> {
+        decode_args::<A>(arguments).map(drop)
+    }
+
+    fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        match decode_args::<A>(&call.arguments) {
+            Ok(args) => self.work.run(args, cx),
+            Err(failure) => Box::pin(async move { Outcome::Failed(failure) }),
+        }
+    }
 }
 
 /// A tool named `name` that runs `f` on its arguments decoded as `A`; `A`'s JSON Schema is
@@ -188,43 +243,17 @@ pub struct TypedTool<A, F> {
 /// let tool = typed_tool("add", "Add two numbers.", add).title("Add");
 /// # let _ = tool;
 /// ```
-pub fn typed_tool<A, F, Fut, R>(name: &str, description: &str, f: F) -> TypedTool<A, F>
+pub fn typed_tool<A, F, Fut, R>(name: &str, description: &str, f: F) -> TypedTool<A, Plain<F>>
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
     R: ToolOutput,
 {
-    TypedTool { descriptor: ToolDescriptor::new(name, description, input_schema::<A>()), f, args: PhantomData }
-}
-
-impl<A, F> TypedTool<A, F> {
-    descriptor_setters!();
-}
-
-impl<A, F, Fut, R> Tool for TypedTool<A, F>
-where
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
-    R: ToolOutput,
-{
-    fn descriptor(&self) -> &ToolDescriptor {
-        &self.descriptor
-    }
-
-    fn check(&self, arguments: &Value) -> Result<(), Failure> {
-        decode_args::<A>(arguments).map(drop)
-    }
-
-    fn call<'a>(&'a self, call: ToolCall, _cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
-        let args = decode_args::<A>(&call.arguments);
-        Box::pin(async move {
-            match args {
-                Ok(args) => finish((self.f)(args).await),
-                Err(failure) => Outcome::Failed(failure),
-            }
-        })
+    TypedTool {
+        descriptor: ToolDescriptor::new(name, description, input_schema::<A>()),
+        work: Plain(f),
+        args: PhantomData,
     }
 }
 
@@ -242,13 +271,6 @@ impl Progress {
         let fraction = if fraction.is_finite() { fraction.clamp(0.0, 1.0) } else { 0.0 };
         self.cx.progress(fraction, Some(1.0), Some(message)).await;
     }
-}
-
-/// A background tool backed by an async function (see [`background_tool`]).
-pub struct BackgroundTool<A, F> {
-    descriptor: ToolDescriptor,
-    f: F,
-    args: PhantomData<fn(A)>,
 }
 
 /// A background tool named `name`: called by a client that takes no tasks, it answers at once
@@ -282,7 +304,7 @@ pub struct BackgroundTool<A, F> {
 /// let tool = background_tool("report", "Write a report (takes a while).", report);
 /// # let _ = tool;
 /// ```
-pub fn background_tool<A, F, Fut, R>(name: &str, description: &str, f: F) -> BackgroundTool<A, F>
+pub fn background_tool<A, F, Fut, R>(name: &str, description: &str, f: F) -> TypedTool<A, Background<F>>
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     F: Fn(A, Progress, CancellationToken) -> Fut + Send + Sync + 'static,
@@ -291,40 +313,7 @@ where
 {
     let descriptor =
         ToolDescriptor::new(name, description, input_schema::<A>()).task_policy(TaskPolicy::Optional).background(true);
-    BackgroundTool { descriptor, f, args: PhantomData }
-}
-
-impl<A, F> BackgroundTool<A, F> {
-    descriptor_setters!();
-}
-
-impl<A, F, Fut, R> Tool for BackgroundTool<A, F>
-where
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    F: Fn(A, Progress, CancellationToken) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
-    R: ToolOutput,
-{
-    fn descriptor(&self) -> &ToolDescriptor {
-        &self.descriptor
-    }
-
-    fn check(&self, arguments: &Value) -> Result<(), Failure> {
-        decode_args::<A>(arguments).map(drop)
-    }
-
-    fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
-        let args = decode_args::<A>(&call.arguments);
-        Box::pin(async move {
-            match args {
-                Ok(args) => {
-                    let progress = Progress { cx: cx.clone() };
-                    finish((self.f)(args, progress, cx.cancellation_token()).await)
-                }
-                Err(failure) => Outcome::Failed(failure),
-            }
-        })
-    }
+    TypedTool { descriptor, work: Background(f), args: PhantomData }
 }
 
 #[cfg(test)]
