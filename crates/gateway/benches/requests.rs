@@ -129,6 +129,7 @@ fn completed_record() -> TaskRecord {
         scopes: Vec::new(),
         status: TaskStatus::Completed,
         status_message: None,
+        progress_ppm: None,
         created_ms: 1_795_000_000_000,
         updated_ms: 1_795_000_000_250,
         ttl_ms: Some(3_600_000),

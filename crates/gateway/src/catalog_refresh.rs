@@ -17,6 +17,7 @@ use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
 use mcpgate_store::{AnyStore, Change, EventBus as _, UpstreamLists as _};
 use mcpgate_upstream::{Federation, Lists};
 
+use crate::config::BackgroundConfig;
 use crate::error::GatewayError;
 use crate::state::AppState;
 
@@ -35,6 +36,8 @@ pub struct CatalogParts {
     pub rendering: ListRendering,
     /// The store (the background-task companions read it).
     pub store: AnyStore,
+    /// The background-task companions' names.
+    pub background: BackgroundConfig,
 }
 
 impl std::fmt::Debug for CatalogParts {
@@ -49,7 +52,8 @@ impl CatalogParts {
         let mut builder = self.toolsets.clone();
         federation.register(&mut builder, lists);
         builder.append(self.extra.clone());
-        crate::mcp::companions::register(&mut builder, &self.store);
+        let fixed = |name: &str| self.toolsets.has_tool(name) || self.extra.has_tool(name);
+        crate::mcp::companions::register(&mut builder, &self.store, &self.background, fixed)?;
         Ok(builder.build(&self.rendering)?)
     }
 }

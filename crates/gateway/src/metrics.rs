@@ -73,6 +73,7 @@ pub struct Metrics {
     seal_failures: [AtomicU64; SEAL_REASONS.len()],
     missing_mcp_name: AtomicU64,
     handed_off: AtomicU64,
+    background_busy: AtomicU64,
     in_flight: AtomicI64,
 }
 
@@ -88,6 +89,7 @@ impl Default for Metrics {
             seal_failures: Default::default(),
             missing_mcp_name: AtomicU64::new(0),
             handed_off: AtomicU64::new(0),
+            background_busy: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
         }
     }
@@ -131,6 +133,11 @@ impl Metrics {
     /// Counts a synchronous call handed to another replica at a checkpoint (load shedding).
     pub fn handed_off(&self) {
         self.handed_off.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a background call refused because every task worker was taken.
+    pub fn background_busy(&self) {
+        self.background_busy.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Requests being processed on this replica now.
@@ -212,6 +219,11 @@ impl Metrics {
              (load shedding).\n# TYPE mcpgate_calls_handed_off_total counter\n",
         );
         let _ = writeln!(out, "mcpgate_calls_handed_off_total {}", self.handed_off.load(Ordering::Relaxed));
+        out.push_str(
+            "# HELP mcpgate_background_busy_total Background tool calls refused as busy (every task worker of the \
+             replica taken).\n# TYPE mcpgate_background_busy_total counter\n",
+        );
+        let _ = writeln!(out, "mcpgate_background_busy_total {}", self.background_busy.load(Ordering::Relaxed));
         out
     }
 }

@@ -136,6 +136,7 @@ impl AppState {
             extra: extra_entries,
             rendering,
             store: store.clone(),
+            background: config.background.clone(),
         };
         let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists)?);
         let discover = discover_result(

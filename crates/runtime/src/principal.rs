@@ -1,11 +1,12 @@
 //! The authenticated caller. Everything a caller owns (sessions, request state, tasks) is
 //! bound to its principal key.
 //!
-//! Invariant: two principals are the same caller exactly when issuer and subject are equal;
-//! the key encodes both unambiguously (length-prefixed issuer), so no pair of distinct
-//! (iss, sub) pairs maps to one key.
+//! Invariant: two principals are the same caller exactly when issuer and subject are equal
+//! (and, for a narrowed principal, its scope); the key encodes both unambiguously
+//! (length-prefixed issuer), so no pair of distinct (iss, sub) pairs maps to one key.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -32,6 +33,26 @@ impl Principal {
     /// The one principal of `auth.mode = none`.
     pub fn anonymous() -> Self {
         Self::new("", "anonymous", Vec::new())
+    }
+
+    /// This principal narrowed to one scope (under `auth.mode = none`, a legacy session): the
+    /// same issuer, subject and scopes, but a key of its own, so what it owns is not the wider
+    /// principal's. Narrowed keys begin with `s`, never a digit, so none equals a plain key.
+    pub fn within(&self, scope: &[u8]) -> Self {
+        let digest = Sha256::digest(scope);
+        let mut key = String::with_capacity(2 + 32 + self.0.key.len());
+        key.push('s');
+        for b in &digest[..16] {
+            let _ = write!(key, "{b:02x}");
+        }
+        key.push('/');
+        key.push_str(&self.0.key);
+        Self(Arc::new(Inner {
+            issuer: self.0.issuer.clone(),
+            subject: self.0.subject.clone(),
+            key,
+            scopes: self.0.scopes.clone(),
+        }))
     }
 
     /// Token issuer (empty for anonymous).
@@ -64,5 +85,23 @@ impl Principal {
 impl fmt::Debug for Principal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Principal").field("id", &self.log_id()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Principal;
+
+    #[test]
+    fn a_narrowed_principal_owns_apart_from_the_wider_one_and_other_scopes() {
+        let anonymous = Principal::anonymous();
+        let one = anonymous.within(b"session one");
+        let two = anonymous.within(b"session two");
+        assert_ne!(one.key(), anonymous.key());
+        assert_ne!(one.key(), two.key());
+        assert_eq!(one.key(), anonymous.within(b"session one").key(), "the same scope, the same key");
+        assert_eq!((one.issuer(), one.subject()), (anonymous.issuer(), anonymous.subject()));
+        // No plain key (a digit first) can equal a narrowed one.
+        assert!(one.key().starts_with('s') && anonymous.key().starts_with(|c: char| c.is_ascii_digit()));
     }
 }

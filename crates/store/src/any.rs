@@ -11,7 +11,7 @@ use crate::events::Subscription;
 use crate::memory::MemoryStore;
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
-    Renewal, Settled, TaskEvent, TaskId, TaskOutcome, TaskRecord,
+    Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use crate::redis::RedisStore;
 
@@ -97,8 +97,8 @@ impl TaskStore for AnyStore {
         delegate!(self, s => s.claim(job, worker, lease, max_attempts))
     }
 
-    async fn renew(&self, lease: &Lease, duration: Duration, message: Option<&str>) -> Result<Renewal, StoreError> {
-        delegate!(self, s => s.renew(lease, duration, message))
+    async fn renew(&self, lease: &Lease, duration: Duration, note: Option<&StatusNote>) -> Result<Renewal, StoreError> {
+        delegate!(self, s => s.renew(lease, duration, note))
     }
 
     async fn hold(

@@ -13,7 +13,7 @@ use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
-    Renewal, Settled, TaskId, TaskOutcome, TaskRecord,
+    Renewal, Settled, StatusNote, TaskId, TaskOutcome, TaskRecord,
 };
 use mcpgate_protocol::task::TaskStatus;
 
@@ -70,13 +70,14 @@ pub trait TaskStore: Send + Sync {
         max_attempts: u32,
     ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
 
-    /// Extends a lease and records the latest status message (one round trip). Tells the
-    /// holder when to stop: cancelled, gone, or superseded by a newer lease.
+    /// Extends a lease and records the tool's latest status note (one round trip; a note
+    /// without a fraction keeps the last fraction known). Tells the holder when to stop:
+    /// cancelled, gone, or superseded by a newer lease.
     fn renew(
         &self,
         lease: &Lease,
         duration: Duration,
-        message: Option<&str>,
+        note: Option<&StatusNote>,
     ) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
 
     /// Records a running task's continuation state under the current lease (one round trip)

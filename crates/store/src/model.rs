@@ -130,6 +130,7 @@ impl NewTask {
             scopes: self.scopes,
             status: TaskStatus::Working,
             status_message: None,
+            progress_ppm: None,
             created_ms,
             updated_ms: created_ms,
             ttl_ms: self.ttl_ms,
@@ -182,6 +183,36 @@ pub enum TaskOutcome {
     Error(String),
 }
 
+/// What a running tool last said about itself: a message and, when it knows, how much is done.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatusNote {
+    /// The status message.
+    pub message: String,
+    /// Fraction done, in millionths (0 to 1,000,000).
+    pub progress_ppm: Option<u32>,
+}
+
+impl StatusNote {
+    /// A note of `message` and `fraction` done (0 to 1; clamped; not finite = unknown).
+    pub fn new(message: impl Into<String>, fraction: Option<f64>) -> Self {
+        let progress_ppm = fraction.filter(|f| f.is_finite()).map(|f| {
+            // Clamped to 0..=1 first, so the product fits a u32 exactly.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let ppm = (f.clamp(0.0, 1.0) * PPM).round() as u32;
+            ppm
+        });
+        Self { message: message.into(), progress_ppm }
+    }
+
+    /// A message alone.
+    pub fn text(message: impl Into<String>) -> Self {
+        Self { message: message.into(), progress_ppm: None }
+    }
+}
+
+/// Millionths in one.
+const PPM: f64 = 1_000_000.0;
+
 /// A task as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRecord {
@@ -207,6 +238,8 @@ pub struct TaskRecord {
     pub status: TaskStatus,
     /// Human-readable status.
     pub status_message: Option<String>,
+    /// How much of the work is done, in millionths, as its tool last reported (while running).
+    pub progress_ppm: Option<u32>,
     /// Creation time (Unix ms, store clock).
     pub created_ms: u64,
     /// Last change (Unix ms, store clock).
@@ -231,6 +264,13 @@ pub struct TaskRecord {
     pub state: Option<String>,
     /// Answers collected so far, over every round, by key.
     pub input_responses: RawAnswers,
+}
+
+impl TaskRecord {
+    /// How much of the work is done (0 to 1), as its tool last reported.
+    pub fn progress(&self) -> Option<f64> {
+        self.progress_ppm.map(|p| f64::from(p) / PPM)
+    }
 }
 
 /// JSON values by key, kept raw: the store never re-encodes what tools and clients wrote.

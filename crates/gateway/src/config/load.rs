@@ -340,6 +340,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
             return Err(invalid_key(key, &format!("must be at most {max}")));
         }
     }
+    validate_background(&c.background)?;
     for origin in &c.http.allowed_origins {
         if origin != "*" && crate::http::origin::parse_origin(origin).is_none() {
             return Err(invalid_key("http.allowed_origins", &format!("{origin:?} is not * or scheme://host[:port]")));
@@ -410,6 +411,29 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
             }
         }
         AuthMode::Jwt => validate_jwt(c)?,
+    }
+    Ok(())
+}
+
+/// Companion names are tool names (1 to 128 of `A-Za-z0-9_-.`) and distinct.
+fn validate_background(b: &crate::config::BackgroundConfig) -> Result<(), GatewayError> {
+    let names = [
+        ("background.status_tool", &b.status_tool),
+        ("background.result_tool", &b.result_tool),
+        ("background.cancel_tool", &b.cancel_tool),
+    ];
+    for (i, (key, name)) in names.iter().enumerate() {
+        let valid = (1..=128).contains(&name.len())
+            && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+        if !valid {
+            return Err(invalid_key(key, "must be 1 to 128 letters, digits, '_', '-' or '.'"));
+        }
+        if let Some((other, _)) = names[..i].iter().find(|(_, n)| n == name) {
+            return Err(invalid_key(key, &format!("must differ from {other}")));
+        }
+    }
+    if !(1..=3600).contains(&b.busy_retry_secs) {
+        return Err(invalid_key("background.busy_retry_secs", "must be 1 to 3600"));
     }
     Ok(())
 }

@@ -38,6 +38,8 @@ pub struct Config {
     pub seal: SealConfig,
     /// Durable tasks: lifetimes, execution, retries.
     pub tasks: TasksConfig,
+    /// Background tools: the companion tools' names and the busy answer.
+    pub background: BackgroundConfig,
     /// The Redis task store.
     pub store: StoreConfig,
     /// Logging.
@@ -63,6 +65,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             seal: SealConfig::default(),
             tasks: TasksConfig::default(),
+            background: BackgroundConfig::default(),
             store: StoreConfig::default(),
             log: LogConfig::default(),
             shutdown: ShutdownConfig::default(),
@@ -266,6 +269,46 @@ pub struct TasksConfig {
     pub max_attempts: u64,
     /// Legacy `tasks/result` requests waiting at once per replica.
     pub max_result_waiters: u64,
+    /// Whom a task belongs to under `auth.mode = none`.
+    pub anonymous_scope: AnonymousScope,
+}
+
+/// Whom a task belongs to when every caller is the one anonymous principal
+/// (`auth.mode = none`); with real principals a task is always its principal's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnonymousScope {
+    /// A task created in a legacy session is seen only in that session (2025-11-25 clients);
+    /// requests without a session (2026-07-28) share the server's scope.
+    #[default]
+    Session,
+    /// Every anonymous caller sees every task (one trusted user, e.g. on a laptop).
+    Server,
+}
+
+/// `[background]`: what a client that knows no tasks uses to follow a background tool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackgroundConfig {
+    /// Name of the companion tool that reports a background task's status.
+    pub status_tool: String,
+    /// Name of the companion tool that returns a background task's result.
+    pub result_tool: String,
+    /// Name of the companion tool that cancels a background task.
+    pub cancel_tool: String,
+    /// Retry advice of the busy answer given while this replica's task workers are all taken.
+    pub busy_retry_secs: u64,
+}
+
+impl Default for BackgroundConfig {
+    fn default() -> Self {
+        Self {
+            status_tool: "task_status".to_owned(),
+            result_tool: "task_result".to_owned(),
+            cancel_tool: "task_cancel".to_owned(),
+            busy_retry_secs: 5,
+        }
+    }
 }
 
 impl Default for TasksConfig {
@@ -283,6 +326,7 @@ impl Default for TasksConfig {
             lease_ms: 30_000,
             max_attempts: 3,
             max_result_waiters: 10_000,
+            anonymous_scope: AnonymousScope::Session,
         }
     }
 }

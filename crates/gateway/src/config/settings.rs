@@ -205,6 +205,27 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "Legacy tasks/result requests waiting at once per replica; beyond it 503 [10000]",
     ),
+    s(
+        "tasks.anonymous_scope",
+        Kind::Str,
+        "Under auth.mode = none, whom a task belongs to: session (a 2025-11-25 session's tasks are seen only in that session) or server (every anonymous caller sees every task) [session]",
+    ),
+    s(
+        "background.status_tool",
+        Kind::Str,
+        "Name of the companion tool reporting a background task's status [task_status]",
+    ),
+    s(
+        "background.result_tool",
+        Kind::Str,
+        "Name of the companion tool returning a background task's result [task_result]",
+    ),
+    s("background.cancel_tool", Kind::Str, "Name of the companion tool cancelling a background task [task_cancel]"),
+    s(
+        "background.busy_retry_secs",
+        Kind::Int,
+        "A background call made while this replica's task workers are all busy is refused, saying to retry after this many seconds [5]",
+    ),
     s("store.prefix", Kind::Str, "Prefix of every Redis key (deployments may share a Redis) [mcpgate]"),
     s("store.shards", Kind::Int, "Task shards (job streams), 1 to 256; must be equal on every replica [16]"),
     s(

@@ -18,7 +18,7 @@ use super::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use super::negotiate::{Accept, BodyLimits, check_content_type, read_body};
 use super::reply;
 use crate::error::{ErrorReply, GatewayError};
-use crate::mcp::{Reply, Ticket, answer_task_input, dispatch};
+use crate::mcp::{Reply, Ticket, answer_task_input, dispatch, session};
 use crate::metrics::{MethodLabel, Outcome};
 use crate::state::AppState;
 
@@ -87,11 +87,17 @@ async fn handle(
         };
         ErrorReply { error: e.into(), id, era: None }
     })?;
+    // A legacy session's responses and notifications act as the session's principal, as
+    // its requests do (admission narrows those).
+    let session_principal = || match headers.get(MCP_SESSION_ID).and_then(|v| v.to_str().ok()) {
+        Some(token) => session::acting_principal(&state.config, principal.clone(), &session::identity(token)),
+        None => principal.clone(),
+    };
     let request = match message {
         Incoming::Notification(note) => {
             *label = MethodLabel::NOTIFICATION;
             if note.method == mcpgate_protocol::method::notification::CANCELLED {
-                forward_cancel(state, headers, &principal, note.params).await;
+                forward_cancel(state, headers, &session_principal(), note.params).await;
             }
             return Ok((reply::accepted(), Record::Now(None)));
         }
@@ -108,7 +114,7 @@ async fn handle(
             // A 2025-11-25 client answering an input request of a task's tasks/result stream.
             // A response that cannot be accepted gets an HTTP error status and an error
             // without an id (it answers no request of the client's).
-            if let Err(error) = answer_task_input(state, &principal, &response).await {
+            if let Err(error) = answer_task_input(state, &session_principal(), &response).await {
                 let error = match error {
                     GatewayError::Store { .. } => error,
                     other => ProtocolError::InvalidRequest { reason: other.to_string(), id: None }.into(),
@@ -178,9 +184,9 @@ async fn forward_cancel(
     principal: &crate::auth::Principal,
     params: Option<&serde_json::value::RawValue>,
 ) {
-    let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else { return };
+    let Some(session) = headers.get(MCP_SESSION_ID).and_then(|v| v.to_str().ok()) else { return };
     let Some(request) = crate::mcp::cancellation::cancelled_request(params) else { return };
-    let session = crate::mcp::session::identity(session);
+    let session = session::identity(session);
     let channel = crate::mcp::cancellation::channel(principal, &session, &request);
     let event = mcpgate_store::TaskEvent::Status(mcpgate_protocol::task::TaskStatus::Cancelled);
     if let Err(e) = mcpgate_store::EventBus::publish(&state.store, &channel, event).await {

@@ -108,6 +108,7 @@ pub(super) fn admit<P: Params>(
 
     let mut session_id = None;
     let mut idempotency_key = None;
+    let mut principal = principal;
     let (version, capabilities) = match era {
         Era::Modern => {
             let version = admit_modern(&meta, header_version.as_deref()).map_err(&fail)?;
@@ -124,6 +125,7 @@ pub(super) fn admit<P: Params>(
         Era::Legacy if method == Some(Method::Initialize) => (ProtocolVersion::LATEST_LEGACY, Default::default()),
         Era::Legacy => {
             let (session, id) = admit_legacy(state, headers, &principal, header_version.as_deref()).map_err(&fail)?;
+            principal = session::acting_principal(&state.config, principal, &id);
             session_id = Some(id);
             let version = session.protocol_version().unwrap_or(ProtocolVersion::LATEST_LEGACY);
             (version, Arc::new(session.capabilities))

@@ -7,7 +7,11 @@
 //! Invariants: the companions see only the caller's own tasks (another's, unknown or expired
 //! ids all read "not found", indistinguishably); they never answer with a protocol error for
 //! a task's state (a task still running is a plain result saying so); they are listed only
-//! when some tool is a background tool, and never over a tool of the same name.
+//! when some tool is a background tool. Their names (`[background]`) never shadow a tool of
+//! the toolsets or one added in code (that is a configuration error), and an upstream tool
+//! of the same name gives way to them (a background tool is unusable without them).
+//! A background call made while every task worker of this replica is taken is refused with a
+//! "busy, retry after N s" result instead of queueing behind them.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -25,24 +29,34 @@ use mcpgate_store::{AnyStore, Cancelled, Read, TaskId, TaskOutcome, TaskRecord, 
 use super::context::CallContext;
 use super::handlers::tasks::{TaskPlan, create_record};
 use super::render;
+use crate::config::BackgroundConfig;
 use crate::error::{GatewayError, clip};
 use crate::state::AppState;
 
-/// The companions' names.
-pub const STATUS: &str = "task_status";
-/// See [`STATUS`].
-pub const RESULT: &str = "task_result";
-/// See [`STATUS`].
-pub const CANCEL: &str = "task_cancel";
+/// The busy answer, when every task worker of this replica is taken (`None` otherwise):
+/// checked before the call commits to anything, so the client's retry starts afresh.
+pub(super) fn refuse_when_busy(state: &AppState, cx: &CallContext, tool: &str) -> Option<Result<Bytes, GatewayError>> {
+    if !state.workers.is_saturated() {
+        return None;
+    }
+    state.metrics.background_busy();
+    let secs = state.config.background.busy_retry_secs;
+    let mut result = CallToolResult::error(format!(
+        "The server is busy: every background worker is taken. Call {tool} again in {secs} s."
+    ));
+    result.structured_content = Some(json!({ "busy": true, "retryAfterSecs": secs }));
+    Some(render::complete(state, cx, result))
+}
 
 /// Starts a background tool's call as a task and answers with how to follow it.
 pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
     let tool = plan.tool.clone();
     let record = create_record(state, cx, plan).await?;
     let id = record.id.as_str();
+    let BackgroundConfig { status_tool, result_tool, cancel_tool, .. } = &state.config.background;
     let text = format!(
-        "Started {tool} in the background as task {id}. Call {STATUS} with {{\"taskId\": \"{id}\"}} to follow it, \
-         {RESULT} to get its result once it is done, or {CANCEL} to stop it."
+        "Started {tool} in the background as task {id}. Call {status_tool} with {{\"taskId\": \"{id}\"}} to follow \
+         it, {result_tool} to get its result once it is done, or {cancel_tool} to stop it."
     );
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content =
@@ -50,29 +64,57 @@ pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) ->
     render::complete(state, cx, result)
 }
 
-/// Registers the companions when some tool is a background tool (a name already taken is
-/// left to its tool and reported).
-pub fn register(builder: &mut CatalogBuilder, store: &AnyStore) {
+/// Registers the companions when some tool is a background tool. `fixed` says whether a
+/// name belongs to a toolset's tool or one added in code: taking such a name is an error
+/// naming the setting to change; an upstream tool of that name is left out instead.
+pub fn register(
+    builder: &mut CatalogBuilder,
+    store: &AnyStore,
+    names: &BackgroundConfig,
+    fixed: impl Fn(&str) -> bool,
+) -> Result<(), GatewayError> {
     if !builder.has_background() {
-        return;
+        return Ok(());
     }
     let task_id = || {
         json!({"type": "object", "properties": {
             "taskId": {"type": "string", "description": "The taskId a background tool answered with"}
         }, "required": ["taskId"]})
     };
-    for (name, kind, description) in [
-        (STATUS, Kind::Status, "Where a background task stands: its status, latest message and when to ask again."),
-        (RESULT, Kind::Result, "A background task's result once it is done (or that it is still running)."),
-        (CANCEL, Kind::Cancel, "Stops a background task."),
+    let result_tool = names.result_tool.as_str();
+    for (setting, name, kind, description) in [
+        (
+            "background.status_tool",
+            names.status_tool.as_str(),
+            Kind::Status,
+            "Where a background task stands: its status, progress (0 to 1), latest message and when to ask again.",
+        ),
+        (
+            "background.result_tool",
+            result_tool,
+            Kind::Result,
+            "A background task's result once it is done (or that it is still running).",
+        ),
+        ("background.cancel_tool", names.cancel_tool.as_str(), Kind::Cancel, "Stops a background task."),
     ] {
-        if builder.has_tool(name) {
-            tracing::warn!(tool = name, "a tool of this name exists: the background-task companion is left out");
-            continue;
+        if fixed(name) {
+            return Err(GatewayError::Config {
+                setting: setting.to_owned(),
+                problem: format!(
+                    "a tool named {name:?} is already served: choose another name for the background-task companion"
+                ),
+            });
+        }
+        if builder.remove_tool(name) {
+            tracing::warn!(
+                tool = name,
+                "an upstream tool of this name is left out: the background-task companion has it"
+            );
         }
         let descriptor = ToolDescriptor::new(name, description, task_id()).retry_safe(kind != Kind::Cancel);
-        builder.tool(Companion { descriptor, kind, store: store.clone() });
+        builder.tool(Companion { descriptor, kind, store: store.clone(), result_tool: result_tool.to_owned() });
     }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +128,8 @@ struct Companion {
     descriptor: ToolDescriptor,
     kind: Kind,
     store: AnyStore,
+    /// The result companion's name, which status answers point to.
+    result_tool: String,
 }
 
 impl Tool for Companion {
@@ -116,9 +160,9 @@ impl Tool for Companion {
                     match self.store.get(&id, read).await {
                         Ok(Some(record)) if record.owner == owner => {
                             if self.kind == Kind::Status {
-                                status(&record)
+                                status(&record, &self.result_tool)
                             } else {
-                                result(&record)
+                                result(&record, &self.result_tool)
                             }
                         }
                         Ok(_) => not_found(),
@@ -136,30 +180,34 @@ fn text(message: String, structured: Option<Value>) -> Outcome<CallToolResult> {
     Outcome::Complete(result)
 }
 
-/// `task_status`: status, latest message, when to ask again.
-fn status(record: &TaskRecord) -> Outcome<CallToolResult> {
+/// `task_status`: status, progress, latest message, when to ask again.
+fn status(record: &TaskRecord, result_tool: &str) -> Outcome<CallToolResult> {
     let id = record.id.as_str();
     let status = record.status.as_str();
     let next = match record.status {
-        TaskStatus::Completed | TaskStatus::Failed => format!(" Call {RESULT} for its result."),
+        TaskStatus::Completed | TaskStatus::Failed => format!(" Call {result_tool} for its result."),
         TaskStatus::Cancelled => String::new(),
         TaskStatus::InputRequired => {
             " It waits for input, which a client answers through the tasks protocol.".to_owned()
         }
         TaskStatus::Working => format!(" Ask again in {} ms.", record.poll_interval_ms),
     };
+    // A finished task is all done whatever it last reported.
+    let progress = if record.status == TaskStatus::Completed { Some(1.0) } else { record.progress() };
+    let done = progress.map(|p| format!(", {:.0} % done", p * 100.0)).unwrap_or_default();
     let message = record.status_message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default();
     let structured = json!({
         "taskId": id,
         "status": status,
+        "progress": progress,
         "message": record.status_message,
         "pollAfterMs": record.poll_interval_ms,
     });
-    text(format!("Task {id} is {status}{message}.{next}"), Some(structured))
+    text(format!("Task {id} is {status}{done}{message}.{next}"), Some(structured))
 }
 
 /// `task_result`: the tool's own result once done; otherwise a plain result saying why not.
-fn result(record: &TaskRecord) -> Outcome<CallToolResult> {
+fn result(record: &TaskRecord, result_tool: &str) -> Outcome<CallToolResult> {
     let id = record.id.as_str();
     match (record.status, &record.outcome) {
         (TaskStatus::Completed, Some(TaskOutcome::Result(json))) => match RawMembers::split(json) {
@@ -179,7 +227,7 @@ fn result(record: &TaskRecord) -> Outcome<CallToolResult> {
         (TaskStatus::Cancelled, _) => Outcome::Complete(CallToolResult::error(format!("Task {id} was cancelled."))),
         (status, _) => text(
             format!(
-                "Task {id} is still running ({}); call {RESULT} again in {} ms.",
+                "Task {id} is still running ({}); call {result_tool} again in {} ms.",
                 status.as_str(),
                 record.poll_interval_ms
             ),

@@ -18,6 +18,7 @@ use mcpgate_protocol::implementation::Implementation;
 use mcpgate_seal::{Binding, Purpose, SealError, Sealer};
 
 use crate::auth::Principal;
+use crate::config::{AnonymousScope, AuthMode, Config};
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
 
@@ -58,6 +59,18 @@ pub fn now_ms() -> u64 {
 /// part of the id.
 pub fn identity(token: &str) -> [u8; 32] {
     mcpgate_seal::context_digest(&[b"session", token.trim().as_bytes()])
+}
+
+/// Who a legacy session's messages act as. Under `auth.mode = none` every caller is the one
+/// anonymous principal, so with `tasks.anonymous_scope = "session"` it is narrowed to the
+/// session: one anonymous session never sees another's tasks. Every path that handles a
+/// session's messages (requests, responses, notifications) goes through here, so they agree.
+pub fn acting_principal(config: &Config, principal: Principal, session: &[u8; 32]) -> Principal {
+    if config.auth.mode == AuthMode::None && config.tasks.anonymous_scope == AnonymousScope::Session {
+        principal.within(session)
+    } else {
+        principal
+    }
 }
 
 /// Seals a new session for `principal`.

@@ -84,3 +84,59 @@ async fn the_companions_see_only_their_callers_tasks() {
     assert_eq!(mine["structuredContent"]["status"], "working", "bob's cancel did nothing: {mine}");
     call(&app, "task_cancel", json!({"taskId": id}), Some(&alice)).await;
 }
+
+#[tokio::test]
+async fn a_background_call_while_every_worker_is_busy_is_told_to_retry() {
+    let mut c = config();
+    c.tasks.max_running = 1;
+    c.background.busy_retry_secs = 7;
+    let app = app(c).await;
+    let first = call(&app, "background_report", json!({"topic": "first", "seconds": 30}), None).await;
+    let mut started = vec![first["structuredContent"]["taskId"].as_str().expect("a task id").to_owned()];
+    // The first task takes the only worker once it is claimed; until then calls still start.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let busy = loop {
+        let next = call(&app, "background_report", json!({"topic": "next", "seconds": 30}), None).await;
+        match next["structuredContent"]["taskId"].as_str() {
+            Some(id) => started.push(id.to_owned()),
+            None => break next,
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never busy with one worker taken");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(busy["isError"], true, "{busy}");
+    assert_eq!(busy["structuredContent"], json!({"busy": true, "retryAfterSecs": 7}), "{busy}");
+    assert!(text(&busy).contains("7 s"), "{busy}");
+    let metrics = Req::get("/metrics").send(&app).await;
+    let metrics = String::from_utf8_lossy(&metrics.body);
+    assert!(metrics.contains("mcpgate_background_busy_total 1"), "{metrics}");
+    for id in started {
+        call(&app, "task_cancel", json!({"taskId": id}), None).await;
+    }
+}
+
+#[tokio::test]
+async fn companion_names_are_configurable_and_never_take_a_served_tools_name() {
+    let mut renamed = config();
+    renamed.background.status_tool = "report_status".to_owned();
+    let app = app(renamed).await;
+    let tools = Req::modern("tools/list", json!({})).send(&app).await.result();
+    let names: Vec<&str> =
+        tools["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"report_status") && !names.contains(&"task_status"), "{names:?}");
+    let started = call(&app, "background_report", json!({"topic": "names", "seconds": 1}), None).await;
+    assert!(text(&started).contains("Call report_status"), "the answer names the companion: {started}");
+
+    // A Rust tool named like a companion: refused at build, naming the setting to change.
+    let clash = mcpgate::Gateway::builder(config())
+        .tool(mcpgate::typed_tool("task_cancel", "Mine.", |_: serde_json::Value| async {
+            Ok::<_, mcpgate::ToolError>(mcpgate::Json(json!({})))
+        }))
+        .build()
+        .await;
+    assert!(
+        matches!(&clash, Err(mcpgate::GatewayError::Config { setting, .. }) if setting == "background.cancel_tool"),
+        "{:?}",
+        clash.err()
+    );
+}

@@ -282,3 +282,21 @@ fn the_readme_documents_every_setting() {
         assert!(readme.contains(&row), "README configuration table lacks {row}");
     }
 }
+
+#[test]
+fn background_settings_are_validated() {
+    let c = load_from_str("[tasks]\nanonymous_scope = \"server\"\n[background]\nstatus_tool = \"jobs.status\"\n")
+        .expect("valid");
+    assert_eq!(c.tasks.anonymous_scope, mcpgate::config::AnonymousScope::Server);
+    assert_eq!((c.background.status_tool.as_str(), c.background.result_tool.as_str()), ("jobs.status", "task_result"));
+    for (text, named) in [
+        ("[background]\nstatus_tool = \"\"\n", "background.status_tool"),
+        ("[background]\ncancel_tool = \"has space\"\n", "background.cancel_tool"),
+        ("[background]\nresult_tool = \"task_status\"\n", "background.result_tool"),
+        ("[background]\nbusy_retry_secs = 0\n", "background.busy_retry_secs"),
+        ("[tasks]\nanonymous_scope = \"world\"\n", "anonymous_scope"),
+    ] {
+        let err = error_text(load_from_str(text).expect_err(text));
+        assert!(err.contains(named), "{named:?} not named in {err}");
+    }
+}

@@ -272,7 +272,10 @@ async fn legacy_core_tasks_share_the_record() {
 
 #[tokio::test]
 async fn legacy_reads_tool_errors_as_failed() {
-    let app = app(config()).await;
+    // Anonymous callers share tasks across sessions and eras only when scoped to the server.
+    let mut c = config();
+    c.tasks.anonymous_scope = mcpgate::config::AnonymousScope::Server;
+    let app = app(c).await;
     let (session, _) = initialize(&app, "2025-11-25").await;
     let created =
         Req::legacy("tools/call", json!({"name": "failing_job", "task": {}}), Some(&session)).send(&app).await.result();
@@ -285,6 +288,25 @@ async fn legacy_reads_tool_errors_as_failed() {
     // The modern reader of the same task sees it completed.
     let modern = get(&app, &id).await.result();
     assert_eq!(modern["status"], "completed");
+}
+
+#[tokio::test]
+async fn anonymous_tasks_are_scoped_to_their_legacy_session_by_default() {
+    let app = app(config()).await;
+    let (session, _) = initialize(&app, "2025-11-25").await;
+    let (other, _) = initialize(&app, "2025-11-25").await;
+    let created =
+        Req::legacy("tools/call", json!({"name": "failing_job", "task": {}}), Some(&session)).send(&app).await.result();
+    let id = created["task"]["taskId"].as_str().expect("id").to_owned();
+    let own = Req::legacy("tasks/get", json!({"taskId": id}), Some(&session)).send(&app).await.result();
+    assert_eq!(own["taskId"], id.as_str());
+    // Another anonymous session, and a sessionless modern caller, are other callers.
+    for foreign in
+        [Req::legacy("tasks/get", json!({"taskId": id}), Some(&other)).send(&app).await, get(&app, &id).await]
+    {
+        let json = foreign.json();
+        assert!(json["error"]["message"].as_str().expect("an error").contains("not found"), "{json}");
+    }
 }
 
 #[tokio::test]

@@ -23,7 +23,8 @@ use mcpgate_protocol::method::notification;
 use mcpgate_protocol::input::{InputRequests, InputResponse, InputResponses};
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{
-    AnyStore, Change, EventBus as _, Lease, RawAnswer, RawRequests, Read, Renewal, TaskEvent, TaskStore as _,
+    AnyStore, Change, EventBus as _, Lease, RawAnswer, RawRequests, Read, Renewal, StatusNote, TaskEvent,
+    TaskStore as _,
 };
 
 use crate::Principal;
@@ -89,7 +90,7 @@ enum Reporter {
     Request { notifier: Notifier, progress_token: Option<ProgressToken>, log_level: Option<LoggingLevel> },
     /// A task: the latest progress message becomes its status message (the worker writes it
     /// to the store at its own pace, so a chatty tool costs no extra round trips).
-    Task { status: watch::Sender<Option<String>> },
+    Task { status: watch::Sender<Option<StatusNote>> },
 }
 
 /// The context of one invocation.
@@ -99,7 +100,7 @@ pub struct ToolContext {
     capabilities: Arc<ClientCapabilities>,
     reporter: Reporter,
     /// Where progress also goes as a status message (a call that may become a task).
-    status: Option<watch::Sender<Option<String>>>,
+    status: Option<watch::Sender<Option<StatusNote>>>,
     cancel: CancellationToken,
     /// Where catalog changes are announced (every replica's listen streams), if anywhere.
     changes: Option<AnyStore>,
@@ -151,7 +152,7 @@ impl ToolContext {
     pub fn for_task(
         principal: Principal,
         capabilities: Arc<ClientCapabilities>,
-        status: watch::Sender<Option<String>>,
+        status: watch::Sender<Option<StatusNote>>,
         cancel: CancellationToken,
     ) -> Self {
         Self {
@@ -169,7 +170,7 @@ impl ToolContext {
     /// Also turns progress into status messages on `status` (a call that may become a task
     /// while it runs keeps its latest message for the task).
     #[must_use]
-    pub fn with_status(mut self, status: watch::Sender<Option<String>>) -> Self {
+    pub fn with_status(mut self, status: watch::Sender<Option<StatusNote>>) -> Self {
         self.status = Some(status);
         self
     }
@@ -255,7 +256,7 @@ impl ToolContext {
     /// Reports progress: a notification if the request asked for it, or the task's status.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         if let Some(status) = &self.status {
-            status.send_replace(Some(status_text(progress, total, message)));
+            status.send_replace(Some(status_note(progress, total, message)));
         }
         match &self.reporter {
             Reporter::Request { notifier, progress_token: Some(token), .. } => {
@@ -269,7 +270,7 @@ impl ToolContext {
             }
             Reporter::Request { .. } => {}
             Reporter::Task { status } => {
-                status.send_replace(Some(status_text(progress, total, message)));
+                status.send_replace(Some(status_note(progress, total, message)));
             }
         }
     }
@@ -425,11 +426,13 @@ impl ToolContext {
     }
 }
 
-/// A progress report as a task's status message.
-fn status_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
-    match (message, total) {
+/// A progress report as a task's status note: the message (or the numbers), and the fraction
+/// done when a total says what done is.
+fn status_note(progress: f64, total: Option<f64>, message: Option<&str>) -> StatusNote {
+    let text = match (message, total) {
         (Some(m), _) => m.to_owned(),
         (None, Some(t)) => format!("{progress} of {t}"),
         (None, None) => format!("{progress}"),
-    }
+    };
+    StatusNote::new(text, total.filter(|t| *t > 0.0).map(|t| progress / t))
 }

@@ -131,6 +131,13 @@ impl CatalogBuilder {
         self.tools.iter().any(|t| t.descriptor().background)
     }
 
+    /// Takes out the tool of this name; whether there was one.
+    pub fn remove_tool(&mut self, name: &str) -> bool {
+        let before = self.tools.len();
+        self.tools.retain(|t| t.descriptor().info.name != name);
+        self.tools.len() != before
+    }
+
     /// Whether a tool of this name is registered.
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t.descriptor().info.name == name)

@@ -14,8 +14,8 @@ use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::input::{InputResponse, InputResponses};
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{
-    Claim, EventBus as _, Job, JobQueue as _, Lease, RawAnswer, Settled, StoreError, TaskOutcome, TaskRecord,
-    TaskStore as _,
+    Claim, EventBus as _, Job, JobQueue as _, Lease, RawAnswer, Settled, StatusNote, StoreError, TaskOutcome,
+    TaskRecord, TaskStore as _,
 };
 
 use super::Shared;
@@ -148,7 +148,7 @@ pub(super) struct Run {
     pub(super) held_until: tokio::time::Instant,
     pub(super) events: Option<mcpgate_store::Subscription>,
     /// The tool's latest progress message.
-    pub(super) status: watch::Receiver<Option<String>>,
+    pub(super) status: watch::Receiver<Option<StatusNote>>,
     /// Stops the tool.
     pub(super) cancel: tokio_util::sync::CancellationToken,
     pub(super) retry_safe: bool,

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use mcpgate_protocol::ErrorObject;
-use mcpgate_store::{AnyStore, Job, JobQueue as _};
+use mcpgate_store::{AnyStore, Job, JobQueue as _, StatusNote};
 
 use std::future::Future;
 
@@ -67,7 +67,7 @@ pub struct Adopted {
     /// When the creation was sent (the lease runs from no earlier).
     pub sent_at: tokio::time::Instant,
     /// The tool's progress messages.
-    pub status: tokio::sync::watch::Receiver<Option<String>>,
+    pub status: tokio::sync::watch::Receiver<Option<StatusNote>>,
     /// Stops the tool.
     pub cancel: CancellationToken,
     /// Whether the tool may run again after an interruption.
@@ -198,6 +198,13 @@ impl Workers {
     /// Jobs running right now.
     pub fn running(&self) -> usize {
         self.running.load(Ordering::Relaxed)
+    }
+
+    /// Whether every run slot is taken (never for a replica that runs no tasks: other
+    /// replicas run its tasks).
+    pub fn is_saturated(&self) -> bool {
+        let max = self.shared.options.max_running;
+        max > 0 && self.running() >= max
     }
 
     /// Waits for the loops and every run to end; call once `stopping` is cancelled (no new

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use mcpgate_protocol::task::TaskStatus;
-use mcpgate_store::{Lease, Renewal, Subscription, TaskEvent, TaskStore as _};
+use mcpgate_store::{Lease, Renewal, StatusNote, Subscription, TaskEvent, TaskStore as _};
 
 use super::Shared;
 
@@ -50,7 +50,7 @@ const EXPIRY_RECHECK: Duration = Duration::from_secs(1);
 pub(super) async fn watch(
     shared: &Shared,
     lease: &Lease,
-    mut status: watch::Receiver<Option<String>>,
+    mut status: watch::Receiver<Option<StatusNote>>,
     mut events: Option<Subscription>,
     mut expires: Option<Instant>,
     held_until: Instant,
@@ -61,7 +61,7 @@ pub(super) async fn watch(
     let mut stop_at = held_until - margin;
     let renew_every = duration / 3;
     let mut next_renew = Instant::now() + renew_every;
-    let mut written: Option<String> = None;
+    let mut written: Option<StatusNote> = None;
     let mut last_write = Instant::now();
     let mut messages_open = true;
     loop {
@@ -95,7 +95,7 @@ pub(super) async fn watch(
         let sent = Instant::now();
         // A renewal that hangs must not carry the run past its lease.
         let renewed = tokio::select! {
-            renewed = store.renew(lease, duration, if fresh { message.as_deref() } else { None }) => renewed,
+            renewed = store.renew(lease, duration, if fresh { message.as_ref() } else { None }) => renewed,
             () = sleep_until(stop_at) => return Stop::LeaseEnding,
             () = shutdown.cancelled() => return Stop::Shutdown,
         };

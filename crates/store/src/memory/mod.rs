@@ -19,7 +19,7 @@ use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
-    Renewal, Settled, TaskEvent, TaskId, TaskOutcome, TaskRecord,
+    Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use state::State;
 
@@ -119,8 +119,8 @@ impl TaskStore for MemoryStore {
         Ok(self.with(|s, now| s.claim(job, worker, millis(lease), max_attempts, now)))
     }
 
-    async fn renew(&self, lease: &Lease, duration: Duration, message: Option<&str>) -> Result<Renewal, StoreError> {
-        Ok(self.with(|s, now| s.renew(lease, millis(duration), message, now)))
+    async fn renew(&self, lease: &Lease, duration: Duration, note: Option<&StatusNote>) -> Result<Renewal, StoreError> {
+        Ok(self.with(|s, now| s.renew(lease, millis(duration), note, now)))
     }
 
     async fn hold(

@@ -10,7 +10,7 @@ use mcpgate_protocol::task::TaskStatus;
 
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawAnswer, Read,
-    Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome, TaskRecord,
+    Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 
 /// Most dead-lettered jobs kept in memory.
@@ -47,6 +47,7 @@ impl Entry {
             scopes: r.scopes.clone(),
             status: r.status,
             status_message: r.status_message.clone(),
+            progress_ppm: r.progress_ppm,
             created_ms: r.created_ms,
             updated_ms: r.updated_ms,
             ttl_ms: r.ttl_ms,
@@ -343,7 +344,7 @@ impl State {
         Renewal::Held
     }
 
-    pub(super) fn renew(&mut self, lease: &Lease, duration: u64, message: Option<&str>, now: u64) -> Renewal {
+    pub(super) fn renew(&mut self, lease: &Lease, duration: u64, note: Option<&StatusNote>, now: u64) -> Renewal {
         let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
         if entry.record.status == TaskStatus::Cancelled {
             return Renewal::Cancelled;
@@ -352,10 +353,13 @@ impl State {
             return Renewal::Lost;
         }
         entry.lease_until = now.saturating_add(duration);
-        if let Some(message) = message
-            && entry.record.status_message.as_deref() != Some(message)
+        if let Some(note) = note
+            && (entry.record.status_message.as_deref() != Some(note.message.as_str())
+                || entry.record.progress_ppm != note.progress_ppm)
         {
-            entry.record.status_message = Some(message.to_owned());
+            entry.record.status_message = Some(note.message.clone());
+            // A note without a fraction leaves the last one known.
+            entry.record.progress_ppm = note.progress_ppm.or(entry.record.progress_ppm);
             entry.record.updated_ms = now;
         }
         // Like XCLAIM in Redis: a renewed job is not idle, so reclaim scans skip it.

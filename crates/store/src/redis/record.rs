@@ -37,13 +37,14 @@ fn into_text(v: Value) -> Option<String> {
 /// What every read fetches: enough to render a task's status in either era, and to find the
 /// keys of a parked task's outstanding requests (status first, then `reqkeys`: see
 /// [`request_keys`]). Never the arguments or capabilities.
-pub(super) const CONTROL_FIELDS: &[&str] =
-    &["status", "reqkeys", "id", "owner", "era", "tool", "msg", "created", "updated", "ttl", "poll", "iserr"];
+pub(super) const CONTROL_FIELDS: &[&str] = &[
+    "status", "reqkeys", "id", "owner", "era", "tool", "msg", "progress", "created", "updated", "ttl", "poll", "iserr",
+];
 
 /// [`CONTROL_FIELDS`] and the outcome.
 pub(super) const OUTCOME_FIELDS: &[&str] = &[
-    "status", "reqkeys", "id", "owner", "era", "tool", "msg", "created", "updated", "ttl", "poll", "iserr", "result",
-    "error",
+    "status", "reqkeys", "id", "owner", "era", "tool", "msg", "progress", "created", "updated", "ttl", "poll", "iserr",
+    "result", "error",
 ];
 
 /// Pairs `names` with the values an `HMGET` of them returned, leaving out absent fields, as
@@ -160,6 +161,7 @@ pub(super) fn decode_named<'a>(
         scopes: take("scopes").map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default(),
         status,
         status_message: take("msg"),
+        progress_ppm: take("progress").and_then(|p| p.parse().ok()).filter(|p| *p <= 1_000_000),
         created_ms: u64::try_from(number(take("created"), "created")?).unwrap_or(0),
         updated_ms: u64::try_from(number(take("updated"), "updated")?).unwrap_or(0),
         ttl_ms: u64::try_from(ttl).ok(),

@@ -16,7 +16,7 @@ use crate::contract::TaskStore;
 use crate::error::StoreError;
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
-    Renewal, Settled, Skip, TaskId, TaskOutcome, TaskRecord,
+    Renewal, Settled, Skip, StatusNote, TaskId, TaskOutcome, TaskRecord,
 };
 
 impl TaskStore for RedisStore {
@@ -176,7 +176,7 @@ impl TaskStore for RedisStore {
         })
     }
 
-    async fn renew(&self, lease: &Lease, duration: Duration, message: Option<&str>) -> Result<Renewal, StoreError> {
+    async fn renew(&self, lease: &Lease, duration: Duration, note: Option<&StatusNote>) -> Result<Renewal, StoreError> {
         let out = self
             .script(
                 Retry::No,
@@ -185,10 +185,11 @@ impl TaskStore for RedisStore {
                 vec![
                     lease.token.to_string(),
                     millis(duration).to_string(),
-                    if message.is_some() { "1" } else { "0" }.to_owned(),
-                    message.unwrap_or_default().to_owned(),
+                    if note.is_some() { "1" } else { "0" }.to_owned(),
+                    note.map(|n| n.message.clone()).unwrap_or_default(),
                     lease.entry.clone(),
                     lease.worker.clone(),
+                    note.and_then(|n| n.progress_ppm).map(|p| p.to_string()).unwrap_or_default(),
                 ],
             )
             .await?;

@@ -11,7 +11,7 @@ use mcpgate_protocol::task::TaskStatus;
 use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, NewTask, RawAnswer,
-    RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, TaskEvent, TaskId, TaskOutcome,
+    RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome,
 };
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -143,7 +143,10 @@ async fn running_tasks_start_leased_and_are_taken_over_when_it_lapses<S: TaskSto
     {
         assert!(matches!(store.claim(&read, "other", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Busy)));
     }
-    assert_eq!(store.renew(&lease, short, Some("half way")).await.expect("renew"), Renewal::Held);
+    assert_eq!(
+        store.renew(&lease, short, Some(&StatusNote::new("half way", Some(0.5)))).await.expect("renew"),
+        Renewal::Held
+    );
     // The promoter stops renewing (it died): the job is reclaimed and run again, attempt 2.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let reclaimed = store.reclaim("rescuer", Duration::from_millis(300), 10).await.expect("reclaim");
@@ -279,9 +282,17 @@ async fn run_to_completion_with_events<S: TaskStore + JobQueue + EventBus>(store
     let Claim::Run { lease, task } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     assert_eq!((lease.token, task.attempts), (1, 1));
     assert_eq!(store.claim(&job, "w2", LEASE, 3).await.expect("claim"), Claim::Skip(Skip::Busy), "live lease");
-    assert_eq!(store.renew(&lease, LEASE, Some("halfway")).await.expect("renew"), Renewal::Held);
+    assert_eq!(store.renew(&lease, LEASE, Some(&StatusNote::text("halfway"))).await.expect("renew"), Renewal::Held);
     let got = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
-    assert_eq!(got.status_message.as_deref(), Some("halfway"));
+    assert_eq!((got.status_message.as_deref(), got.progress_ppm), (Some("halfway"), None));
+    // A fraction is kept until another replaces it; a plain message leaves it.
+    let note = StatusNote::new("two thirds", Some(2.0 / 3.0));
+    assert_eq!(store.renew(&lease, LEASE, Some(&note)).await.expect("renew"), Renewal::Held);
+    let got = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert_eq!((got.status_message.as_deref(), got.progress_ppm), (Some("two thirds"), Some(666_667)));
+    assert_eq!(store.renew(&lease, LEASE, Some(&StatusNote::text("almost"))).await.expect("renew"), Renewal::Held);
+    let got = store.get(&record.id, Read::WithOutcome).await.expect("get").expect("exists");
+    assert_eq!((got.status_message.as_deref(), got.progress_ppm), (Some("almost"), Some(666_667)));
     let outcome = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
     assert_eq!(
         store.finish(&lease, &job, TaskStatus::Completed, outcome.clone(), false).await.expect("finish"),

@@ -153,7 +153,10 @@ async fn every_operation_is_one_round_trip() {
         panic!("runs")
     };
     count("claim").await;
-    store.renew(&lease, Duration::from_secs(30), Some("progress")).await.expect("renew");
+    store
+        .renew(&lease, Duration::from_secs(30), Some(&mcpgate_store::StatusNote::text("progress")))
+        .await
+        .expect("renew");
     count("renew").await;
     store
         .finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned()), false)

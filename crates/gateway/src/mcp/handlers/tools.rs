@@ -82,6 +82,9 @@ pub(in crate::mcp) async fn call_tool(
     // answered at once with how to follow it (see `mcp::companions`).
     if tool.descriptor().background {
         tool.check(&call.arguments)?;
+        if let Some(busy) = crate::mcp::companions::refuse_when_busy(state, cx, &params.name) {
+            return busy.map(ToolPlan::Ask);
+        }
         round.commit(state).await?;
         let ToolCall { arguments, input_responses, state: continuation } = call;
         let plan = TaskPlan {
