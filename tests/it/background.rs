@@ -1,75 +1,208 @@
-//! Background tools through nginx in front of three replicas: a client that takes no tasks
-//! starts one on one replica and follows it with the companion tools on the others.
+//! Background tools through nginx in front of three replicas with Redis and JWT auth: clients
+//! that take no tasks (a 2025-11-25 session without the tasks capability, a 2026-07-28 client
+//! without the tasks extension) start a built-in and an upstream background tool, follow them
+//! with the companion tools on whichever replica the balancer picks, cancel one (the work
+//! stops), and another principal cannot see them.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use mcpgate_e2e::{Client, Cluster};
 
-async fn call(client: &Client, url: &str, tool: &str, arguments: Value) -> anyhow::Result<Value> {
-    let reply = client.modern(url, "tools/call", json!({"name": tool, "arguments": arguments})).await?.json()?;
-    Ok(reply["result"].clone())
+/// A caller: its bearer token and, for a 2025-11-25 client, its session.
+struct Agent<'a> {
+    client: &'a Client,
+    auth: String,
+    session: Option<String>,
 }
 
-/// `task_result` on `url` (bounded) until the task is no longer working.
-async fn result_when_done(client: &Client, url: &str, id: &str) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let result = call(client, url, "task_result", json!({"taskId": id})).await?;
-        if result["structuredContent"]["status"] != "working" {
-            return Ok(result);
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never finished: {result}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+impl<'a> Agent<'a> {
+    /// A 2026-07-28 client that does not declare the tasks extension.
+    fn modern(client: &'a Client, sub: &str) -> anyhow::Result<Self> {
+        Ok(Self { client, auth: crate::jwt::bearer(sub)?, session: None })
+    }
+
+    /// A 2025-11-25 client whose session declares no tasks capability.
+    async fn legacy(client: &'a Client, url: &str, sub: &str) -> anyhow::Result<Self> {
+        let auth = crate::jwt::bearer(sub)?;
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "e2e-legacy", "version": "1"}});
+        let headers = [("authorization", auth.as_str())];
+        let init = client.legacy_with(url, &headers, "initialize", params, None).await?;
+        let session = init.session.clone().ok_or_else(|| anyhow::anyhow!("no session id: {}", init.body))?;
+        let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        anyhow::ensure!(client.post(url, &headers, body).await?.status == 202, "initialized not accepted");
+        Ok(Self { client, auth, session: Some(session) })
+    }
+
+    /// `tools/call` at `url`; the JSON-RPC result (an error reply fails).
+    async fn call(&self, url: &str, tool: &str, arguments: Value) -> anyhow::Result<Value> {
+        let params = json!({"name": tool, "arguments": arguments});
+        let headers = [("authorization", self.auth.as_str())];
+        let reply = match &self.session {
+            Some(session) => self.client.legacy_with(url, &headers, "tools/call", params, Some(session)).await?,
+            None => self.client.modern_with(url, &headers, "tools/call", params).await?,
+        };
+        let json = reply.json()?;
+        json.get("result").cloned().ok_or_else(|| anyhow::anyhow!("{tool}: no result: {json}"))
+    }
+
+    /// Starts a background tool; the task id it answers with at once.
+    async fn start(&self, url: &str, tool: &str, arguments: Value) -> anyhow::Result<String> {
+        let started = self.call(url, tool, arguments).await?;
+        anyhow::ensure!(started.get("isError").is_none_or(|e| e == false), "{tool} refused: {started}");
+        anyhow::ensure!(text(&started).contains("task_status"), "the answer says how to follow it: {started}");
+        let id = started["structuredContent"]["taskId"].as_str();
+        Ok(id.ok_or_else(|| anyhow::anyhow!("{tool}: no task id: {started}"))?.to_owned())
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_background_task_is_followed_from_every_replica() -> anyhow::Result<()> {
-    let cluster = Cluster::builder(3).env("MCPGATE_TOOLSET", "demo").start()?;
-    let client = Client::new()?;
-    let url = |i: usize| cluster.replica_url(i);
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
 
-    let started = call(&client, &url(0), "background_report", json!({"topic": "otters", "seconds": 2})).await?;
-    let id = started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
-    let status = call(&client, &url(1), "task_status", json!({"taskId": id})).await?;
-    assert_eq!(status["structuredContent"]["status"], "working", "{status}");
-    let done = result_when_done(&client, &url(2), &id).await?;
-    assert_eq!(done["content"][0]["text"], "Report on otters: 2 sections compiled.", "{done}");
+/// Follows a task with `task_status` until it completes (bounded); asserts progress was seen
+/// strictly between 0 and 1 with a message on the way, then fetches `task_result`.
+async fn follow(agent: &Agent<'_>, url: &str, id: &str) -> anyhow::Result<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut seen_progress = None;
+    loop {
+        let status = agent.call(url, "task_status", json!({"taskId": id})).await?;
+        let report = &status["structuredContent"];
+        match report["status"].as_str() {
+            Some("completed") => {
+                anyhow::ensure!(report["progress"] == 1.0, "done is all done: {status}");
+                break;
+            }
+            Some("working") => {
+                anyhow::ensure!(report["pollAfterMs"].is_u64(), "{status}");
+                if let Some(p) = report["progress"].as_f64().filter(|p| *p > 0.0 && *p < 1.0) {
+                    anyhow::ensure!(report["message"].as_str().is_some_and(|m| !m.is_empty()), "{status}");
+                    seen_progress = Some(p);
+                }
+            }
+            _ => anyhow::bail!("unexpected status: {status}"),
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never completed: {status}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    anyhow::ensure!(seen_progress.is_some(), "task {id}: no progress between 0 and 1 seen");
+    agent.call(url, "task_result", json!({"taskId": id})).await
+}
 
-    // Cancelled from another replica than the one running it: the work stops.
-    let long = call(&client, &url(1), "background_report", json!({"topic": "moles", "seconds": 60})).await?;
-    let id = long["structuredContent"]["taskId"].as_str().expect("a task").to_owned();
-    let running = cluster.executing_replica_soon(&client).await?;
-    let other = url((running + 1) % 3);
-    let cancelled = call(&client, &other, "task_cancel", json!({"taskId": id})).await?;
-    assert!(cancelled["content"][0]["text"].as_str().unwrap_or_default().contains("cancelled"), "{cancelled}");
+/// Bounded wait for a marker file the FastMCP fixture writes.
+async fn marker(dir: &Path, name: &str) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !dir.join(name).exists() {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{name} never appeared");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// Bounded wait until no replica runs a task (cancelled work has stopped).
+async fn idle(cluster: &Cluster, client: &Client) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while cluster.executing_replica(&client).await?.is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "the cancelled work still runs");
+    while cluster.executing_replica(client).await?.is_some() {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "cancelled work still runs");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_tool_marked_background_answers_at_once() -> anyhow::Result<()> {
+async fn clients_without_tasks_start_follow_and_cancel_background_work_through_the_balancer() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let fm = mcpgate_e2e::HttpServer::fastmcp(dir.path())?;
     let config = dir.path().join("mcpgate.toml");
-    let table =
-        format!("[[upstream]]\nname = \"fm\"\ntransport = \"http\"\nurl = \"{}\"\nbackground = [\"slo*\"]\n", fm.url());
+    let table = format!(
+        "toolset = [\"demo\"]\n[[upstream]]\nname = \"fm\"\ntransport = \"http\"\nurl = \"{}\"\nbackground = [\"slow\", \"wait\"]\n",
+        fm.url()
+    );
     std::fs::write(&config, table)?;
-    let cluster = Cluster::builder(3).args(&["--config", &config.to_string_lossy()]).start()?;
+    let cluster = crate::jwt::with_jwt(Cluster::builder(3)).args(&["--config", &config.to_string_lossy()]).start()?;
     let client = Client::new()?;
-    let url = |i: usize| cluster.replica_url(i);
+    let lb = cluster.url();
+    let legacy = Agent::legacy(&client, &lb, "alice").await?;
+    let modern = Agent::modern(&client, "carol")?;
+    let bob = Agent::modern(&client, "bob")?;
 
-    let started = call(&client, &url(0), "fm_slow", json!({"tag": "bg", "seconds": 1.0})).await?;
-    let id = started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
+    // Every replica serves the upstream's tools (one still reading them retries within seconds).
+    for i in 0..3 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let tools = client
+                .modern_with(&cluster.replica_url(i), &[("authorization", &modern.auth)], "tools/list", json!({}))
+                .await?;
+            if tools.body.contains("\"fm_slow\"") {
+                break;
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "replica {i} never listed fm_slow:\n{}",
+                cluster.replica(i).logs()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
     // Tools not marked stay plain.
-    assert_eq!(call(&client, &url(1), "fm_add", json!({"a": 2, "b": 3})).await?["content"][0]["text"], "5");
-    let done = result_when_done(&client, &url(2), &id).await?;
-    assert_eq!(done["content"][0]["text"], "slept 1.0", "the upstream's own result: {done}");
+    assert_eq!(text(&modern.call(&lb, "fm_add", json!({"a": 2, "b": 3})).await?), "5");
+
+    // Both kinds of client, a built-in and an upstream background tool, all at once: each
+    // answers with a task id, and the status polls (round-robin) land on every replica.
+    let at = lb.as_str();
+    let runs = [(&legacy, "legacy"), (&modern, "modern")].map(|(agent, who)| async move {
+        let lb = at;
+        let report = agent.start(lb, "background_report", json!({"topic": who, "seconds": 4})).await?;
+        let slow = agent.start(lb, "fm_slow", json!({"tag": who, "seconds": 4.0})).await?;
+        let (report_done, slow_done) = tokio::try_join!(follow(agent, lb, &report), follow(agent, lb, &slow))?;
+        assert_eq!(text(&report_done), format!("Report on {who}: 4 sections compiled."), "{report_done}");
+        assert_eq!(text(&slow_done), "slept 4.0", "the upstream's own result: {slow_done}");
+        anyhow::Ok(report)
+    });
+    let [legacy_report, modern_report] = futures_util::future::try_join_all(runs)
+        .await?
+        .try_into()
+        .map_err(|v: Vec<String>| anyhow::anyhow!("{} runs", v.len()))?;
+
+    // Another principal: "not found" on every replica, for each companion, for either id.
+    for id in [&legacy_report, &modern_report] {
+        for i in 0..3 {
+            let theirs = bob.call(&cluster.replica_url(i), "task_status", json!({"taskId": id})).await?;
+            assert_eq!(theirs["isError"], true, "replica {i}: {theirs}");
+            assert!(text(&theirs).contains("not found"), "replica {i}: {theirs}");
+        }
+        let result = bob.call(&lb, "task_result", json!({"taskId": id})).await?;
+        assert!(text(&result).contains("not found"), "{result}");
+    }
+
+    // Cancelled through the balancer: the upstream's work stops (its cancellation marker)...
+    let waiting = legacy.start(&lb, "fm_wait", json!({"tag": "stop-me", "seconds": 60})).await?;
+    marker(dir.path(), "started-stop-me").await?;
+    let refused = bob.call(&lb, "task_cancel", json!({"taskId": waiting})).await?;
+    assert!(text(&refused).contains("not found"), "{refused}");
+    let cancelled = legacy.call(&lb, "task_cancel", json!({"taskId": waiting})).await?;
+    assert!(text(&cancelled).contains("cancelled"), "{cancelled}");
+    marker(dir.path(), "cancelled-stop-me").await?;
+    let status = legacy.call(&lb, "task_status", json!({"taskId": waiting})).await?;
+    assert_eq!(status["structuredContent"]["status"], "cancelled", "{status}");
+
+    idle(&cluster, &client).await?;
+
+    // ...and so does a built-in tool's, on whichever replica runs it.
+    let long = modern.start(&lb, "background_report", json!({"topic": "moles", "seconds": 60})).await?;
+    cluster.executing_replica_soon(&client).await?;
+    let cancelled = modern.call(&lb, "task_cancel", json!({"taskId": long})).await?;
+    assert!(text(&cancelled).contains("cancelled"), "{cancelled}");
+    idle(&cluster, &client).await?;
+    let result = modern.call(&lb, "task_result", json!({"taskId": long})).await?;
+    assert_eq!(result["isError"], true, "a cancelled task's result says so: {result}");
     Ok(())
 }

@@ -71,8 +71,20 @@ impl Client {
 
     /// A modern (2026-07-28) request with `_meta` and mirrored headers.
     pub async fn modern(&self, url: &str, method: &str, params: Value) -> anyhow::Result<Reply> {
+        self.modern_with(url, &[], method, params).await
+    }
+
+    /// A modern request with extra headers (say, `authorization`).
+    pub async fn modern_with(
+        &self,
+        url: &str,
+        extra: &[(&str, &str)],
+        method: &str,
+        params: Value,
+    ) -> anyhow::Result<Reply> {
         let (headers, body) = modern_request(method, params);
-        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        headers.extend_from_slice(extra);
         self.post(url, &headers, body).await
     }
 
@@ -106,11 +118,24 @@ impl Client {
 
     /// A legacy (2025-11-25) request, with a session id when given.
     pub async fn legacy(&self, url: &str, method: &str, params: Value, session: Option<&str>) -> anyhow::Result<Reply> {
+        self.legacy_with(url, &[], method, params, session).await
+    }
+
+    /// A legacy request with extra headers (say, `authorization`).
+    pub async fn legacy_with(
+        &self,
+        url: &str,
+        extra: &[(&str, &str)],
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> anyhow::Result<Reply> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-        match session {
-            Some(s) => self.post(url, &[("mcp-session-id", s), ("mcp-protocol-version", "2025-11-25")], body).await,
-            None => self.post(url, &[], body).await,
+        let mut headers = extra.to_vec();
+        if let Some(s) = session {
+            headers.extend([("mcp-session-id", s), ("mcp-protocol-version", "2025-11-25")]);
         }
+        self.post(url, &headers, body).await
     }
 
     /// A legacy request whose SSE reply is read as it streams.

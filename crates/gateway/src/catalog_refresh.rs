@@ -1,7 +1,7 @@
 //! Keeps each replica's catalog in step with its upstream servers' lists: read at start-up
 //! (an upstream that does not answer contributes the lists it last served, kept in the
-//! store), re-read every `federation.list_refresh_secs` and whenever an upstream announces a
-//! change; a change is saved to the store, which advances a generation every replica polls,
+//! store), re-read every `federation.list_refresh_secs` (sooner, with backoff, while some
+//! upstream's lists were never read) and whenever an upstream announces a change; a change is saved to the store, which advances a generation every replica polls,
 //! and announced on the store's change channel (which listen streams on every replica follow,
 //! and which makes every replica reload at once rather than at its next poll), so all
 //! replicas rebuild from the same lists within moments, without each asking the upstream.
@@ -23,6 +23,22 @@ use crate::state::AppState;
 
 /// How often a replica checks whether another one saved new lists.
 const POLL: Duration = Duration::from_secs(2);
+
+/// How soon an upstream whose lists this replica has never had is asked again; doubled after
+/// each round it stays unknown, up to the refresh interval (an upstream that was still
+/// starting when the replica did is served within seconds, not a refresh interval later).
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+/// The wait before the next read of the upstreams.
+fn next_read(current: &[Option<Lists>], every: Duration, retry: &mut Duration) -> Duration {
+    if current.iter().all(Option::is_some) {
+        *retry = FIRST_RETRY;
+        return every;
+    }
+    let wait = (*retry).min(every);
+    *retry = retry.saturating_mul(2);
+    wait
+}
 
 /// What every snapshot is built from: the built-in toolsets, the upstreams' entries, then
 /// the embedder's extra entries.
@@ -108,7 +124,8 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
     tokio::spawn(async move {
         let federation = Arc::clone(&state.federation);
         let mut generation = state.store.lists_generation().await.unwrap_or(0);
-        let mut next_refresh = tokio::time::Instant::now() + every;
+        let mut retry = FIRST_RETRY;
+        let mut next_refresh = tokio::time::Instant::now() + next_read(&current, every, &mut retry);
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut announced = state.store.changes();
@@ -131,8 +148,8 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
             };
             let mut kinds = Kinds::default();
             let changed = if from_upstreams {
-                next_refresh = tokio::time::Instant::now() + every;
                 kinds = refresh_from_upstreams(&state, &federation, &mut current, wait).await;
+                next_refresh = tokio::time::Instant::now() + next_read(&current, every, &mut retry);
                 kinds.any()
             } else {
                 match state.store.lists_generation().await {
@@ -247,4 +264,24 @@ async fn reload_from_store(state: &AppState, federation: &Federation, current: &
         }
     }
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcpgate_upstream::Lists;
+
+    use super::{FIRST_RETRY, next_read};
+
+    #[test]
+    fn unread_upstreams_are_retried_with_backoff_up_to_the_refresh_interval() {
+        let every = Duration::from_secs(5);
+        let mut retry = FIRST_RETRY;
+        let missing = [Some(Lists::default()), None];
+        let waits: Vec<u64> = (0..5).map(|_| next_read(&missing, every, &mut retry).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 5, 5]);
+        assert_eq!(next_read(&[Some(Lists::default())], every, &mut retry), every);
+        assert_eq!(retry, FIRST_RETRY, "backoff starts over once every upstream was read");
+    }
 }
