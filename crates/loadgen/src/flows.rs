@@ -75,11 +75,13 @@ pub(crate) struct Client {
     tag: String,
     seq: u64,
     session: Option<String>,
+    /// The completed task the get scenario reads, and the text of its result.
+    finished: Option<(String, String)>,
 }
 
 impl Client {
     pub(crate) fn new(run: &str, index: usize) -> Self {
-        Self { tag: format!("{run}.{index}"), seq: 0, session: None }
+        Self { tag: format!("{run}.{index}"), seq: 0, session: None, finished: None }
     }
 
     fn next_id(&mut self) -> String {
@@ -99,6 +101,7 @@ impl Client {
             Scenario::Mrtr2 => self.mrtr2(shared, &mut retried).await,
             Scenario::Mrtr3 => self.mrtr3(shared, &mut retried).await,
             Scenario::Cancel => self.cancel(shared, &mut retried, &mut created_task).await,
+            Scenario::Get => self.get(shared, &mut retried, &mut created_task).await,
         };
         Done { scenario, elapsed: started.elapsed(), outcome, retried, created_task }
     }
@@ -188,6 +191,30 @@ impl Client {
             return Err(Failure::Wrong(format!("task {task} ended {}", done["status"])));
         }
         expect_text(&done["result"], &format!("Computed {label} in {} s", shared.task_seconds))
+    }
+
+    /// One `tasks/get` of this client's completed no-op task (created and settled first).
+    async fn get(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+        let (task, text) = match &self.finished {
+            Some(finished) => finished.clone(),
+            None => {
+                let label = format!("g{}-{}", self.tag, self.seq);
+                let (task, poll) = self.create_task(shared, 0.0, &label, retried).await?;
+                *created = true;
+                self.settle(shared, &task, poll, retried).await?;
+                let finished = (task, format!("Computed {label} in {} s", 0.0));
+                self.finished = Some(finished.clone());
+                finished
+            }
+        };
+        let id = self.next_id();
+        let answer =
+            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tasks/get", json!({"taskId": task}), true))
+                .await?;
+        if answer.result["status"] != "completed" {
+            return Err(Failure::Wrong(format!("task {task} is {}", answer.result["status"])));
+        }
+        expect_text(&answer.result["result"], &text)
     }
 
     async fn cancel(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {

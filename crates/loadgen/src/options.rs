@@ -24,11 +24,13 @@ pub(crate) enum Scenario {
     Mrtr3,
     /// A task cancelled while it runs.
     Cancel,
+    /// One `tasks/get` of a completed task (each client's own, created on its first flow).
+    Get,
 }
 
 impl Scenario {
-    pub(crate) const ALL: [Scenario; 6] =
-        [Self::Sync, Self::Task, Self::LegacyTask, Self::Mrtr2, Self::Mrtr3, Self::Cancel];
+    pub(crate) const ALL: [Scenario; 7] =
+        [Self::Sync, Self::Task, Self::LegacyTask, Self::Mrtr2, Self::Mrtr3, Self::Cancel, Self::Get];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -38,6 +40,7 @@ impl Scenario {
             Self::Mrtr2 => "mrtr2",
             Self::Mrtr3 => "mrtr3",
             Self::Cancel => "cancel",
+            Self::Get => "get",
         }
     }
 
@@ -114,7 +117,7 @@ pub(crate) struct Options {
     /// Run this many flows in total instead of a duration.
     #[arg(long, env = "LOADGEN_FLOWS")]
     pub(crate) flows: Option<u64>,
-    /// Scenario mix: sync, task, legacy_task, mrtr2, mrtr3, cancel with relative weights.
+    /// Scenario mix: sync, task, legacy_task, mrtr2, mrtr3, cancel, get with relative weights.
     #[arg(long, default_value = "sync=60,task=15,legacy_task=10,mrtr2=5,mrtr3=5,cancel=5", env = "LOADGEN_MIX")]
     pub(crate) mix: String,
     /// Poll `tasks/get` this often (ms); default: the server's pollIntervalMs.

@@ -78,7 +78,7 @@ async fn replicas_sharing_a_prefix_all_connect() {
     RedisStore::connect(opts).await.expect("third replica connects");
 }
 
-/// Counts the commands clients send (not those run inside scripts) between markers, with
+/// Counts the commands clients send, and those run inside scripts, between markers, with
 /// `MONITOR` on its own connection.
 struct Monitor {
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::net::TcpStream>>,
@@ -102,13 +102,18 @@ impl Monitor {
 
     /// The client commands seen since the previous call.
     async fn commands_since_last(&mut self) -> Vec<String> {
+        self.seen_since_last().await.0
+    }
+
+    /// The client commands and the commands scripts ran, seen since the previous call.
+    async fn seen_since_last(&mut self) -> (Vec<String>, Vec<String>) {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         self.n += 1;
         let marker = format!("round-trip-marker-{}", self.n);
         self.marker.write_all(format!("ECHO {marker}\r\n").as_bytes()).await.expect("echo");
         let mut buf = [0u8; 64];
         let _ = self.marker.read(&mut buf).await.expect("echo reply");
-        let mut seen = Vec::new();
+        let (mut sent, mut in_scripts) = (Vec::new(), Vec::new());
         loop {
             let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
                 .await
@@ -116,10 +121,12 @@ impl Monitor {
                 .expect("read")
                 .expect("line");
             if line.contains(&marker) {
-                return seen;
+                return (sent, in_scripts);
             }
-            if !line.contains("[0 lua]") {
-                seen.push(line);
+            if line.contains("[0 lua]") {
+                in_scripts.push(line);
+            } else {
+                sent.push(line);
             }
         }
     }
@@ -202,6 +209,59 @@ async fn every_operation_is_one_round_trip() {
         mcpgate_store::Answered::Resumed
     );
     count("answer (with the re-enqueue)").await;
+}
+
+/// What one no-op task's life costs Redis, operation by operation, as the gateway drives it
+/// (2026-07-28, no idempotency key, owner index kept): the commands clients send and those
+/// scripts run, all of which Redis executes and `INFO commandstats` counts. A change that adds
+/// a command to the task path fails here; one that removes some updates the table.
+#[tokio::test]
+async fn commands_per_operation_of_a_no_op_lifecycle() {
+    use mcpgate_protocol::task::TaskStatus;
+    use mcpgate_store::{Claim, EventBus as _, JobQueue as _, NewTask, Read, TaskOutcome, TaskStore as _};
+
+    let server = RedisServer::start();
+    let store = RedisStore::connect(options(&server)).await.expect("connects");
+    let mut monitor = Monitor::start(server.port()).await;
+    let task = NewTask { idempotency: None, index_horizon_ms: Some(86_400_000), ..new_task("cmds", [6; 32]) };
+    let mut costs: Vec<(&str, usize, usize)> = Vec::new();
+    let mut cost = async |what: &'static str, monitor: &mut Monitor| {
+        let (sent, in_scripts) = monitor.seen_since_last().await;
+        costs.push((what, sent.len(), in_scripts.len()));
+    };
+
+    let record = store.create(task).await.expect("create").record().expect("a task").clone();
+    cost("create", &mut monitor).await;
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    cost("read the job", &mut monitor).await;
+    let Claim::Run { lease, .. } = store.claim(&jobs[0], "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    cost("claim", &mut monitor).await;
+    let events = store.subscribe(&record.id).await.expect("subscribe");
+    cost("watch for cancellation", &mut monitor).await;
+    store
+        .finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned()), false)
+        .await
+        .expect("finish");
+    cost("finish", &mut monitor).await;
+    let done = store.get(&record.id, Read::WithOutcome).await.expect("get").expect("the task");
+    assert_eq!(done.status, TaskStatus::Completed);
+    cost("get with the result", &mut monitor).await;
+    drop(events);
+
+    let table: Vec<String> = costs.iter().map(|(what, sent, inner)| format!("{what}: {sent} + {inner}")).collect();
+    // Before the lean-path redesign (issue 14): 27 commands, 7 of them sent (with the
+    // UNSUBSCRIBE when the watch ends, not counted here).
+    let expected = [
+        ("create", 1, 9),
+        ("read the job", 1, 0),
+        ("claim", 1, 5),
+        ("watch for cancellation", 1, 0),
+        ("finish", 1, 6),
+        ("get with the result", 1, 0),
+    ];
+    assert_eq!(costs, expected, "{table:#?}");
 }
 
 #[tokio::test]
