@@ -202,7 +202,7 @@ impl Client {
                 let (task, poll) = self.create_task(shared, 0.0, &label, retried).await?;
                 *created = true;
                 self.settle(shared, &task, poll, retried).await?;
-                let finished = (task, format!("Computed {label} in {} s", 0.0));
+                let finished = (task, format!("Computed {label} in 0 s"));
                 self.finished = Some(finished.clone());
                 finished
             }

@@ -30,9 +30,10 @@ end
 redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
 redis.call('XCLAIM', KEYS[2], 'workers', ARGV[6], 0, ARGV[5], 'JUSTID')
 if ARGV[3] == '1' and (f[3] ~= ARGV[4] or (ARGV[7] ~= '' and f[6] ~= ARGV[7])) then
-  redis.call('HSET', KEYS[1], 'msg', ARGV[4], 'updated', now)
   if ARGV[7] ~= '' then
-    redis.call('HSET', KEYS[1], 'progress', ARGV[7])
+    redis.call('HSET', KEYS[1], 'msg', ARGV[4], 'updated', now, 'progress', ARGV[7])
+  else
+    redis.call('HSET', KEYS[1], 'msg', ARGV[4], 'updated', now)
   end
 end
 return 'held'
