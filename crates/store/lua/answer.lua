@@ -6,7 +6,7 @@
 -- hold.lua; it is woken by the event instead). The gateway decoded and size-checked every answer: this
 -- script never decodes one, so its cost does not grow with their size.
 --
--- KEYS[1]  task record (hash)    KEYS[2]  job stream
+-- KEYS[1]  task record (hash)    KEYS[2]  job stream    KEYS[3]  lease index (zset)
 -- ARGV[1]  owner key             ARGV[2]  event channel of the task
 -- ARGV[3]  most bytes of answers a task may hold (over all rounds)
 -- ARGV[4..] answer key, methods the answer is a valid result of (",m1,m2,"), answer JSON, ...
@@ -76,6 +76,8 @@ end
 redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'updated', now,
   'msg', 'Input received; resuming')
 if (tonumber(f[8]) or 0) <= now then
+  -- No live run: the queue resumes it (a lapsed lease's entry goes, so no sweep enqueues it twice).
+  redis.call('ZREM', KEYS[3], f[5])
   redis.call('XADD', KEYS[2], '*', 'task', f[5])
 end
 redis.call('PUBLISH', ARGV[2], 'working')

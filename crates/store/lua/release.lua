@@ -8,8 +8,9 @@
 --     since then is over the task fails instead, so a tool no replica knows does not go round
 --     for ever.
 --
--- KEYS[1]  task record (hash)    KEYS[2]  job stream
--- ARGV[1]  fencing token         ARGV[2]  job entry id
+-- KEYS[1]  task record (hash)    KEYS[2]  job stream         KEYS[3]  lease index (zset)
+-- ARGV[1]  fencing token         ARGV[2]  job entry id ('' = run where created: its lease
+--                                         entry is dropped instead of a job acknowledged)
 -- defer only: ARGV[3] grace ms   ARGV[4] error JSON (when giving up)   ARGV[5] event channel
 --             ARGV[6] status message (when giving up)
 -- returns  'done' | 'gaveup' (defer only) | 'terminal' | 'lost' | 'gone'
@@ -17,12 +18,16 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local function ack()
-  redis.call('XACK', KEYS[2], 'workers', ARGV[2])
-  redis.call('XDEL', KEYS[2], ARGV[2])
-end
-
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'id', 'attempts', 'deferred_since')
+
+local function ack()
+  if ARGV[2] ~= '' then
+    redis.call('XACK', KEYS[2], 'workers', ARGV[2])
+    redis.call('XDEL', KEYS[2], ARGV[2])
+  elseif f[5] then
+    redis.call('ZREM', KEYS[3], f[5])
+  end
+end
 if not f[1] then
   ack()
   return 'gone'

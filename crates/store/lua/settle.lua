@@ -1,9 +1,11 @@
 -- settle.lua: end a run under the current lease: write a final status and outcome
 -- (finish), or park the task as input_required with its outstanding requests (park); then
--- acknowledge the job. Never from a terminal status, never with a superseded lease.
+-- acknowledge the job (or, for a task run where it was created, drop its lease from the lease
+-- index). Never from a terminal status, never with a superseded lease.
 --
--- KEYS[1]  task record (hash)    KEYS[2]  job stream
--- ARGV[1]  fencing token         ARGV[2]  job entry id       ARGV[3]  event channel
+-- KEYS[1]  task record (hash)    KEYS[2]  job stream         KEYS[3]  lease index (zset)
+-- ARGV[1]  fencing token         ARGV[2]  job entry id ('' = run where created)
+-- ARGV[3]  event channel
 -- ARGV[4]  new status: completed | failed | input_required
 -- then, for completed/failed:  ARGV[5] 'result' | 'error'    ARGV[6] outcome JSON
 --                              ARGV[7] '1' when the result is a tool error (isError: true)
@@ -22,12 +24,18 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'lease_until', 'id')
+
+-- (A gone task's lease entry, which has no id to name here, is dropped by the lapse sweep.)
 local function ack()
-  redis.call('XACK', KEYS[2], 'workers', ARGV[2])
-  redis.call('XDEL', KEYS[2], ARGV[2])
+  if ARGV[2] ~= '' then
+    redis.call('XACK', KEYS[2], 'workers', ARGV[2])
+    redis.call('XDEL', KEYS[2], ARGV[2])
+  elseif f[6] then
+    redis.call('ZREM', KEYS[3], f[6])
+  end
 end
 
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'lease_until')
 if not f[1] then
   ack()
   return 'gone'

@@ -77,7 +77,7 @@ impl TaskStore for AnyStore {
         task: NewTask,
         worker: &str,
         lease: Duration,
-    ) -> Result<(TaskRecord, Lease, Job), StoreError> {
+    ) -> Result<(Created, Option<(Lease, Job)>), StoreError> {
         delegate!(self, s => s.create_running(task, worker, lease))
     }
 

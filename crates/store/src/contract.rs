@@ -26,18 +26,19 @@ pub trait TaskStore: Send + Sync {
     /// scope was used for another call, creates nothing and says so.
     fn create(&self, task: NewTask) -> impl Future<Output = Result<Created, StoreError>> + Send;
 
-    /// Creates a task that is already running on `worker` (a call that became a task while
-    /// it ran), in one atomic step like `create` but never deduplicated: the task starts
-    /// `working` under a lease held by `worker` (attempt 1, fencing token 1) with its job
-    /// enqueued, so a worker that claims the job meanwhile finds the live lease and leaves it,
-    /// and should `worker` stop renewing, the job is reclaimed once the lease lapses, like any
-    /// run's. Returns the record, the lease and the job.
+    /// Creates a task that runs on `worker` from now on (run where created: a replica with a
+    /// free slot, or a call that became a task while it ran), in one atomic step like `create`
+    /// (deduplicated the same way): the task starts `working` under a lease held by `worker`
+    /// (attempt 1, fencing token 1) and no job is enqueued; should `worker` stop renewing, the
+    /// task is taken over once the lease lapses, like any run's (on Redis, a sweep of the lease
+    /// index enqueues it). Returns what `create` returns and, for a task created anew, the
+    /// lease and the job to settle it with.
     fn create_running(
         &self,
         task: NewTask,
         worker: &str,
         lease: Duration,
-    ) -> impl Future<Output = Result<(TaskRecord, Lease, Job), StoreError>> + Send;
+    ) -> impl Future<Output = Result<(Created, Option<(Lease, Job)>), StoreError>> + Send;
 
     /// Reads as much of a task as `read` says (one round trip; a second one only for the
     /// outstanding requests of a parked task read with less than [`Read::Full`]). `None` when
@@ -189,7 +190,9 @@ pub trait JobQueue: Send + Sync {
 
     /// Takes over at most `max` jobs pending for longer than `idle` (their worker died or is
     /// stuck), resuming where the previous call stopped so every pending job is reached in
-    /// turn. The caller then claims them; a live lease makes the claim skip.
+    /// turn. The caller then claims them; a live lease makes the claim skip. Also enqueues
+    /// tasks whose run-where-created lease lapsed (see `TaskStore::create_running`), for any
+    /// worker to read.
     fn reclaim(
         &self,
         worker: &str,

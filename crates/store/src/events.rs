@@ -1,7 +1,6 @@
 //! Local fan-out of task events: one entry per task with subscribers on this replica, each a
-//! broadcast channel. Subscriptions unsubscribe themselves when dropped, and the entry (and,
-//! for Redis, the channel subscription) goes away with the last one. Catalog changes have one
-//! broadcast channel of their own, always open.
+//! broadcast channel. Subscriptions leave when dropped, and the entry goes away with the last
+//! one. Catalog changes have one broadcast channel of their own, always open.
 //!
 //! Invariant: a subscription handed out is "ready": the backend subscription it relies on is
 //! confirmed, so no event of a later transition can be missed.
@@ -74,12 +73,6 @@ impl Hub {
             let _ = sender.send(TaskEvent::Resync);
         }
         let _ = self.changes.send(Change::Missed);
-    }
-
-    /// Every task with local subscribers.
-    pub(crate) fn watched(&self) -> Vec<TaskId> {
-        let map = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.keys().cloned().collect()
     }
 
     /// Whether anyone local waits on this task.

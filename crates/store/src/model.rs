@@ -112,6 +112,9 @@ pub struct NewTask {
     /// The longest lifetime any task of the deployment can have (`None` when unlimited
     /// lifetimes are allowed): owner-index entries older than this are pruned on create.
     pub index_horizon_ms: Option<u64>,
+    /// Whether `list` finds the task (it is indexed under its owner): only a deployment that
+    /// serves `tasks/list` needs it, and the index costs commands on every create.
+    pub indexed: bool,
 }
 
 impl NewTask {
@@ -371,7 +374,8 @@ pub enum Cancelled {
 pub struct Job {
     /// The task.
     pub task: TaskId,
-    /// The queue entry (acknowledged when the task leaves `working`).
+    /// The queue entry (acknowledged when the task leaves `working`); empty for a task run
+    /// where it was created, which has no queue entry (its lease is recorded instead).
     pub entry: String,
 }
 
@@ -382,7 +386,8 @@ pub struct Lease {
     pub task: TaskId,
     /// Increases with every claim; writes with an older token are refused.
     pub token: u64,
-    /// The queue entry of the job being run (renewals keep it from being reclaimed).
+    /// The queue entry of the job being run (renewals keep it from being reclaimed); empty
+    /// for a task run where it was created.
     pub entry: String,
     /// The worker holding the lease.
     pub worker: String,

@@ -95,7 +95,15 @@ async fn defer_unknown(shared: &Shared, job: &Job, lease: &Lease, task: &TaskRec
     }
 }
 
-async fn execute(shared: &Shared, job: Job, lease: Lease, task: TaskRecord, held_until: tokio::time::Instant) {
+/// Runs a claimed task (or one created running here) under `lease`, held surely until
+/// `held_until`.
+pub(super) async fn execute(
+    shared: &Shared,
+    job: Job,
+    lease: Lease,
+    task: TaskRecord,
+    held_until: tokio::time::Instant,
+) {
     // Subscribe before the tool starts, so a cancel between now and then is not missed.
     let events = match shared.store.subscribe(&task.id).await {
         Ok(sub) => Some(sub),

@@ -1,6 +1,7 @@
-//! Task workers: every replica reads jobs from the shared queue and runs them on a bounded
-//! local pool, each under a lease it renews while the tool runs; jobs whose worker died are
-//! reclaimed once their lease lapsed.
+//! Task workers: every replica runs the tasks it creates at once while it has a free slot
+//! (run where created), reads the other jobs from the shared queue, and runs them all on a
+//! bounded local pool, each under a lease it renews while the tool runs; tasks whose worker
+//! died are taken over once their lease lapsed.
 //!
 //! Invariants: at most `max_running` jobs run at once per replica, and a replica holds no
 //! job it has no free slot for (a read that returns more is handed back at once); a run stops
@@ -195,6 +196,43 @@ impl Workers {
         ));
     }
 
+    /// Takes a free run slot for a task this replica is about to create and run at once
+    /// (`TaskStore::create_running`, then [`Workers::run_created`]); `None` when every slot is
+    /// taken, the replica runs no tasks, or it is shutting down: the task then goes to the
+    /// queue. (The queue reader holds one slot while it waits for jobs, so a replica with one
+    /// slot runs everything through the queue.)
+    pub fn reserve(&self) -> Option<Slot> {
+        if self.shared.stopping.is_cancelled() {
+            return None;
+        }
+        self.shared.slots.clone().try_acquire_owned().ok().map(|permit| Slot { _permit: permit })
+    }
+
+    /// Runs a task this replica just created running on `slot` (sent at `sent_at`), like a
+    /// claimed job: its lease renewed, cancellation, expiry and shutdown obeyed, its outcome
+    /// recorded.
+    pub fn run_created(
+        &self,
+        slot: Slot,
+        lease: mcpgate_store::Lease,
+        job: Job,
+        task: mcpgate_store::TaskRecord,
+        sent_at: tokio::time::Instant,
+    ) {
+        let shared = self.shared.clone();
+        let counted = Counted::new(shared.running.clone());
+        let span = tracing::info_span!("task", task = %task.id, tool = %task.tool, attempt = 1);
+        self.shared.runs.spawn(tracing::Instrument::instrument(
+            async move {
+                let held_until = sent_at + shared.options.lease;
+                execution::execute(&shared, job, lease, task, held_until).await;
+                drop(counted);
+                drop(slot);
+            },
+            span,
+        ));
+    }
+
     /// Jobs running right now.
     pub fn running(&self) -> usize {
         self.running.load(Ordering::Relaxed)
@@ -332,6 +370,12 @@ fn spawn_run(shared: &Shared, job: Job, permit: tokio::sync::OwnedSemaphorePermi
         drop(counted);
         drop(permit);
     });
+}
+
+/// A run slot taken by [`Workers::reserve`]; given back when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// One run in the `running` count, for as long as it lives (even if the run panics).

@@ -99,7 +99,7 @@ impl TaskStore for MemoryStore {
         task: NewTask,
         worker: &str,
         lease: Duration,
-    ) -> Result<(TaskRecord, Lease, Job), StoreError> {
+    ) -> Result<(Created, Option<(Lease, Job)>), StoreError> {
         Ok(self.with(|s, now| s.create_running(task, worker, millis(lease), now)))
     }
 

@@ -161,13 +161,15 @@ impl State {
             None => rand::random_range(0..self.shards),
         };
         let id = TaskId::generate(u8::try_from(shard).unwrap_or(0));
-        let (ttl_ms, idempotency) = (task.ttl_ms, task.idempotency.clone());
+        let (ttl_ms, idempotency, task_indexed) = (task.ttl_ms, task.idempotency.clone(), task.indexed);
         let answer_bytes = task.input_responses.values().map(|a| a.json.len() as u64).sum();
         let record = task.into_record(id.clone(), now);
         if let Some(ttl) = ttl_ms {
             self.expiries.insert((now.saturating_add(ttl), id.clone()));
         }
-        self.owners.entry(record.owner.clone()).or_default().insert((now, id.clone()));
+        if task_indexed {
+            self.owners.entry(record.owner.clone()).or_default().insert((now, id.clone()));
+        }
         if let Some(idempotency) = idempotency {
             let window = ttl_ms.map_or(idempotency.window_ms, |ttl| ttl.min(idempotency.window_ms));
             if window > 0 {
@@ -189,18 +191,18 @@ impl State {
         Created::New(record)
     }
 
-    /// A task already running on `worker`: created, its lease held, its job pending for
-    /// that worker (as if read and claimed).
+    /// A task that runs on `worker` from now on: created (or found, like `create`), its lease
+    /// held, its job pending for that worker (as if read and claimed).
     pub(super) fn create_running(
         &mut self,
         task: NewTask,
         worker: &str,
         lease: u64,
         now: u64,
-    ) -> (TaskRecord, Lease, Job) {
-        let task = NewTask { idempotency: None, ..task };
-        let Created::New(record) = self.create(task, now) else {
-            unreachable!("a task without idempotency is always created anew")
+    ) -> (Created, Option<(Lease, Job)>) {
+        let record = match self.create(task, now) {
+            Created::New(record) => record,
+            other => return (other, None),
         };
         let job = self
             .queue
@@ -213,7 +215,7 @@ impl State {
         entry.lease_until = now.saturating_add(lease);
         entry.record.attempts = 1;
         let lease = Lease { task: record.id.clone(), token: 1, entry: job.entry.clone(), worker: worker.to_owned() };
-        (entry.record.clone(), lease, job)
+        (Created::New(entry.record.clone()), Some((lease, job)))
     }
 
     fn enqueue(&mut self, task: TaskId) {

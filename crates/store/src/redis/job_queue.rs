@@ -1,6 +1,11 @@
 //! The job queue on Redis: per-shard streams read by one consumer group. With one server,
 //! one blocking `XREADGROUP` covers every shard; in a cluster each shard has its own reader
-//! (see `cluster_reader`). Reclaiming scans one shard at a time.
+//! (see `cluster_reader`). Reclaiming scans one shard at a time, after sweeping the lease
+//! indexes (tasks run where they were created) for lapsed leases, whose tasks it enqueues.
+//!
+//! The sweep compares lease deadlines (Redis's clock) with this replica's clock only to pick
+//! candidates: `lapse.lua` decides on Redis's clock, so a skewed replica clock delays a
+//! takeover (by the skew) but never takes a live lease.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -103,6 +108,12 @@ impl JobQueue for RedisStore {
     }
 
     async fn ack(&self, job: &Job) -> Result<(), StoreError> {
+        if job.entry.is_empty() {
+            // Run where created: no queue entry, only its lease in the lease index.
+            let mut cmd = redis::cmd("ZREM");
+            cmd.arg(self.inner.keys.leases(job.task.shard())).arg(job.task.as_str());
+            return self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async::<()>(conn))).await;
+        }
         let stream = self.inner.keys.jobs(job.task.shard());
         let entry = job.entry.clone();
         let mut pipe = redis::pipe();
@@ -112,6 +123,7 @@ impl JobQueue for RedisStore {
     }
 
     async fn reclaim(&self, worker: &str, idle: Duration, max: usize) -> Result<Vec<Job>, StoreError> {
+        self.sweep_lapsed(max).await?;
         // One shard at a time, asking each only for the room left: whatever XAUTOCLAIM returns
         // is claimed for us (its idle time reset), so it must not be fetched and then dropped.
         let shards = self.inner.shards;
@@ -164,7 +176,59 @@ impl JobQueue for RedisStore {
     }
 }
 
+/// Most lapsed leases one sweep looks at per shard.
+const SWEEP_BATCH: usize = 64;
+
 impl RedisStore {
+    /// Enqueues tasks whose run-where-created lease lapsed (at most `max`, taken evenly from
+    /// the shards): one range read per shard, sent together, then `lapse.lua` for each
+    /// candidate, sent together; nothing more when no lease lapsed.
+    async fn sweep_lapsed(&self, max: usize) -> Result<usize, StoreError> {
+        let keys = &self.inner.keys;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let per_shard = max.clamp(1, SWEEP_BATCH);
+        let shards: Vec<u8> = (0..self.inner.shards).map(|s| u8::try_from(s).unwrap_or(u8::MAX)).collect();
+        let ranges = shards
+            .iter()
+            .map(|shard| {
+                let mut cmd = redis::cmd("ZRANGE");
+                cmd.arg(keys.leases(*shard)).arg("-inf").arg(now).arg("BYSCORE").arg("LIMIT").arg(0).arg(per_shard);
+                cmd
+            })
+            .collect();
+        let lapsed: Vec<Vec<String>> = self.call_each(Retry::Yes, ranges).await?;
+        let invocations: Vec<redis::ScriptInvocation<'static>> = lapsed
+            .iter()
+            .flatten()
+            .filter_map(|id| TaskId::parse(id))
+            .map(|id| {
+                let shard = id.shard();
+                let mut invocation = scripts::LAPSE.prepare_invoke();
+                invocation.key(keys.task(&id)).key(keys.leases(shard)).key(keys.jobs(shard)).arg(id.as_str());
+                invocation
+            })
+            .collect();
+        if invocations.is_empty() {
+            return Ok(0);
+        }
+        // Safe to repeat: a second run finds the entry gone and enqueues nothing.
+        let outcomes: Vec<String> = self
+            .call(Retry::Yes, invocations.as_slice(), |conn, invocations| {
+                Box::pin(futures_util::future::try_join_all(invocations.iter().map(|invocation| {
+                    let mut conn = conn.clone();
+                    async move { invocation.invoke_async::<String>(&mut conn).await }
+                })))
+            })
+            .await?;
+        let queued = outcomes.iter().filter(|o| *o == "queued").count();
+        if queued > 0 {
+            tracing::info!(tasks = queued, "enqueued tasks whose run-where-created lease lapsed");
+        }
+        Ok(queued)
+    }
+
     /// One shard's consumers that hold nothing and were idle longer than `idle`.
     async fn idle_consumers(&self, stream: &str, idle: Duration) -> Result<Vec<String>, StoreError> {
         let mut cmd = redis::cmd("XINFO");

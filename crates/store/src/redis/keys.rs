@@ -8,9 +8,11 @@
 //! <p>:{<p>:<ss>}:task:<id>        hash    the task record
 //! <p>:{<p>:<ss>}:jobs             stream  jobs of shard <ss> (consumer group "workers")
 //! <p>:{<p>:<ss>}:dead             stream  jobs whose task ran out of attempts
+//! <p>:{<p>:<ss>}:leases           zset    tasks run where they were created: id by lease deadline
 //! <p>:{<p>:<ss>}:owner:<hash>     zset    an owner's tasks in this shard, "<created>:<id>"
 //! <p>:{<p>:<ss>}:idem:<digest>    string  task id of a recent call, for idempotent retries
-//! <p>:events:<id>                 channel status changes of a task
+//! <p>:events:<id>                 channel status changes of a task (every replica listens
+//!                                         to all of them through one pattern)
 //! <p>:once:<id>                   string  a single-use token that was used (until its expiry)
 //! <p>:{<p>:catalog}:lists:<name>  string  the last lists upstream <name> served (JSON)
 //! <p>:{<p>:catalog}:generation    integer advanced whenever any upstream's lists change
@@ -57,6 +59,11 @@ impl Keys {
         format!("{}:jobs", self.base(shard))
     }
 
+    /// The shard's lease index: tasks running on the replica that created them, by deadline.
+    pub(super) fn leases(&self, shard: u8) -> String {
+        format!("{}:leases", self.base(shard))
+    }
+
     pub(super) fn dead(&self, shard: u8) -> String {
         format!("{}:dead", self.base(shard))
     }
@@ -86,6 +93,20 @@ impl Keys {
         format!("{}:events:{id}", self.prefix)
     }
 
+    /// The pattern matching every task's event channel (glob characters of the prefix
+    /// escaped).
+    pub(super) fn events_pattern(&self) -> String {
+        let mut pattern = String::with_capacity(self.prefix.len() + 9);
+        for c in self.prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str(":events:*");
+        pattern
+    }
+
     /// The channel of catalog changes, shared by every replica.
     pub(super) fn changes_channel(&self) -> String {
         format!("{}:changes", self.prefix)
@@ -109,8 +130,13 @@ mod tests {
         let tag = |k: &str| k[k.find('{').expect("tag")..=k.find('}').expect("tag")].to_owned();
         let expected = tag(&keys.task(&id));
         assert_eq!(expected, "{mcpgate:2a}");
-        for key in [keys.jobs(0x2a), keys.dead(0x2a), keys.owner(0x2a, "3:issalice"), keys.idempotency(0x2a, &[7; 32])]
-        {
+        for key in [
+            keys.jobs(0x2a),
+            keys.dead(0x2a),
+            keys.leases(0x2a),
+            keys.owner(0x2a, "3:issalice"),
+            keys.idempotency(0x2a, &[7; 32]),
+        ] {
             assert_eq!(tag(&key), expected, "{key}");
         }
         assert_eq!(keys.task_of_channel(&keys.channel(&id)), Some(id));

@@ -291,17 +291,20 @@ impl RedisStore {
         &self.inner.metrics
     }
 
-    /// Jobs waiting in the queue or held by a worker, over every shard (one command per
-    /// shard, sent together).
+    /// Jobs waiting in the queue or held by a worker, and tasks running where they were
+    /// created, over every shard (two commands per shard, sent together).
     pub async fn queue_depth(&self) -> Result<u64, StoreError> {
         let lengths: Vec<u64> = self
             .call_each(
                 Retry::Yes,
                 (0..self.inner.shards)
-                    .map(|shard| {
-                        let mut cmd = redis::cmd("XLEN");
-                        cmd.arg(self.inner.keys.jobs(u8::try_from(shard).unwrap_or(u8::MAX)));
-                        cmd
+                    .flat_map(|shard| {
+                        let shard = u8::try_from(shard).unwrap_or(u8::MAX);
+                        let mut stream = redis::cmd("XLEN");
+                        stream.arg(self.inner.keys.jobs(shard));
+                        let mut leases = redis::cmd("ZCARD");
+                        leases.arg(self.inner.keys.leases(shard));
+                        [stream, leases]
                     })
                     .collect(),
             )

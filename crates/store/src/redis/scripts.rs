@@ -16,9 +16,10 @@ pub(super) static ANSWER: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 pub(super) static CHECKPOINT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/checkpoint.lua")));
 pub(super) static HOLD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/hold.lua")));
+pub(super) static LAPSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/lapse.lua")));
 pub(super) static HAND_BACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/handback.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 11] {
-    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE, &RELEASE, &FORGET, &ANSWER, &HAND_BACK, &CHECKPOINT, &HOLD]
+pub(super) fn all() -> [&'static Script; 12] {
+    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE, &RELEASE, &FORGET, &ANSWER, &HAND_BACK, &CHECKPOINT, &HOLD, &LAPSE]
 }

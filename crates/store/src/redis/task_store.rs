@@ -29,16 +29,18 @@ impl TaskStore for RedisStore {
         task: NewTask,
         worker: &str,
         lease: Duration,
-    ) -> Result<(TaskRecord, Lease, Job), StoreError> {
-        let task = NewTask { idempotency: None, ..task };
-        let (created, entry) = self.create_with(task, Some((worker, millis(lease)))).await?;
-        let Created::New(mut record) = created else {
-            return Err(StoreError::Corrupt { detail: "a running task was not created anew".to_owned() });
-        };
-        record.attempts = 1;
-        let job = Job { task: record.id.clone(), entry };
-        let lease = Lease { task: record.id.clone(), token: 1, entry: job.entry.clone(), worker: worker.to_owned() };
-        Ok((record, lease, job))
+    ) -> Result<(Created, Option<(Lease, Job)>), StoreError> {
+        let (created, _) = self.create_with(task, Some((worker, millis(lease)))).await?;
+        Ok(match created {
+            Created::New(mut record) => {
+                record.attempts = 1;
+                let job = Job { task: record.id.clone(), entry: String::new() };
+                let lease =
+                    Lease { task: record.id.clone(), token: 1, entry: String::new(), worker: worker.to_owned() };
+                (Created::New(record), Some((lease, job)))
+            }
+            other => (other, None),
+        })
     }
 
     async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {
@@ -181,7 +183,7 @@ impl TaskStore for RedisStore {
             .script(
                 Retry::No,
                 &scripts::RENEW,
-                vec![self.inner.keys.task(&lease.task), self.inner.keys.jobs(lease.task.shard())],
+                self.lease_keys(lease),
                 vec![
                     lease.token.to_string(),
                     millis(duration).to_string(),
@@ -290,8 +292,15 @@ impl TaskStore for RedisStore {
                 [k.clone(), fits, a.json.clone()]
             }))
             .collect();
-        let out =
-            reply(self.script(Retry::No, &scripts::ANSWER, vec![keys.task(id), keys.jobs(id.shard())], args).await?)?;
+        let out = reply(
+            self.script(
+                Retry::No,
+                &scripts::ANSWER,
+                vec![keys.task(id), keys.jobs(id.shard()), keys.leases(id.shard())],
+                args,
+            )
+            .await?,
+        )?;
         Ok(match item(&out, 0).as_deref() {
             Some("notfound") => Answered::NotFound,
             Some("idle") => Answered::NotWaiting(
@@ -308,12 +317,11 @@ impl TaskStore for RedisStore {
     }
 
     async fn release(&self, lease: &Lease, job: &Job) -> Result<Settled, StoreError> {
-        let keys = &self.inner.keys;
         let out = self
             .script(
                 Retry::No,
                 &scripts::RELEASE,
-                vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
+                self.lease_keys(lease),
                 vec![lease.token.to_string(), job.entry.clone()],
             )
             .await?;
@@ -326,7 +334,7 @@ impl TaskStore for RedisStore {
             .script(
                 Retry::No,
                 &scripts::RELEASE,
-                vec![keys.task(&lease.task), keys.jobs(lease.task.shard())],
+                self.lease_keys(lease),
                 vec![
                     lease.token.to_string(),
                     job.entry.clone(),
@@ -384,16 +392,22 @@ impl RedisStore {
             .into_iter()
             .chain(tail)
             .collect();
-        let out = self
-            .script(Retry::No, &scripts::SETTLE, vec![keys.task(&lease.task), keys.jobs(lease.task.shard())], args)
-            .await?;
+        let out = self.script(Retry::No, &scripts::SETTLE, self.lease_keys(lease), args).await?;
         settled(&out)
+    }
+
+    /// The keys of a script run under a lease: the task, its shard's job stream and lease index.
+    fn lease_keys(&self, lease: &Lease) -> Vec<String> {
+        let keys = &self.inner.keys;
+        let shard = lease.task.shard();
+        vec![keys.task(&lease.task), keys.jobs(shard), keys.leases(shard)]
     }
 }
 
 impl RedisStore {
-    /// `create`, or with `running` = (worker, lease ms) a task already running on that worker;
-    /// also returns the job's queue entry.
+    /// `create`, or with `running` = (worker, lease ms) a task that runs on that worker from
+    /// now on (its lease in the lease index, no job enqueued); also returns the job's queue
+    /// entry (empty for a running task).
     async fn create_with(&self, task: NewTask, running: Option<(&str, u64)>) -> Result<(Created, String), StoreError> {
         let shard = match &task.idempotency {
             Some(idempotency) => self.shard_of(&idempotency.scope),
@@ -407,7 +421,9 @@ impl RedisStore {
         loop {
             let id = TaskId::generate(shard);
             let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
-            let mut script_keys = vec![keys.task(&id), keys.owner(shard, &task.owner), keys.jobs(shard)];
+            // A task that runs at once waits in the lease index, any other in the job stream.
+            let waits = if running.is_some() { keys.leases(shard) } else { keys.jobs(shard) };
+            let mut script_keys = vec![keys.task(&id), keys.owner(shard, &task.owner), waits];
             if let Some(idempotency) = &task.idempotency {
                 script_keys.push(keys.idempotency(shard, &idempotency.scope));
             }
@@ -429,7 +445,7 @@ impl RedisStore {
                         task.poll_interval_ms.to_string(),
                         window.to_string(),
                         if force { "1" } else { "0" }.to_owned(),
-                        task.index_horizon_ms.unwrap_or(0).to_string(),
+                        if task.indexed { task.index_horizon_ms.unwrap_or(0).to_string() } else { "-1".to_owned() },
                         task.state.clone().unwrap_or_default(),
                         call.clone(),
                         task.scopes.join(" "),

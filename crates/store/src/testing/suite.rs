@@ -10,8 +10,9 @@ use mcpgate_protocol::task::TaskStatus;
 
 use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
 use crate::model::{
-    Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, NewTask, RawAnswer,
+    Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, Lease, NewTask, RawAnswer,
     RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome,
+    TaskRecord,
 };
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -37,6 +38,7 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         scopes: vec!["tasks:run".to_owned(), "reports".to_owned()],
         idempotency: Some(Idempotency { scope, call: [call; 32], window_ms: 60_000 }),
         index_horizon_ms: Some(3_600_000),
+        indexed: true,
         input_responses: RawAnswers::new(),
         state: None,
     }
@@ -128,10 +130,14 @@ async fn upstream_lists_are_shared_with_a_generation<S: UpstreamLists>(store: &S
 }
 
 async fn running_tasks_start_leased_and_are_taken_over_when_it_lapses<S: TaskStore + JobQueue>(store: &S) {
-    // A call promoted to a task: the promoting worker holds the first lease.
+    // A task run where it was created (or a call promoted to a task): its worker holds the
+    // first lease.
     let short = Duration::from_millis(300);
-    let (record, lease, job) = store.create_running(new_task("promoted", 1), "promoter", short).await.expect("create");
+    let (record, lease, job) = running(store, new_task("promoted", 1), short).await;
     assert_eq!((record.status, record.attempts, lease.token), (TaskStatus::Working, 1, 1));
+    // The same call again (an idempotent retry) finds it and runs nothing.
+    let (again, run) = store.create_running(new_task("promoted", 1), "promoter", short).await.expect("create");
+    assert!(matches!(&again, Created::Existing(r) if r.id == record.id) && run.is_none(), "{again:?}");
     assert_eq!(lease.entry, job.entry);
     // Another worker that reads the job while the lease lives leaves it.
     if let Some(read) = store
@@ -147,10 +153,14 @@ async fn running_tasks_start_leased_and_are_taken_over_when_it_lapses<S: TaskSto
         store.renew(&lease, short, Some(&StatusNote::new("half way", Some(0.5)))).await.expect("renew"),
         Renewal::Held
     );
-    // The promoter stops renewing (it died): the job is reclaimed and run again, attempt 2.
+    // The promoter stops renewing (it died): the task is taken over and run again, attempt 2
+    // (reclaimed at once, or enqueued by the reclaim for any worker to read).
     tokio::time::sleep(Duration::from_millis(700)).await;
     let reclaimed = store.reclaim("rescuer", Duration::from_millis(300), 10).await.expect("reclaim");
-    let job = reclaimed.into_iter().find(|j| j.task == record.id).expect("the promoter's job is reclaimed");
+    let job = match reclaimed.into_iter().find(|j| j.task == record.id) {
+        Some(job) => job,
+        None => next_job(store, "rescuer", &record.id).await,
+    };
     let Claim::Run { lease: taken, task } = store.claim(&job, "rescuer", LEASE, 3).await.expect("claim") else {
         panic!("a lapsed first lease can be taken over")
     };
@@ -162,11 +172,19 @@ async fn running_tasks_start_leased_and_are_taken_over_when_it_lapses<S: TaskSto
     );
     assert_eq!(store.finish(&taken, &job, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
     // A promoted task whose promoter finishes in time completes under the first lease.
-    let (record, lease, job) = store.create_running(new_task("promoted", 2), "promoter", LEASE).await.expect("create");
+    let (record, lease, job) = running(store, new_task("promoted", 2), LEASE).await;
     let outcome = TaskOutcome::Result(r#"{"content":[]}"#.to_owned());
     assert_eq!(store.finish(&lease, &job, TaskStatus::Completed, outcome, false).await.expect("finish"), Settled::Done);
     let done = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
     assert_eq!(done.status, TaskStatus::Completed);
+}
+
+/// Creates a task running on worker "promoter".
+async fn running<S: TaskStore>(store: &S, task: NewTask, lease: Duration) -> (TaskRecord, Lease, Job) {
+    match store.create_running(task, "promoter", lease).await.expect("create") {
+        (Created::New(record), Some((lease, job))) => (record, lease, job),
+        other => panic!("created anew and running: {other:?}"),
+    }
 }
 
 async fn settling_twice_writes_once<S: TaskStore + JobQueue>(store: &S) {

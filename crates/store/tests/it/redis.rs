@@ -32,6 +32,7 @@ fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
         scopes: Vec::new(),
         idempotency: Some(mcpgate_store::Idempotency { scope: idempotency, call: [0; 32], window_ms: 0 }),
         index_horizon_ms: None,
+        indexed: true,
         input_responses: mcpgate_store::RawAnswers::new(),
         state: None,
     }
@@ -212,54 +213,90 @@ async fn every_operation_is_one_round_trip() {
 }
 
 /// What one no-op task's life costs Redis, operation by operation, as the gateway drives it
-/// (2026-07-28, no idempotency key, owner index kept): the commands clients send and those
-/// scripts run, all of which Redis executes and `INFO commandstats` counts. A change that adds
-/// a command to the task path fails here; one that removes some updates the table.
+/// (2026-07-28, no idempotency key): the commands clients send and those scripts run, all of
+/// which Redis executes and `INFO commandstats` counts, for the two paths of a task: run where
+/// created (a free slot on the creating replica; no owner index, as where tasks/list is not
+/// served) and through the queue (no free slot; owner index kept). A change that adds a
+/// command to the task path fails here; one that removes some updates the table.
 #[tokio::test]
 async fn commands_per_operation_of_a_no_op_lifecycle() {
     use mcpgate_protocol::task::TaskStatus;
-    use mcpgate_store::{Claim, EventBus as _, JobQueue as _, NewTask, Read, TaskOutcome, TaskStore as _};
+    use mcpgate_store::{Claim, Created, EventBus as _, JobQueue as _, NewTask, Read, TaskOutcome, TaskStore as _};
 
     let server = RedisServer::start();
-    let store = RedisStore::connect(options(&server)).await.expect("connects");
+    let opts = options(&server);
+    let store = RedisStore::connect(opts.clone()).await.expect("connects");
     let mut monitor = Monitor::start(server.port()).await;
-    let task = NewTask { idempotency: None, index_horizon_ms: Some(86_400_000), ..new_task("cmds", [6; 32]) };
     let mut costs: Vec<(&str, usize, usize)> = Vec::new();
     let mut cost = async |what: &'static str, monitor: &mut Monitor| {
         let (sent, in_scripts) = monitor.seen_since_last().await;
         costs.push((what, sent.len(), in_scripts.len()));
     };
+    let done = TaskOutcome::Result("{}".to_owned());
 
+    // Run where created.
+    let task = NewTask { idempotency: None, indexed: false, ..new_task("cmds", [6; 32]) };
+    let (Created::New(record), Some((lease, job))) =
+        store.create_running(task, "w", Duration::from_secs(30)).await.expect("create")
+    else {
+        panic!("created running")
+    };
+    cost("create, run here", &mut monitor).await;
+    let events = store.subscribe(&record.id).await.expect("subscribe");
+    cost("watch for cancellation", &mut monitor).await;
+    store.finish(&lease, &job, TaskStatus::Completed, done.clone(), false).await.expect("finish");
+    cost("finish", &mut monitor).await;
+    let read = store.get(&record.id, Read::WithOutcome).await.expect("get").expect("the task");
+    assert_eq!(read.status, TaskStatus::Completed);
+    cost("get with the result", &mut monitor).await;
+    drop(events);
+
+    // Through the queue.
+    let task = NewTask { idempotency: None, index_horizon_ms: Some(86_400_000), ..new_task("cmds", [6; 32]) };
     let record = store.create(task).await.expect("create").record().expect("a task").clone();
-    cost("create", &mut monitor).await;
+    cost("create, queued, indexed", &mut monitor).await;
     let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
     cost("read the job", &mut monitor).await;
     let Claim::Run { lease, .. } = store.claim(&jobs[0], "w", Duration::from_secs(30), 3).await.expect("claim") else {
         panic!("runs")
     };
     cost("claim", &mut monitor).await;
-    let events = store.subscribe(&record.id).await.expect("subscribe");
-    cost("watch for cancellation", &mut monitor).await;
-    store
-        .finish(&lease, &jobs[0], TaskStatus::Completed, TaskOutcome::Result("{}".to_owned()), false)
-        .await
-        .expect("finish");
+    store.finish(&lease, &jobs[0], TaskStatus::Completed, done, false).await.expect("finish");
     cost("finish", &mut monitor).await;
-    let done = store.get(&record.id, Read::WithOutcome).await.expect("get").expect("the task");
-    assert_eq!(done.status, TaskStatus::Completed);
-    cost("get with the result", &mut monitor).await;
-    drop(events);
+    let read = store.get(&record.id, Read::Control).await.expect("get").expect("the task");
+    assert_eq!(read.status, TaskStatus::Completed);
+    cost("get", &mut monitor).await;
+
+    // Nothing is left behind in the lease index or the stream.
+    let mut conn = redis::Client::open(server.url()).expect("url").get_multiplexed_async_connection().await.expect("c");
+    let prefix = &opts.prefix;
+    for shard in 0..opts.shards {
+        let key = format!("{prefix}:{{{prefix}:{shard:02x}}}:leases");
+        let (leases, jobs): (u64, u64) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(&key)
+            .cmd("XLEN")
+            .arg(format!("{prefix}:{{{prefix}:{shard:02x}}}:jobs"))
+            .query_async(&mut conn)
+            .await
+            .expect("counts");
+        assert_eq!((leases, jobs), (0, 0), "a settled task leaves no lease entry or job behind ({key})");
+    }
 
     let table: Vec<String> = costs.iter().map(|(what, sent, inner)| format!("{what}: {sent} + {inner}")).collect();
-    // Before the lean-path redesign (issue 14): 27 commands, 7 of them sent (with the
-    // UNSUBSCRIBE when the watch ends, not counted here).
+    // Before the lean-path redesign (issue 14), through the queue with the owner index:
+    // create 1 + 9, read 1 + 0, claim 1 + 5, watch 1 + 0 (SUBSCRIBE, and an UNSUBSCRIBE when it
+    // ends), finish 1 + 6, get 1 + 0.
     let expected = [
-        ("create", 1, 9),
+        ("create, run here", 1, 5),
+        ("watch for cancellation", 0, 0),
+        ("finish", 1, 5),
+        ("get with the result", 1, 0),
+        ("create, queued, indexed", 1, 9),
         ("read the job", 1, 0),
         ("claim", 1, 5),
-        ("watch for cancellation", 1, 0),
         ("finish", 1, 6),
-        ("get with the result", 1, 0),
+        ("get", 1, 0),
     ];
     assert_eq!(costs, expected, "{table:#?}");
 }

@@ -29,7 +29,7 @@ use mcpgate_store::{TaskId, TaskStore as _};
 use serde_json::Value;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::{TaskPlan, TtlRequest, new_task};
+use super::tasks::{TaskPlan, TtlRequest, create_adopted, new_task};
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
@@ -134,10 +134,7 @@ async fn become_task(
         state: asked.continuation.clone(),
     };
     let sent_at = tokio::time::Instant::now();
-    let (record, lease, job) = state
-        .store
-        .create_running(new_task(state, cx, plan)?, state.workers.worker_id(), state.workers.lease())
-        .await?;
+    let (record, lease, job) = create_adopted(state, new_task(state, cx, plan)?).await?;
     state.task_metrics.count(&record.tool, TaskMetric::Created);
     tracing::info!(task = %record.id, "a 2025-11-25 call asking for input became a task");
     let (status_tx, status) = watch::channel(None);

@@ -19,10 +19,9 @@ use tokio_util::sync::CancellationToken;
 use mcpgate_runtime::catalog::{Failure, Outcome, Tool, ToolCall};
 use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
-use mcpgate_store::TaskStore as _;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::{TaskPlan, TtlRequest, new_task, render_created};
+use super::tasks::{TaskPlan, TtlRequest, create_adopted, new_task, render_created};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::Round;
@@ -70,7 +69,7 @@ pub(super) fn prepare(
             }
             let task = new_task(&state, &cx, plan)?;
             let sent_at = tokio::time::Instant::now();
-            match state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await {
+            match create_adopted(&state, task).await {
                 Ok((record, lease, job)) => {
                     state.task_metrics.count(&record.tool, TaskMetric::Created);
                     let reply = render_created(&state, &cx, &record);

@@ -90,13 +90,27 @@ pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: Tas
     render_created(state, cx, &create_record(state, cx, plan).await?)
 }
 
-/// Creates the planned task (or finds the one an idempotent retry names) and counts it.
+/// Creates the planned task (or finds the one an idempotent retry names) and counts it. With
+/// a free run slot here the task runs on this replica at once (run where created: no queue
+/// round trips); otherwise it is enqueued for any replica.
 pub(in crate::mcp) async fn create_record(
     state: &AppState,
     cx: &CallContext,
     plan: TaskPlan,
 ) -> Result<TaskRecord, GatewayError> {
-    let created = state.store.create(new_task(state, cx, plan)?).await?;
+    let task = new_task(state, cx, plan)?;
+    let created = match state.workers.reserve() {
+        Some(slot) => {
+            let sent_at = tokio::time::Instant::now();
+            let (created, run) =
+                state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await?;
+            if let (mcpgate_store::Created::New(record), Some((lease, job))) = (&created, run) {
+                state.workers.run_created(slot, lease, job, record.clone(), sent_at);
+            }
+            created
+        }
+        None => state.store.create(task).await?,
+    };
     let new = matches!(created, mcpgate_store::Created::New(_));
     let Some(record) = created.into_record() else {
         return Err(GatewayError::invalid_params(
@@ -108,6 +122,19 @@ pub(in crate::mcp) async fn create_record(
         state.task_metrics.count(&record.tool, TaskMetric::Created);
     }
     Ok(record)
+}
+
+/// Creates a task that runs on this replica from now on, never deduplicated (a call that
+/// became a task while it ran): its record, lease and job.
+pub(in crate::mcp) async fn create_adopted(
+    state: &AppState,
+    task: NewTask,
+) -> Result<(TaskRecord, mcpgate_store::Lease, mcpgate_store::Job), GatewayError> {
+    let task = NewTask { idempotency: None, ..task };
+    match state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await? {
+        (mcpgate_store::Created::New(record), Some((lease, job))) => Ok((record, lease, job)),
+        _ => Err(GatewayError::internal("a task created without deduplication was not new")),
+    }
 }
 
 /// The record to create for a planned task (with its idempotency scope).
@@ -144,6 +171,8 @@ pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPla
         poll_interval_ms: tasks.poll_interval_ms,
         idempotency,
         index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
+        // Only tasks/list reads the owner index, and it is served only behind authentication.
+        indexed: state.config.auth.mode != AuthMode::None,
         input_responses,
         state: plan.state.map(|s| s.to_string()),
     })
