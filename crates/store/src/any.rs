@@ -171,6 +171,13 @@ impl JobQueue for AnyStore {
         delegate!(self, s => s.reclaim(worker, idle, max))
     }
 
+    async fn stop_reading(&self) {
+        match self {
+            AnyStore::Memory(s) => s.stop_reading().await,
+            AnyStore::Redis(s) => s.stop_reading().await,
+        }
+    }
+
     async fn forget_idle_workers(&self, idle: Duration) -> Result<usize, StoreError> {
         delegate!(self, s => s.forget_idle_workers(idle))
     }

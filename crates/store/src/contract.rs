@@ -200,6 +200,12 @@ pub trait JobQueue: Send + Sync {
         max: usize,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
 
+    /// Ends a blocking read this worker left in flight (its reader stopped waiting, e.g. at
+    /// shutdown): a read the server still holds would otherwise take the next job for a
+    /// worker that never runs it, and the job would wait until reclaimed. Call once no more
+    /// reads will be made.
+    fn stop_reading(&self) -> impl Future<Output = ()> + Send;
+
     /// Forgets workers (queue consumers) that hold no jobs and were last seen longer than
     /// `idle` ago, e.g. replicas that were replaced, so the queue's bookkeeping stays bounded
     /// however often replicas restart. Returns how many were forgotten.

@@ -39,7 +39,9 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
     let claim = shared.store.claim(&job, &options.worker_id, options.lease, options.max_attempts).await;
     let (lease, task) = match claim {
         Ok(Claim::Run { lease, task }) => {
-            if reclaimed {
+            // An attempt past the first means an earlier run never settled: a takeover, whether
+            // its job was reclaimed here or its lapsed run-where-created lease was enqueued.
+            if reclaimed || task.attempts > 1 {
                 options.metrics.count(&task.tool, TaskMetric::Reclaimed);
             }
             (lease, *task)

@@ -307,6 +307,9 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
             }
         }
     }
+    // A read abandoned above may still wait in Redis: end it, or it would take the next job
+    // (such as a task this replica hands back) for a worker that no longer runs anything.
+    shared.store.stop_reading().await;
     alive.store(false, Ordering::Release);
 }
 

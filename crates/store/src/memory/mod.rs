@@ -237,6 +237,9 @@ impl JobQueue for MemoryStore {
     }
 
     /// Workers are not tracked apart from the jobs they hold: nothing to forget.
+    // A read here waits in this process and ends with its future: nothing is left in flight.
+    async fn stop_reading(&self) {}
+
     async fn forget_idle_workers(&self, _: Duration) -> Result<usize, StoreError> {
         Ok(0)
     }

@@ -50,10 +50,15 @@ impl JobQueue for RedisStore {
             let config = AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(inner.timeout))
                 .set_response_timeout(Some(block + inner.timeout));
-            let conn =
+            let mut conn =
                 tokio::time::timeout(inner.timeout, client.get_multiplexed_async_connection_with_config(&config))
                     .await
                     .map_err(|_| StoreError::Timeout { millis: millis(inner.timeout) })??;
+            // Known so that `stop_reading` can end a blocking read left in flight.
+            let id: i64 = tokio::time::timeout(inner.timeout, redis::cmd("CLIENT").arg("ID").query_async(&mut conn))
+                .await
+                .map_err(|_| StoreError::Timeout { millis: millis(inner.timeout) })??;
+            inner.reader_client.store(id, std::sync::atomic::Ordering::Release);
             *reader = Some(conn);
         }
         let Some(conn) = reader.as_mut() else { return Ok(Vec::new()) };
@@ -157,6 +162,22 @@ impl JobQueue for RedisStore {
             cursor.shard = if next == "0-0" { (shard + 1) % shards } else { shard };
         }
         Ok(jobs)
+    }
+
+    async fn stop_reading(&self) {
+        // (A cluster's per-shard readers stop with the store.)
+        let id = self.inner.reader_client.swap(0, std::sync::atomic::Ordering::AcqRel);
+        if id == 0 {
+            return;
+        }
+        let mut cmd = redis::cmd("CLIENT");
+        cmd.arg("UNBLOCK").arg(id);
+        if let Err(e) = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async::<i64>(conn))).await {
+            // The read ends within its block time; a job it takes meanwhile is reclaimed later.
+            tracing::warn!(error = %e, "could not end the job reader's blocking read");
+        }
+        // The connection is not reused: a later read opens a fresh one.
+        *self.inner.reader.lock().await = None;
     }
 
     async fn forget_idle_workers(&self, idle: Duration) -> Result<usize, StoreError> {

@@ -88,6 +88,8 @@ struct Inner {
     shards: u16,
     timeout: Duration,
     reader: Mutex<Option<redis::aio::MultiplexedConnection>>,
+    /// Redis's client id of the reader's connection (0 = none yet).
+    reader_client: std::sync::atomic::AtomicI64,
     metrics: StoreMetrics,
     /// Where the next reclaim scan resumes: the shard, and the `XAUTOCLAIM` cursor of each.
     reclaim: std::sync::Mutex<ReclaimCursor>,
@@ -148,6 +150,7 @@ impl RedisStore {
                 shards: options.shards,
                 timeout: options.command_timeout,
                 reader: Mutex::new(None),
+                reader_client: std::sync::atomic::AtomicI64::new(0),
                 metrics: StoreMetrics::default(),
                 reclaim: std::sync::Mutex::new(ReclaimCursor {
                     shard: 0,
