@@ -133,6 +133,14 @@ impl Monitor {
     }
 }
 
+/// Opens the job reader's own connection (once per replica, with its `CLIENT ID`), so the
+/// counts below are those of each operation, not of connection set-up.
+async fn warm_up_the_reader(store: &RedisStore) {
+    use mcpgate_store::JobQueue as _;
+    let jobs = store.read("w", 1, Duration::from_millis(10)).await.expect("read");
+    assert!(jobs.is_empty(), "no job yet: {jobs:?}");
+}
+
 #[tokio::test]
 async fn every_operation_is_one_round_trip() {
     use mcpgate_protocol::task::TaskStatus;
@@ -140,6 +148,7 @@ async fn every_operation_is_one_round_trip() {
 
     let server = RedisServer::start();
     let store = RedisStore::connect(options(&server)).await.expect("connects");
+    warm_up_the_reader(&store).await;
     let mut monitor = Monitor::start(server.port()).await;
     let scoped = |scope: [u8; 32]| Some(mcpgate_store::Idempotency { scope, call: [0; 32], window_ms: 60_000 });
     let task = NewTask { idempotency: scoped([3; 32]), ..new_task("rt", [3; 32]) };
@@ -226,6 +235,7 @@ async fn commands_per_operation_of_a_no_op_lifecycle() {
     let server = RedisServer::start();
     let opts = options(&server);
     let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    warm_up_the_reader(&store).await;
     let mut monitor = Monitor::start(server.port()).await;
     let mut costs: Vec<(&str, usize, usize)> = Vec::new();
     let mut cost = async |what: &'static str, monitor: &mut Monitor| {
