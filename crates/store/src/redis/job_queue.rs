@@ -204,11 +204,9 @@ impl RedisStore {
     /// Enqueues tasks whose run-where-created lease lapsed (at most `max`, taken evenly from
     /// the shards): one range read per shard, sent together, then `lapse.lua` for each
     /// candidate, sent together; nothing more when no lease lapsed.
-    async fn sweep_lapsed(&self, max: usize) -> Result<usize, StoreError> {
+    async fn sweep_lapsed(&self, max: usize) -> Result<(), StoreError> {
         let keys = &self.inner.keys;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let now = crate::memory::now_ms();
         let per_shard = max.clamp(1, SWEEP_BATCH);
         let shards: Vec<u8> = (0..self.inner.shards).map(|s| u8::try_from(s).unwrap_or(u8::MAX)).collect();
         let ranges = shards
@@ -232,7 +230,7 @@ impl RedisStore {
             })
             .collect();
         if invocations.is_empty() {
-            return Ok(0);
+            return Ok(());
         }
         // Safe to repeat: a second run finds the entry gone and enqueues nothing.
         let outcomes: Vec<String> = self
@@ -247,7 +245,7 @@ impl RedisStore {
         if queued > 0 {
             tracing::info!(tasks = queued, "enqueued tasks whose run-where-created lease lapsed");
         }
-        Ok(queued)
+        Ok(())
     }
 
     /// One shard's consumers that hold nothing and were idle longer than `idle`.
