@@ -9,6 +9,7 @@ mod faults;
 mod federation;
 mod idempotency;
 mod jwt;
+mod limits;
 mod listen;
 mod mrtr;
 mod process;

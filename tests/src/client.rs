@@ -21,6 +21,8 @@ pub struct Reply {
     pub session: Option<String>,
     /// `Content-Type`.
     pub content_type: String,
+    /// `Retry-After`, if any.
+    pub retry_after: Option<String>,
     /// The body.
     pub body: String,
 }
@@ -65,8 +67,9 @@ impl Client {
         let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let session = header("mcp-session-id");
         let content_type = header("content-type").unwrap_or_default();
+        let retry_after = header("retry-after");
         let body = resp.text().await.context("reading the body")?;
-        Ok(Reply { status, session, content_type, body })
+        Ok(Reply { status, session, content_type, retry_after, body })
     }
 
     /// A modern (2026-07-28) request with `_meta` and mirrored headers.

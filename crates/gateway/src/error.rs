@@ -16,6 +16,11 @@ use mcpgate_protocol::{Era, ErrorCode, ErrorObject, ProtocolError, ProtocolVersi
 use mcpgate_runtime::RuntimeError;
 use mcpgate_runtime::catalog::Failure;
 
+/// Whole seconds of a `Retry-After`: rounded up, at least 1.
+fn retry_after_secs(wait: &std::time::Duration) -> u64 {
+    wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 /// Everything that can go wrong in the gateway, from start-up to a single request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -80,6 +85,14 @@ pub enum GatewayError {
     TooManyListeners {
         /// The per-principal limit.
         max: u64,
+    },
+    /// A rate limit of the caller's is exhausted (counted across every replica).
+    #[error("Too Many Requests: rate limit of {limit} exceeded; retry after {} s", retry_after_secs(.retry_after))]
+    RateLimited {
+        /// Which limit, as the operator configured it.
+        limit: String,
+        /// When the request would be admitted.
+        retry_after: std::time::Duration,
     },
     /// No valid bearer token.
     #[error("Unauthorized: {reason}")]
@@ -339,6 +352,15 @@ impl GatewayError {
                 ErrorCode::INVALID_REQUEST,
                 None,
                 Some((header::RETRY_AFTER, "5".to_owned())),
+            ),
+            E::RateLimited { limit, retry_after } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::INVALID_REQUEST,
+                Some(json!({
+                    "limit": limit,
+                    "retryAfterMs": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
+                })),
+                Some((header::RETRY_AFTER, retry_after_secs(retry_after).to_string())),
             ),
             E::Unauthorized { challenge, .. } => (
                 StatusCode::UNAUTHORIZED,

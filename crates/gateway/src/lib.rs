@@ -20,6 +20,7 @@ pub mod config;
 pub mod error;
 mod gateway;
 pub mod http;
+pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod probe;

@@ -18,6 +18,8 @@ const METHODS: usize = Method::ALL.len() + EXTRA_LABELS.len();
 const ERAS: [&str; 3] = ["modern", "legacy", "none"];
 const OUTCOMES: [&str; 3] = ["ok", "client_error", "server_error"];
 const BUCKETS: [f64; 13] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
+/// The `limit` label of `mcpgate_rate_limited_total`.
+const RATE_LIMITS: [&str; 5] = ["calls", "tasks", "polls", "upstream_calls", "upstream_tasks"];
 const SEAL_REASONS: [OpenFailure; 7] = [
     OpenFailure::TooLong,
     OpenFailure::Malformed,
@@ -74,6 +76,9 @@ pub struct Metrics {
     missing_mcp_name: AtomicU64,
     handed_off: AtomicU64,
     background_busy: AtomicU64,
+    rate_limited: [AtomicU64; RATE_LIMITS.len()],
+    polls_advised: AtomicU64,
+    rate_limits_unchecked: AtomicU64,
     in_flight: AtomicI64,
 }
 
@@ -90,6 +95,9 @@ impl Default for Metrics {
             missing_mcp_name: AtomicU64::new(0),
             handed_off: AtomicU64::new(0),
             background_busy: AtomicU64::new(0),
+            rate_limited: Default::default(),
+            polls_advised: AtomicU64::new(0),
+            rate_limits_unchecked: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
         }
     }
@@ -138,6 +146,25 @@ impl Metrics {
     /// Counts a background call refused because every task worker was taken.
     pub fn background_busy(&self) {
         self.background_busy.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request refused by the rate limit `limit` (`calls`, `tasks`, `polls`), of an
+    /// upstream when `upstream`.
+    pub fn rate_limited(&self, limit: &str, upstream: bool) {
+        let label = if upstream { format!("upstream_{limit}") } else { limit.to_owned() };
+        if let Some(i) = RATE_LIMITS.iter().position(|l| *l == label) {
+            self.rate_limited[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A poll answered past its soft limit, with advice to wait.
+    pub fn poll_advised(&self) {
+        self.polls_advised.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request admitted without a rate-limit check (the store did not answer).
+    pub fn rate_limit_unchecked(&self) {
+        self.rate_limits_unchecked.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Requests being processed on this replica now.
@@ -224,6 +251,24 @@ impl Metrics {
              replica taken).\n# TYPE mcpgate_background_busy_total counter\n",
         );
         let _ = writeln!(out, "mcpgate_background_busy_total {}", self.background_busy.load(Ordering::Relaxed));
+        out.push_str(
+            "# HELP mcpgate_rate_limited_total Requests refused by a rate limit (429), by limit.\n\
+             # TYPE mcpgate_rate_limited_total counter\n",
+        );
+        for (limit, n) in RATE_LIMITS.iter().zip(&self.rate_limited) {
+            let _ = writeln!(out, "mcpgate_rate_limited_total{{limit=\"{limit}\"}} {}", n.load(Ordering::Relaxed));
+        }
+        out.push_str(
+            "# HELP mcpgate_polls_advised_total tasks/get polls answered past the poll limit's burst, with a \
+             longer poll interval saying when to poll next.\n# TYPE mcpgate_polls_advised_total counter\n",
+        );
+        let _ = writeln!(out, "mcpgate_polls_advised_total {}", self.polls_advised.load(Ordering::Relaxed));
+        out.push_str(
+            "# HELP mcpgate_rate_limits_unchecked_total Requests admitted without a rate-limit check because the \
+             task store did not answer.\n# TYPE mcpgate_rate_limits_unchecked_total counter\n",
+        );
+        let _ =
+            writeln!(out, "mcpgate_rate_limits_unchecked_total {}", self.rate_limits_unchecked.load(Ordering::Relaxed));
         out
     }
 }

@@ -67,6 +67,8 @@ pub struct Inner {
     pub task_metrics: Arc<TaskMetrics>,
     /// Concurrency limit.
     pub limiter: Arc<Semaphore>,
+    /// Rate limits per caller (counted in the store).
+    pub limits: crate::limits::Limits,
     /// Bytes of request bodies that may be buffered at once (one permit per byte).
     pub body_budget: Arc<Semaphore>,
     /// `serverInfo`.
@@ -174,6 +176,7 @@ impl AppState {
             ),
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
+            limits: crate::limits::Limits::from_config(&config),
             body_budget: Arc::new(Semaphore::new(
                 usize::try_from(config.http.max_buffered_body_bytes).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS),
             )),

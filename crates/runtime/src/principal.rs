@@ -75,6 +75,15 @@ impl Principal {
         &self.0.key
     }
 
+    /// The key of (issuer, subject) itself, without the narrowing of [`Principal::within`]:
+    /// what limits per caller count against.
+    pub fn caller_key(&self) -> &str {
+        match self.0.key.strip_prefix('s') {
+            Some(narrowed) => narrowed.split_once('/').map_or(&self.0.key, |(_, wider)| wider),
+            None => &self.0.key,
+        }
+    }
+
     /// A short pseudonymous id for logs (no subject in clear text).
     pub fn log_id(&self) -> String {
         let digest = Sha256::digest(self.0.key.as_bytes());
@@ -103,5 +112,13 @@ mod tests {
         assert_eq!((one.issuer(), one.subject()), (anonymous.issuer(), anonymous.subject()));
         // No plain key (a digit first) can equal a narrowed one.
         assert!(one.key().starts_with('s') && anonymous.key().starts_with(|c: char| c.is_ascii_digit()));
+    }
+
+    #[test]
+    fn a_narrowed_principal_is_still_the_same_caller() {
+        let caller = Principal::new("https://issuer/", "s/ub", Vec::new());
+        assert_eq!(caller.caller_key(), caller.key());
+        assert_eq!(caller.within(b"session").caller_key(), caller.key());
+        assert_ne!(Principal::new("https://issuer/", "other", Vec::new()).caller_key(), caller.key());
     }
 }

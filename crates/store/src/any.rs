@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
+use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
@@ -13,6 +13,7 @@ use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
     Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
+use crate::rate::{Admission, Bucket};
 use crate::redis::RedisStore;
 
 /// One of the store implementations.
@@ -186,6 +187,12 @@ impl JobQueue for AnyStore {
 impl OnceMarks for AnyStore {
     async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
         delegate!(self, s => s.first_use(id, expires_at_ms))
+    }
+}
+
+impl RateLimits for AnyStore {
+    async fn admit(&self, scope: &str, buckets: &[Bucket]) -> Result<Admission, StoreError> {
+        delegate!(self, s => s.admit(scope, buckets))
     }
 }
 

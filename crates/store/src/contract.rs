@@ -15,6 +15,7 @@ use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
     Renewal, Settled, StatusNote, TaskId, TaskOutcome, TaskRecord,
 };
+use crate::rate::{Admission, Bucket};
 use mcpgate_protocol::task::TaskStatus;
 
 /// Task records and their state transitions.
@@ -166,6 +167,14 @@ pub trait OnceMarks: Send + Sync {
     /// Marks `id` as used until `expires_at_ms` (Unix ms); true if it was not marked before.
     /// Atomic: of two concurrent calls with one id, exactly one gets true. One round trip.
     fn first_use(&self, id: &str, expires_at_ms: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// Rate limits shared by every replica (see [`crate::rate`]).
+pub trait RateLimits: Send + Sync {
+    /// Charges one request of `scope` (a principal) to every bucket in `buckets`, all or
+    /// nothing: a request refused by one bucket is charged to none. Names must be unique
+    /// within a call. One round trip.
+    fn admit(&self, scope: &str, buckets: &[Bucket]) -> impl Future<Output = Result<Admission, StoreError>> + Send;
 }
 
 /// The queue of jobs, consumed by every replica's workers.

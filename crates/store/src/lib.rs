@@ -15,16 +15,18 @@ mod events;
 mod memory;
 mod metrics;
 mod model;
+mod rate;
 mod redis;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use any::AnyStore;
 pub use change::Change;
-pub use contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
+pub use contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;
 pub use metrics::StoreMetrics;
 pub use model::*;
+pub use rate::{Admission, Bucket};
 pub use redis::{RedisOptions, RedisStore};

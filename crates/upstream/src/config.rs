@@ -47,6 +47,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("breaker_failures", "Consecutive failures that open its circuit breaker [5]"),
     ("breaker_cooldown_secs", "How long an open breaker fails calls before one probe goes through [10]"),
+    (
+        "limits",
+        "Rate limits per caller on its tools, across all replicas: calls_per_minute, calls_burst, tasks_per_minute, tasks_burst (unset: the gateway's limits.upstream_* settings; 0 = no limit) [unset]",
+    ),
 ];
 
 /// How the gateway talks to an upstream.
@@ -186,6 +190,25 @@ pub struct UpstreamConfig {
     /// How long an open breaker waits before letting one probe call through.
     #[serde(default = "default_breaker_cooldown_secs")]
     pub breaker_cooldown_secs: u64,
+    /// Rate limits per principal on its tools, enforced by the gateway (`[upstream.limits]`).
+    #[serde(default)]
+    pub limits: UpstreamLimits,
+}
+
+/// `[upstream.limits]`: how often one principal may call this upstream's tools, across every
+/// replica; each unset value falls back to the gateway's `limits.upstream_*` setting, and 0
+/// means no limit. A burst of 0 (or unset) is ten seconds' worth of the rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpstreamLimits {
+    /// Calls a minute per principal.
+    pub calls_per_minute: Option<u64>,
+    /// Calls admitted at once.
+    pub calls_burst: Option<u64>,
+    /// Task creations a minute per principal.
+    pub tasks_per_minute: Option<u64>,
+    /// Task creations admitted at once.
+    pub tasks_burst: Option<u64>,
 }
 
 fn default_timeout_secs() -> u64 {
@@ -274,6 +297,7 @@ impl UpstreamConfig {
             background: Vec::new(),
             breaker_failures: default_breaker_failures(),
             breaker_cooldown_secs: default_breaker_cooldown_secs(),
+            limits: UpstreamLimits::default(),
         }
     }
 
@@ -387,6 +411,10 @@ impl UpstreamConfig {
             ("task_after_ms", self.task_after_ms, 10, 3_600_000),
             ("breaker_failures", u64::from(self.breaker_failures), 1, 1000),
             ("breaker_cooldown_secs", self.breaker_cooldown_secs, 1, 3600),
+            ("limits.calls_per_minute", self.limits.calls_per_minute.unwrap_or(0), 0, 60_000_000),
+            ("limits.calls_burst", self.limits.calls_burst.unwrap_or(0), 0, 1_000_000),
+            ("limits.tasks_per_minute", self.limits.tasks_per_minute.unwrap_or(0), 0, 60_000_000),
+            ("limits.tasks_burst", self.limits.tasks_burst.unwrap_or(0), 0, 1_000_000),
         ] {
             if !(min..=max).contains(&value) {
                 return Err(bad(key, format!("must be between {min} and {max}")));

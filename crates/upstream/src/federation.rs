@@ -150,6 +150,7 @@ impl Federation {
     ) -> Contribution {
         let config = upstream.config();
         let mut out = Contribution::default();
+        let upstream_name: Arc<str> = Arc::from(config.name.as_str());
         let taken = |owners: &HashMap<String, String>, kind: &str, name: &str| {
             owners.get(&format!("{kind}:{name}")).cloned().unwrap_or_else(|| "a built-in".to_owned())
         };
@@ -190,6 +191,7 @@ impl Federation {
                 task_policy: policy(config, &info.name),
                 retry_safe: idempotent,
                 background: config.is_background(&info.name),
+                upstream: Some(upstream_name.clone()),
             };
             builder.tool(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params, upstream_tasks));
             owners.insert(format!("tool:{exposed}"), source);

@@ -22,7 +22,7 @@ mod transport;
 mod upstream;
 
 pub use breaker::BreakerState;
-pub use config::{EraChoice, TaskMode, ToolFilter, TransportKind, UpstreamConfig};
+pub use config::{EraChoice, TaskMode, ToolFilter, TransportKind, UpstreamConfig, UpstreamLimits};
 pub use entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 pub use error::UpstreamError;
 pub use federation::{Contribution, Federation, UpstreamStatus};

@@ -13,6 +13,11 @@ use super::{AuthMode, Cli, Config};
 use crate::error::GatewayError;
 use mcpgate_runtime::toolsets;
 
+/// Highest rate a limit may name: one request a microsecond (the buckets' resolution).
+pub(crate) const MAX_PER_MINUTE: u64 = 60_000_000;
+/// Largest burst a limit may name.
+pub(crate) const MAX_BURST: u64 = 1_000_000;
+
 mod upstream {
     //! `[[upstream]]` tables and the `mcpServers` import: deserialized, merged (a table
     //! replaces an imported server of the same name), `${VAR}` expanded, validated.
@@ -327,6 +332,14 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
         }
     }
     for (key, value, max) in [
+        ("limits.calls_per_minute", c.limits.calls_per_minute, MAX_PER_MINUTE),
+        ("limits.calls_burst", c.limits.calls_burst, MAX_BURST),
+        ("limits.tasks_per_minute", c.limits.tasks_per_minute, MAX_PER_MINUTE),
+        ("limits.tasks_burst", c.limits.tasks_burst, MAX_BURST),
+        ("limits.polls_per_minute", c.limits.polls_per_minute, MAX_PER_MINUTE),
+        ("limits.polls_burst", c.limits.polls_burst, MAX_BURST),
+        ("limits.upstream_calls_per_minute", c.limits.upstream_calls_per_minute, MAX_PER_MINUTE),
+        ("limits.upstream_tasks_per_minute", c.limits.upstream_tasks_per_minute, MAX_PER_MINUTE),
         ("http.body_limit_bytes", c.http.body_limit_bytes, 256 * 1024 * 1024),
         ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 3600),
         ("shutdown.drain_secs", c.shutdown.drain_secs, 3600),

@@ -40,6 +40,8 @@ pub struct Config {
     pub tasks: TasksConfig,
     /// Background tools: the companion tools' names and the busy answer.
     pub background: BackgroundConfig,
+    /// Rate limits per principal, shared by every replica.
+    pub limits: LimitsConfig,
     /// The Redis task store.
     pub store: StoreConfig,
     /// Logging.
@@ -66,6 +68,7 @@ impl Default for Config {
             seal: SealConfig::default(),
             tasks: TasksConfig::default(),
             background: BackgroundConfig::default(),
+            limits: LimitsConfig::default(),
             store: StoreConfig::default(),
             log: LogConfig::default(),
             shutdown: ShutdownConfig::default(),
@@ -309,6 +312,34 @@ impl Default for BackgroundConfig {
             busy_retry_secs: 5,
         }
     }
+}
+
+/// `[limits]`: rate limits per principal (and per principal and upstream), counted in the
+/// store so they hold across every replica. A rate of 0 is no limit; a burst of 0 is ten
+/// seconds' worth of the rate (at least 1).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// `tools/call` requests a minute per principal.
+    pub calls_per_minute: u64,
+    /// Calls admitted at once.
+    pub calls_burst: u64,
+    /// Task creations a minute per principal.
+    pub tasks_per_minute: u64,
+    /// Task creations admitted at once.
+    pub tasks_burst: u64,
+    /// `tasks/get` polls a minute per principal: past the burst a poll is still answered,
+    /// with a longer poll interval saying when to poll next; only a client polling twice as fast
+    /// as that is refused.
+    pub polls_per_minute: u64,
+    /// Polls admitted at once before the advice starts.
+    pub polls_burst: u64,
+    /// Calls a minute per principal to one upstream's tools (an upstream's own
+    /// `limits.calls_per_minute` overrides it).
+    pub upstream_calls_per_minute: u64,
+    /// Task creations a minute per principal for one upstream's tools (an upstream's own
+    /// `limits.tasks_per_minute` overrides it).
+    pub upstream_tasks_per_minute: u64,
 }
 
 impl Default for TasksConfig {

@@ -226,6 +226,34 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "A background call made while this replica's task workers are all busy is refused, saying to retry after this many seconds [5]",
     ),
+    s(
+        "limits.calls_per_minute",
+        Kind::Int,
+        "tools/call requests a minute per principal, across all replicas; beyond it 429 with Retry-After; 0 = no limit [0]",
+    ),
+    s("limits.calls_burst", Kind::Int, "Calls a principal may make at once; 0 = ten seconds' worth of the rate [0]"),
+    s(
+        "limits.tasks_per_minute",
+        Kind::Int,
+        "Task creations a minute per principal, across all replicas; beyond it 429 with Retry-After; 0 = no limit [0]",
+    ),
+    s("limits.tasks_burst", Kind::Int, "Tasks a principal may create at once; 0 = ten seconds' worth of the rate [0]"),
+    s(
+        "limits.polls_per_minute",
+        Kind::Int,
+        "tasks/get polls a minute per principal: past the burst a poll is answered with a longer poll interval (pollIntervalMs; legacy pollInterval) saying when to poll next, and a client polling twice as fast as that gets 429; 0 = no limit [0]",
+    ),
+    s("limits.polls_burst", Kind::Int, "Polls a principal may make at once; 0 = ten seconds' worth of the rate [0]"),
+    s(
+        "limits.upstream_calls_per_minute",
+        Kind::Int,
+        "Calls a minute per principal to one upstream's tools (an upstream's limits.calls_per_minute overrides it); 0 = no limit [0]",
+    ),
+    s(
+        "limits.upstream_tasks_per_minute",
+        Kind::Int,
+        "Task creations a minute per principal for one upstream's tools (an upstream's limits.tasks_per_minute overrides it); 0 = no limit [0]",
+    ),
     s("store.prefix", Kind::Str, "Prefix of every Redis key (deployments may share a Redis) [mcpgate]"),
     s("store.shards", Kind::Int, "Task shards (job streams), 1 to 256; must be equal on every replica [16]"),
     s(

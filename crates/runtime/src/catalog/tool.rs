@@ -63,6 +63,9 @@ pub struct ToolDescriptor {
     /// still gets the call as a task, answered at once with the task id and how to follow it
     /// with the companion tools (`task_status`, `task_result`, `task_cancel`).
     pub background: bool,
+    /// The upstream server the tool comes from (`None` for a tool of this gateway): calls
+    /// to it count against that upstream's rate limits.
+    pub upstream: Option<std::sync::Arc<str>>,
 }
 
 impl ToolDescriptor {
@@ -87,6 +90,7 @@ impl ToolDescriptor {
             task_policy: TaskPolicy::Forbidden,
             retry_safe: true,
             background: false,
+            upstream: None,
         }
     }
 

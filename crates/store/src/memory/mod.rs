@@ -5,6 +5,7 @@
 //! operation is atomic; expired tasks are purged (in expiry order) before any operation reads
 //! state, so memory is bounded by the live tasks.
 
+mod rates;
 mod state;
 
 use std::sync::Arc;
@@ -14,13 +15,15 @@ use tokio::sync::Notify;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
+use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
     Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
+use crate::rate::{Admission, Bucket};
+use rates::Rates;
 use state::State;
 
 /// The in-process store.
@@ -29,6 +32,8 @@ pub struct MemoryStore {
     state: Arc<std::sync::Mutex<State>>,
     jobs_ready: Arc<Notify>,
     hub: Hub,
+    /// Rate-limit buckets, apart from the task state (a check touches nothing else).
+    rates: Arc<std::sync::Mutex<Rates>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -50,6 +55,7 @@ impl MemoryStore {
             state: Arc::new(std::sync::Mutex::new(State::new(shards))),
             jobs_ready: Arc::new(Notify::new()),
             hub: Hub::new(),
+            rates: Arc::default(),
         }
     }
 
@@ -268,6 +274,15 @@ impl EventBus for MemoryStore {
 impl OnceMarks for MemoryStore {
     async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
         Ok(self.with(|s, _| s.first_use(id, expires_at_ms)))
+    }
+}
+
+impl RateLimits for MemoryStore {
+    async fn admit(&self, scope: &str, buckets: &[Bucket]) -> Result<Admission, StoreError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        Ok(self.rates.lock().unwrap_or_else(std::sync::PoisonError::into_inner).admit(scope, buckets, now))
     }
 }
 

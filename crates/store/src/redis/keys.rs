@@ -85,6 +85,18 @@ impl Keys {
         key
     }
 
+    /// A rate-limit bucket of `scope`: every bucket of one scope shares the scope's hash tag
+    /// (one slot, so one script charges them all); the scope is hashed, never spelled out.
+    pub(super) fn rate(&self, scope: &str, bucket: &str) -> String {
+        let digest = Sha256::digest(scope.as_bytes());
+        let mut key = format!("{p}:{{{p}:rate:", p = self.prefix);
+        for b in &digest[..16] {
+            let _ = write!(key, "{b:02x}");
+        }
+        let _ = write!(key, "}}:{bucket}");
+        key
+    }
+
     pub(super) fn once(&self, id: &str) -> String {
         format!("{}:once:{id}", self.prefix)
     }

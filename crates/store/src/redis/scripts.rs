@@ -18,8 +18,23 @@ pub(super) static CHECKPOINT: LazyLock<Script> =
 pub(super) static HOLD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/hold.lua")));
 pub(super) static LAPSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/lapse.lua")));
 pub(super) static HAND_BACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/handback.lua")));
+pub(super) static RATE_LIMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/ratelimit.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 12] {
-    [&CREATE, &CANCEL, &CLAIM, &RENEW, &SETTLE, &RELEASE, &FORGET, &ANSWER, &HAND_BACK, &CHECKPOINT, &HOLD, &LAPSE]
+pub(super) fn all() -> [&'static Script; 13] {
+    [
+        &CREATE,
+        &CANCEL,
+        &CLAIM,
+        &RENEW,
+        &SETTLE,
+        &RELEASE,
+        &FORGET,
+        &ANSWER,
+        &HAND_BACK,
+        &CHECKPOINT,
+        &HOLD,
+        &LAPSE,
+        &RATE_LIMIT,
+    ]
 }

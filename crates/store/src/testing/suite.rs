@@ -8,12 +8,13 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, TaskStore, UpstreamLists};
+use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, Lease, NewTask, RawAnswer,
     RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome,
     TaskRecord,
 };
+use crate::rate::{Admission, Bucket};
 
 const LEASE: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_secs(5);
@@ -90,7 +91,7 @@ async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent 
 /// Runs every check, each against a store made by `make`.
 pub async fn run_suite<S, F, Fut>(make: F)
 where
-    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists,
+    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists + RateLimits,
     F: Fn() -> Fut,
     Fut: Future<Output = S>,
 {
@@ -116,6 +117,43 @@ where
     handed_back_jobs_reach_another_worker(&make().await).await;
     running_tasks_start_leased_and_are_taken_over_when_it_lapses(&make().await).await;
     upstream_lists_are_shared_with_a_generation(&make().await).await;
+    rate_limits_admit_all_or_nothing_per_scope(&make().await).await;
+}
+
+async fn rate_limits_admit_all_or_nothing_per_scope<S: RateLimits>(store: &S) {
+    let bucket = |name: &str, burst, soft| Bucket::per_minute(name.to_owned(), 1, burst, soft);
+    let admitted = Admission::Admitted { advice: Duration::ZERO };
+    let calls = [bucket("calls", 2, false)];
+    assert_eq!(store.admit("alice", &calls).await.expect("admit"), admitted);
+    assert_eq!(store.admit("alice", &calls).await.expect("admit"), admitted);
+    match store.admit("alice", &calls).await.expect("admit") {
+        Admission::Refused { bucket: 0, retry_after } => {
+            assert!(retry_after > Duration::from_secs(55) && retry_after <= Duration::from_secs(60), "{retry_after:?}");
+        }
+        other => panic!("the burst is spent: {other:?}"),
+    }
+    assert_eq!(store.admit("bob", &calls).await.expect("admit"), admitted, "scopes do not share buckets");
+
+    // Refused by its second bucket, a request is charged to neither.
+    let both = [bucket("tasks", 3, false), bucket("tasks:slow", 1, false)];
+    assert_eq!(store.admit("carol", &both).await.expect("admit"), admitted);
+    assert!(matches!(store.admit("carol", &both).await.expect("admit"), Admission::Refused { bucket: 1, .. }));
+    let first = &both[..1];
+    assert_eq!(store.admit("carol", first).await.expect("admit"), admitted);
+    assert_eq!(store.admit("carol", first).await.expect("admit"), admitted, "the refused request cost nothing");
+    assert!(matches!(store.admit("carol", first).await.expect("admit"), Admission::Refused { bucket: 0, .. }));
+
+    // A soft bucket admits as many again past its burst, with advice, then refuses.
+    let polls = [bucket("polls", 1, true)];
+    assert_eq!(store.admit("dave", &polls).await.expect("admit"), admitted);
+    match store.admit("dave", &polls).await.expect("admit") {
+        Admission::Admitted { advice } => {
+            assert!(advice > Duration::from_secs(55) && advice <= Duration::from_secs(60), "{advice:?}");
+        }
+        other => panic!("a soft bucket advises first: {other:?}"),
+    }
+    assert!(matches!(store.admit("dave", &polls).await.expect("admit"), Admission::Refused { bucket: 0, .. }));
+    assert_eq!(store.admit("dave", &[]).await.expect("admit"), admitted, "no bucket, no limit");
 }
 
 async fn upstream_lists_are_shared_with_a_generation<S: UpstreamLists>(store: &S) {

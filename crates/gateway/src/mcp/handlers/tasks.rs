@@ -28,6 +28,7 @@ use mcpgate_store::{
 
 use crate::config::AuthMode;
 use crate::error::{GatewayError, clip};
+use crate::limits::{self, Charge};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::{Prepared, Work};
 use mcpgate_runtime::task_metrics::TaskMetric;
@@ -211,7 +212,15 @@ pub(in crate::mcp) async fn get(
     require_extension(cx)?;
     // Only what is rendered: a modern view carries the outcome inline, a legacy one does not.
     let read = if cx.era == Era::Modern { Read::WithOutcome } else { Read::Control };
-    let record = find(state, cx, &params.task_id, read).await?;
+    // The poll limit is checked alongside the read (no added latency): past its burst the
+    // poll is still answered, with a longer poll interval saying when to come back.
+    let (record, advice) =
+        tokio::join!(find(state, cx, &params.task_id, read), limits::admit(state, &cx.principal, Charge::Poll));
+    let (mut record, advice) = (record?, advice?);
+    if !advice.is_zero() && !record.status.is_terminal() {
+        let advice_ms = u64::try_from(advice.as_millis()).unwrap_or(u64::MAX).saturating_add(1);
+        record.poll_interval_ms = record.poll_interval_ms.max(advice_ms);
+    }
     match cx.era {
         Era::Modern => render::complete(state, cx, task_view::detailed(&record)?),
         Era::Legacy => legacy_task(state, cx, &record),
