@@ -3,7 +3,8 @@
 //! a caller over a limit gets 429 with `Retry-After` and an error naming the limit while
 //! another caller's requests go through, a refused request costs nothing from the caller's
 //! other limits, and polls past their burst are answered with a longer `pollIntervalMs` before
-//! they are refused.
+//! they are refused. Task quotas: a creation over a caller's running or retained quota is
+//! refused clearly and creates nothing; an ended task frees its running place at once.
 
 use serde_json::{Value, json};
 
@@ -145,5 +146,58 @@ async fn an_upstreams_own_limit_counts_only_calls_to_its_tools() -> anyhow::Resu
     anyhow::ensure!(echo.status == 200 && echo.json()?["result"].is_object(), "{}", echo.body);
     let frank = call(&client, &url, "frank", "tools/call", add).await?;
     anyhow::ensure!(frank.json()?["result"]["content"][0]["text"] == "5", "{}", frank.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_quotas_refuse_creations_clearly_until_tasks_end() -> anyhow::Result<()> {
+    let mut cluster = crate::jwt::with_jwt(Cluster::builder(3))
+        .env("MCPGATE_LIMITS_MAX_RUNNING_TASKS", "1")
+        .env("MCPGATE_LIMITS_MAX_RETAINED_TASKS", "2")
+        .start()?;
+    let client = Client::new()?;
+    let url = cluster.url();
+    let task_of = |created: &Value| {
+        created["result"]["taskId"]
+            .as_str()
+            .or_else(|| created["result"]["task"]["taskId"].as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| anyhow::anyhow!("no task: {created}"))
+    };
+    let first = task_of(&call(&client, &url, "gina", "tools/call", report()).await?.json()?)?;
+    // One running task is gina's quota, whichever replica she reaches.
+    let refused = call(&client, &url, "gina", "tools/call", report()).await?;
+    anyhow::ensure!(refused.status == 429 && refused.retry_after.is_none(), "{refused:?}");
+    let error = &refused.json()?["error"];
+    anyhow::ensure!(error["code"] == -32600 && error["data"]["quota"] == "running tasks", "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    anyhow::ensure!(message.contains("at most 1 running tasks per caller"), "{message}");
+    // Hank's tasks are his own.
+    let hank = call(&client, &url, "hank", "tools/call", report()).await?.json()?;
+    let hanks = task_of(&hank)?;
+
+    // Once her task ends, its place is free (on any replica).
+    let cancelled = call(&client, &url, "gina", "tasks/cancel", poll(&first)).await?;
+    anyhow::ensure!(cancelled.status == 200, "{}", cancelled.body);
+    let second = task_of(&call(&client, &url, "gina", "tools/call", report()).await?.json()?)?;
+    let cancelled = call(&client, &url, "gina", "tasks/cancel", poll(&second)).await?;
+    anyhow::ensure!(cancelled.status == 200, "{}", cancelled.body);
+    // Two retained tasks (both ended) fill her retained quota until the older expires.
+    let refused = call(&client, &url, "gina", "tools/call", report()).await?;
+    anyhow::ensure!(refused.status == 429, "{}", refused.body);
+    let error = &refused.json()?["error"];
+    anyhow::ensure!(error["data"]["quota"] == "retained tasks" && error["data"]["max"] == 2, "{error}");
+    let retry: u64 = refused.retry_after.as_deref().unwrap_or_default().parse()?;
+    // The default lifetime is an hour.
+    anyhow::ensure!((3500..=3600).contains(&retry), "Retry-After {retry}: when the oldest task expires");
+    // Nothing was created by the refused calls: gina's two tasks and hank's one are all.
+    let redis_url = cluster.redis().url();
+    let scan =
+        std::process::Command::new("redis-cli").args(["-u", &redis_url, "--scan", "--pattern", "*:task:*"]).output()?;
+    anyhow::ensure!(scan.status.success(), "redis-cli: {}", String::from_utf8_lossy(&scan.stderr));
+    let stored = String::from_utf8_lossy(&scan.stdout).lines().count();
+    anyhow::ensure!(stored == 3, "three task records stored, found {stored}");
+    let cancelled = call(&client, &url, "hank", "tasks/cancel", poll(&hanks)).await?;
+    anyhow::ensure!(cancelled.status == 200, "{}", cancelled.body);
     Ok(())
 }

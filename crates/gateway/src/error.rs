@@ -21,6 +21,14 @@ fn retry_after_secs(wait: &std::time::Duration) -> u64 {
     wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).max(1)
 }
 
+/// What a caller at a quota can do.
+fn quota_advice(retry_after: &Option<std::time::Duration>) -> String {
+    match retry_after {
+        Some(wait) => format!("the oldest expires in {} s", retry_after_secs(wait)),
+        None => "retry once one of them ends".to_owned(),
+    }
+}
+
 /// Everything that can go wrong in the gateway, from start-up to a single request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -93,6 +101,16 @@ pub enum GatewayError {
         limit: String,
         /// When the request would be admitted.
         retry_after: std::time::Duration,
+    },
+    /// The caller is at one of its task quotas: nothing was created.
+    #[error("Too Many Requests: quota exceeded: at most {max} {what} per caller; {}", quota_advice(.retry_after))]
+    QuotaExceeded {
+        /// Which quota (`running tasks`, `retained tasks`).
+        what: &'static str,
+        /// Its size.
+        max: u64,
+        /// When a place frees up, if known.
+        retry_after: Option<std::time::Duration>,
     },
     /// No valid bearer token.
     #[error("Unauthorized: {reason}")]
@@ -270,7 +288,14 @@ impl From<RuntimeError> for GatewayError {
 
 impl From<mcpgate_store::StoreError> for GatewayError {
     fn from(source: mcpgate_store::StoreError) -> Self {
-        Self::Store { source }
+        match source {
+            mcpgate_store::StoreError::QuotaExceeded { kind, max, retry_after_ms } => Self::QuotaExceeded {
+                what: kind.describe(),
+                max,
+                retry_after: retry_after_ms.map(std::time::Duration::from_millis),
+            },
+            source => Self::Store { source },
+        }
     }
 }
 
@@ -361,6 +386,16 @@ impl GatewayError {
                     "retryAfterMs": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
                 })),
                 Some((header::RETRY_AFTER, retry_after_secs(retry_after).to_string())),
+            ),
+            E::QuotaExceeded { what, max, retry_after } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::INVALID_REQUEST,
+                Some(json!({
+                    "quota": what,
+                    "max": max,
+                    "retryAfterMs": retry_after.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+                })),
+                retry_after.as_ref().map(|w| (header::RETRY_AFTER, retry_after_secs(w).to_string())),
             ),
             E::Unauthorized { challenge, .. } => (
                 StatusCode::UNAUTHORIZED,

@@ -26,6 +26,16 @@ pub enum StoreError {
         /// What was unexpected.
         detail: String,
     },
+    /// The caller is at one of its quotas: nothing was created.
+    #[error("quota exceeded: at most {max} {} per caller", kind.describe())]
+    QuotaExceeded {
+        /// Which quota.
+        kind: crate::quota::QuotaKind,
+        /// Its size.
+        max: u64,
+        /// When a place frees up, if known (the oldest retained task's expiry).
+        retry_after_ms: Option<u64>,
+    },
     /// The store could not be set up (start-up only).
     #[error("task store configuration: {detail}")]
     Config {

@@ -15,6 +15,7 @@ mod events;
 mod memory;
 mod metrics;
 mod model;
+mod quota;
 mod rate;
 mod redis;
 #[cfg(feature = "testing")]
@@ -28,5 +29,6 @@ pub use events::Subscription;
 pub use memory::MemoryStore;
 pub use metrics::StoreMetrics;
 pub use model::*;
+pub use quota::{Quota, QuotaKind};
 pub use rate::{Admission, Bucket};
 pub use redis::{RedisOptions, RedisStore};

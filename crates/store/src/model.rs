@@ -115,6 +115,9 @@ pub struct NewTask {
     /// Whether `list` finds the task (it is indexed under its owner): only a deployment that
     /// serves `tasks/list` needs it, and the index costs commands on every create.
     pub indexed: bool,
+    /// The creator's quotas, if any apply: a creation over one fails with
+    /// [`StoreError::QuotaExceeded`](crate::StoreError::QuotaExceeded) and creates nothing.
+    pub quota: Option<crate::quota::Quota>,
 }
 
 impl NewTask {

@@ -314,8 +314,8 @@ impl Default for BackgroundConfig {
     }
 }
 
-/// `[limits]`: rate limits per principal (and per principal and upstream), counted in the
-/// store so they hold across every replica. A rate of 0 is no limit; a burst of 0 is ten
+/// `[limits]`: rate limits and task quotas per principal (and per principal and upstream),
+/// counted in the store so they hold across every replica. A rate of 0 is no limit; a burst of 0 is ten
 /// seconds' worth of the rate (at least 1).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -340,6 +340,11 @@ pub struct LimitsConfig {
     /// Task creations a minute per principal for one upstream's tools (an upstream's own
     /// `limits.tasks_per_minute` overrides it).
     pub upstream_tasks_per_minute: u64,
+    /// Tasks of one principal running at once (working or waiting for input), across every
+    /// replica; a creation beyond it is refused.
+    pub max_running_tasks: u64,
+    /// Tasks of one principal retained at once (any status, until they expire).
+    pub max_retained_tasks: u64,
 }
 
 impl Default for TasksConfig {

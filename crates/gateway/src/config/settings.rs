@@ -254,6 +254,16 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "Task creations a minute per principal for one upstream's tools (an upstream's limits.tasks_per_minute overrides it); 0 = no limit [0]",
     ),
+    s(
+        "limits.max_running_tasks",
+        Kind::Int,
+        "Tasks one principal may have running at once (working or input_required), across all replicas; a creation beyond it gets 429; 0 = no quota [0]",
+    ),
+    s(
+        "limits.max_retained_tasks",
+        Kind::Int,
+        "Tasks one principal may have stored at once (any status, until they expire), across all replicas; a creation beyond it gets 429; 0 = no quota [0]",
+    ),
     s("store.prefix", Kind::Str, "Prefix of every Redis key (deployments may share a Redis) [mcpgate]"),
     s("store.shards", Kind::Int, "Task shards (job streams), 1 to 256; must be equal on every replica [16]"),
     s(

@@ -300,3 +300,21 @@ fn background_settings_are_validated() {
         assert!(err.contains(named), "{named:?} not named in {err}");
     }
 }
+
+#[test]
+fn the_helm_charts_env_values_name_real_settings() {
+    let values = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/helm/mcpgate/values.yaml"))
+        .expect("deploy/helm/mcpgate/values.yaml");
+    let env: Vec<&str> = values
+        .lines()
+        .skip_while(|l| *l != "env:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  ") || l.is_empty())
+        .filter_map(|l| l.trim().split_once(':').map(|(k, _)| k))
+        .collect();
+    assert!(env.len() >= 5, "the env values were not found: {env:?}");
+    let names: Vec<String> = SETTINGS.iter().map(|s| s.env_name()).collect();
+    for key in env {
+        assert!(names.iter().any(|n| n == key), "values.yaml env names {key}, which is no setting");
+    }
+}

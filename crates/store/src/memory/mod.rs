@@ -93,7 +93,7 @@ fn millis(d: Duration) -> u64 {
 
 impl TaskStore for MemoryStore {
     async fn create(&self, task: NewTask) -> Result<Created, StoreError> {
-        let created = self.with(|s, now| s.create(task, now));
+        let created = self.with(|s, now| s.create(task, now))?;
         if matches!(created, Created::New(_)) {
             self.jobs_ready.notify_waiters();
         }
@@ -106,7 +106,7 @@ impl TaskStore for MemoryStore {
         worker: &str,
         lease: Duration,
     ) -> Result<(Created, Option<(Lease, Job)>), StoreError> {
-        Ok(self.with(|s, now| s.create_running(task, worker, millis(lease), now)))
+        self.with(|s, now| s.create_running(task, worker, millis(lease), now))
     }
 
     async fn get(&self, id: &TaskId, read: Read) -> Result<Option<TaskRecord>, StoreError> {

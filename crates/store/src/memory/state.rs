@@ -8,10 +8,12 @@ use serde_json::json;
 
 use mcpgate_protocol::task::TaskStatus;
 
+use crate::error::StoreError;
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawAnswer, Read,
     Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
+use crate::quota::{Quota, QuotaKind};
 
 /// Most dead-lettered jobs kept in memory.
 const MAX_DEAD: usize = 1000;
@@ -85,6 +87,8 @@ pub(super) struct State {
     dead: VecDeque<Job>,
     once: HashMap<String, u64>,
     once_order: BinaryHeap<Reverse<(u64, String)>>,
+    /// Caller scope → the tasks counted against its quotas (pruned when checked).
+    quotas: HashMap<String, Vec<TaskId>>,
     next_entry: u64,
     /// Events produced by the current operation, delivered after the lock is released.
     pub(super) events: Vec<(TaskId, TaskEvent)>,
@@ -106,6 +110,7 @@ impl State {
             dead: VecDeque::new(),
             once: HashMap::new(),
             once_order: BinaryHeap::new(),
+            quotas: HashMap::new(),
             next_entry: 0,
             events: Vec::new(),
         }
@@ -146,15 +151,18 @@ impl State {
         }
     }
 
-    pub(super) fn create(&mut self, task: NewTask, now: u64) -> Created {
+    pub(super) fn create(&mut self, task: NewTask, now: u64) -> Result<Created, StoreError> {
         if let Some(idempotency) = &task.idempotency
             && let Some((id, call, _)) = self.idempotency.get(&idempotency.scope)
             && let Some(entry) = self.tasks.get(id)
         {
             if *call != idempotency.call {
-                return Created::KeyReused;
+                return Ok(Created::KeyReused);
             }
-            return Created::Existing(entry.view(Read::Control));
+            return Ok(Created::Existing(entry.view(Read::Control)));
+        }
+        if let Some(quota) = task.quota.as_ref().filter(|q| q.is_limited()) {
+            self.check_quota(quota, now)?;
         }
         let shard = match &task.idempotency {
             Some(i) => u16::from(i.scope[0]) % self.shards,
@@ -162,6 +170,7 @@ impl State {
         };
         let id = TaskId::generate(u8::try_from(shard).unwrap_or(0));
         let (ttl_ms, idempotency, task_indexed) = (task.ttl_ms, task.idempotency.clone(), task.indexed);
+        let task_quota = task.quota.clone().filter(Quota::is_limited);
         let answer_bytes = task.input_responses.values().map(|a| a.json.len() as u64).sum();
         let record = task.into_record(id.clone(), now);
         if let Some(ttl) = ttl_ms {
@@ -187,8 +196,39 @@ impl State {
             answer_bytes,
             deferred_since: None,
         };
+        if let Some(quota) = task_quota {
+            self.quotas.entry(quota.scope).or_default().push(id.clone());
+        }
         self.tasks.insert(id, entry);
-        Created::New(record)
+        Ok(Created::New(record))
+    }
+
+    /// Fails when the caller of `quota` is at one of its quotas (tasks that ended no longer
+    /// count as running, expired ones not at all).
+    fn check_quota(&mut self, quota: &Quota, now: u64) -> Result<(), StoreError> {
+        let Some(ids) = self.quotas.get_mut(&quota.scope) else { return Ok(()) };
+        let tasks = &self.tasks;
+        ids.retain(|id| tasks.contains_key(id));
+        let running = ids.iter().filter(|id| !tasks[*id].record.status.is_terminal()).count();
+        if quota.max_running > 0 && running as u64 >= quota.max_running {
+            return Err(StoreError::QuotaExceeded {
+                kind: QuotaKind::Running,
+                max: quota.max_running,
+                retry_after_ms: None,
+            });
+        }
+        if quota.max_retained > 0 && ids.len() as u64 >= quota.max_retained {
+            let oldest = ids
+                .iter()
+                .filter_map(|id| tasks[id].record.ttl_ms.map(|ttl| tasks[id].record.created_ms.saturating_add(ttl)))
+                .min();
+            return Err(StoreError::QuotaExceeded {
+                kind: QuotaKind::Retained,
+                max: quota.max_retained,
+                retry_after_ms: oldest.map(|expires| expires.saturating_sub(now)),
+            });
+        }
+        Ok(())
     }
 
     /// A task that runs on `worker` from now on: created (or found, like `create`), its lease
@@ -199,10 +239,10 @@ impl State {
         worker: &str,
         lease: u64,
         now: u64,
-    ) -> (Created, Option<(Lease, Job)>) {
-        let record = match self.create(task, now) {
+    ) -> Result<(Created, Option<(Lease, Job)>), StoreError> {
+        let record = match self.create(task, now)? {
             Created::New(record) => record,
-            other => return (other, None),
+            other => return Ok((other, None)),
         };
         let job = self
             .queue
@@ -215,7 +255,7 @@ impl State {
         entry.lease_until = now.saturating_add(lease);
         entry.record.attempts = 1;
         let lease = Lease { task: record.id.clone(), token: 1, entry: job.entry.clone(), worker: worker.to_owned() };
-        (Created::New(entry.record.clone()), Some((lease, job)))
+        Ok((Created::New(entry.record.clone()), Some((lease, job))))
     }
 
     fn enqueue(&mut self, task: TaskId) {

@@ -97,6 +97,17 @@ impl Keys {
         key
     }
 
+    /// A quota set (`running`, `retained`) of `scope`: both sets of a scope share its hash tag.
+    pub(super) fn quota(&self, scope: &str, set: &str) -> String {
+        let digest = Sha256::digest(scope.as_bytes());
+        let mut key = format!("{p}:{{{p}:quota:", p = self.prefix);
+        for b in &digest[..16] {
+            let _ = write!(key, "{b:02x}");
+        }
+        let _ = write!(key, "}}:{set}");
+        key
+    }
+
     pub(super) fn once(&self, id: &str) -> String {
         format!("{}:once:{id}", self.prefix)
     }

@@ -14,6 +14,7 @@ mod job_queue;
 mod keys;
 mod lists;
 mod pool;
+mod quota;
 mod rate;
 mod record;
 mod scripts;

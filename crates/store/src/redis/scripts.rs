@@ -19,9 +19,10 @@ pub(super) static HOLD: LazyLock<Script> = LazyLock::new(|| Script::new(include_
 pub(super) static LAPSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/lapse.lua")));
 pub(super) static HAND_BACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/handback.lua")));
 pub(super) static RATE_LIMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/ratelimit.lua")));
+pub(super) static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/quota.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 13] {
+pub(super) fn all() -> [&'static Script; 14] {
     [
         &CREATE,
         &CANCEL,
@@ -36,5 +37,6 @@ pub(super) fn all() -> [&'static Script; 13] {
         &HOLD,
         &LAPSE,
         &RATE_LIMIT,
+        &QUOTA,
     ]
 }

@@ -418,8 +418,20 @@ impl RedisStore {
         let window = task.idempotency.as_ref().map_or(0, |i| i.window_ms);
         let answer_bytes: usize = task.input_responses.values().map(|a| a.json.len()).sum();
         let mut force = false;
+        let quota = task.quota.as_ref().filter(|q| q.is_limited());
         loop {
             let id = TaskId::generate(shard);
+            if let Some(quota) = quota
+                && let Err(over) = self.reserve(quota, &id, task.ttl_ms).await
+            {
+                // A retry of a call whose task exists gets that task, whatever the quota says.
+                if let (StoreError::QuotaExceeded { .. }, Some(idempotency)) = (&over, &task.idempotency)
+                    && let Some(found) = self.find_idempotent(shard, idempotency, &call).await?
+                {
+                    return Ok((found, String::new()));
+                }
+                return Err(over);
+            }
             let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
             // A task that runs at once waits in the lease index, any other in the job stream.
             let waits = if running.is_some() { keys.leases(shard) } else { keys.jobs(shard) };
@@ -427,8 +439,8 @@ impl RedisStore {
             if let Some(idempotency) = &task.idempotency {
                 script_keys.push(keys.idempotency(shard, &idempotency.scope));
             }
-            let out = reply(
-                self.script(
+            let out = self
+                .script(
                     Retry::Yes,
                     &scripts::CREATE,
                     script_keys,
@@ -457,8 +469,18 @@ impl RedisStore {
                     .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
                     .collect(),
                 )
-                .await?,
-            )?;
+                .await
+                .and_then(reply);
+            if let Some(quota) = quota
+                && !matches!(&out, Ok(out) if item(out, 0).as_deref() == Some("1"))
+            {
+                // Nothing was created under this id (or maybe not: a failed call is given the
+                // benefit of the doubt rather than leave the caller blocked): its place is free.
+                if let Err(e) = self.unreserve(quota, &id).await {
+                    tracing::warn!(error = %e, "a quota place reserved for a task not created stays counted until checked");
+                }
+            }
+            let out = out?;
             match (item(&out, 0).as_deref(), item(&out, 1)) {
                 (Some("1"), Some(created)) => {
                     let created_ms = created.parse().unwrap_or(0);
@@ -478,6 +500,27 @@ impl RedisStore {
                 _ => return Err(StoreError::Corrupt { detail: "unexpected create reply".to_owned() }),
             }
         }
+    }
+}
+
+impl RedisStore {
+    /// What an idempotency key already names, read directly (for a creation refused by a
+    /// quota): the task of the same call, [`Created::KeyReused`] for another call, or `None`.
+    async fn find_idempotent(
+        &self,
+        shard: u8,
+        idempotency: &crate::model::Idempotency,
+        call: &str,
+    ) -> Result<Option<Created>, StoreError> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.inner.keys.idempotency(shard, &idempotency.scope));
+        let held: Option<String> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        let Some((id, digest)) = held.as_deref().and_then(|h| h.split_once(' ')) else { return Ok(None) };
+        if digest != call {
+            return Ok(Some(Created::KeyReused));
+        }
+        let Some(id) = TaskId::parse(id) else { return Ok(None) };
+        Ok(self.get(&id, Read::Control).await?.map(Created::Existing))
     }
 }
 

@@ -9,11 +9,13 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
+use crate::error::StoreError;
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, Lease, NewTask, RawAnswer,
     RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome,
     TaskRecord,
 };
+use crate::quota::{Quota, QuotaKind};
 use crate::rate::{Admission, Bucket};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -40,6 +42,7 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         idempotency: Some(Idempotency { scope, call: [call; 32], window_ms: 60_000 }),
         index_horizon_ms: Some(3_600_000),
         indexed: true,
+        quota: None,
         input_responses: RawAnswers::new(),
         state: None,
     }
@@ -118,6 +121,44 @@ where
     running_tasks_start_leased_and_are_taken_over_when_it_lapses(&make().await).await;
     upstream_lists_are_shared_with_a_generation(&make().await).await;
     rate_limits_admit_all_or_nothing_per_scope(&make().await).await;
+    quotas_refuse_creations_until_tasks_end_or_expire(&make().await).await;
+}
+
+async fn quotas_refuse_creations_until_tasks_end_or_expire<S: TaskStore>(store: &S) {
+    let quota = Quota { scope: "quota-owner".to_owned(), max_running: 2, max_retained: 3 };
+    let task = |call: u8, keyed: bool| {
+        let task = new_task("q", call);
+        NewTask { quota: Some(quota.clone()), idempotency: if keyed { task.idempotency.clone() } else { None }, ..task }
+    };
+    let new = |created: Result<Created, StoreError>| match created.expect("create") {
+        Created::New(record) => record,
+        other => panic!("expected a new task: {other:?}"),
+    };
+    let a = new(store.create(task(1, true)).await);
+    let b = new(store.create(task(2, false)).await);
+    assert_eq!(
+        store.create(task(3, false)).await.expect_err("over the running quota"),
+        StoreError::QuotaExceeded { kind: QuotaKind::Running, max: 2, retry_after_ms: None }
+    );
+    // A retry of a call that made its task gets that task, at the quota or not.
+    match store.create(task(1, true)).await.expect("retry") {
+        Created::Existing(record) => assert_eq!(record.id, a.id),
+        other => panic!("the retry gets its task: {other:?}"),
+    }
+    // An ended task no longer runs: its place is free.
+    assert!(matches!(store.cancel(&b.id, "q").await.expect("cancel"), Cancelled::Now(_)));
+    let c = new(store.create(task(4, false)).await);
+    // Three retained (one running, two ended): the retained quota is full until one expires.
+    assert!(matches!(store.cancel(&c.id, "q").await.expect("cancel"), Cancelled::Now(_)));
+    match store.create(task(5, false)).await.expect_err("over the retained quota") {
+        StoreError::QuotaExceeded { kind: QuotaKind::Retained, max: 3, retry_after_ms: Some(ms) } => {
+            assert!(ms > 50_000 && ms <= 60_000, "until the oldest expires: {ms} ms");
+        }
+        other => panic!("the retained quota: {other:?}"),
+    }
+    // Another caller's quota is its own.
+    let other = Quota { scope: "another".to_owned(), ..quota.clone() };
+    new(store.create(NewTask { quota: Some(other), idempotency: None, ..new_task("q", 6) }).await);
 }
 
 async fn rate_limits_admit_all_or_nothing_per_scope<S: RateLimits>(store: &S) {

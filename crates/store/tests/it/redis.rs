@@ -33,6 +33,7 @@ fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
         idempotency: Some(mcpgate_store::Idempotency { scope: idempotency, call: [0; 32], window_ms: 0 }),
         index_horizon_ms: None,
         indexed: true,
+        quota: None,
         input_responses: mcpgate_store::RawAnswers::new(),
         state: None,
     }

@@ -131,7 +131,8 @@ pub(in crate::mcp) async fn create_adopted(
     state: &AppState,
     task: NewTask,
 ) -> Result<(TaskRecord, mcpgate_store::Lease, mcpgate_store::Job), GatewayError> {
-    let task = NewTask { idempotency: None, ..task };
+    // Not refused by quotas: the call is already running (it became a task while it ran).
+    let task = NewTask { idempotency: None, quota: None, ..task };
     match state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await? {
         (mcpgate_store::Created::New(record), Some((lease, job))) => Ok((record, lease, job)),
         _ => Err(GatewayError::internal("a task created without deduplication was not new")),
@@ -174,8 +175,19 @@ pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPla
         index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
         // Only tasks/list reads the owner index, and it is served only behind authentication.
         indexed: state.config.auth.mode != AuthMode::None,
+        quota: quota(state, cx),
         input_responses,
         state: plan.state.map(|s| s.to_string()),
+    })
+}
+
+/// The caller's task quotas, if any are configured (counted per caller, across sessions).
+fn quota(state: &AppState, cx: &CallContext) -> Option<mcpgate_store::Quota> {
+    let limits = &state.config.limits;
+    (limits.max_running_tasks > 0 || limits.max_retained_tasks > 0).then(|| mcpgate_store::Quota {
+        scope: cx.principal.caller_key().to_owned(),
+        max_running: limits.max_running_tasks,
+        max_retained: limits.max_retained_tasks,
     })
 }
 

@@ -1,0 +1,46 @@
+//! Quotas per caller on tasks, checked when a task is created and shared by every replica:
+//! how many of a caller's tasks may be running (working or waiting for input) and how many
+//! may be retained (any status, until they expire).
+//!
+//! Invariant: a creation over a quota creates nothing and says which quota; a task counts
+//! from its creation until it ends (running) or expires (retained). Ends are noticed lazily:
+//! only a creation that finds its caller at the running quota checks which of the counted
+//! tasks have ended since, so no transition pays for the quota and no crash can leave a
+//! finished task counted as running.
+
+/// A caller's quotas, carried by the task being created (0 = no quota).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quota {
+    /// Whose quota: the caller's key (tasks of every session of one caller count together).
+    pub scope: String,
+    /// Most tasks running at once.
+    pub max_running: u64,
+    /// Most tasks retained at once.
+    pub max_retained: u64,
+}
+
+impl Quota {
+    /// Whether any quota applies.
+    pub fn is_limited(&self) -> bool {
+        self.max_running > 0 || self.max_retained > 0
+    }
+}
+
+/// Which quota refused a creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaKind {
+    /// Tasks running at once.
+    Running,
+    /// Tasks retained at once.
+    Retained,
+}
+
+impl QuotaKind {
+    /// How the quota is named in errors.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Running => "running tasks",
+            Self::Retained => "retained tasks",
+        }
+    }
+}
