@@ -69,11 +69,8 @@ impl Keys {
     }
 
     pub(super) fn owner(&self, shard: u8, owner: &str) -> String {
-        let digest = Sha256::digest(owner.as_bytes());
         let mut key = format!("{}:owner:", self.base(shard));
-        for b in &digest[..16] {
-            let _ = write!(key, "{b:02x}");
-        }
+        push_hashed(&mut key, owner);
         key
     }
 
@@ -86,25 +83,22 @@ impl Keys {
     }
 
     /// A rate-limit bucket of `scope`: every bucket of one scope shares the scope's hash tag
-    /// (one slot, so one script charges them all); the scope is hashed, never spelled out.
+    /// (one slot, so one script charges them all).
     pub(super) fn rate(&self, scope: &str, bucket: &str) -> String {
-        let digest = Sha256::digest(scope.as_bytes());
-        let mut key = format!("{p}:{{{p}:rate:", p = self.prefix);
-        for b in &digest[..16] {
-            let _ = write!(key, "{b:02x}");
-        }
-        let _ = write!(key, "}}:{bucket}");
-        key
+        format!("{}:{bucket}", self.scoped("rate", scope))
     }
 
     /// A quota set (`running`, `retained`) of `scope`: both sets of a scope share its hash tag.
     pub(super) fn quota(&self, scope: &str, set: &str) -> String {
-        let digest = Sha256::digest(scope.as_bytes());
-        let mut key = format!("{p}:{{{p}:quota:", p = self.prefix);
-        for b in &digest[..16] {
-            let _ = write!(key, "{b:02x}");
-        }
-        let _ = write!(key, "}}:{set}");
+        format!("{}:{set}", self.scoped("quota", scope))
+    }
+
+    /// `<p>:{<p>:<kind>:<hash>}`: the hash tag of one principal's keys of a kind, the scope
+    /// hashed (16 bytes of SHA-256, hex), never spelled out.
+    fn scoped(&self, kind: &str, scope: &str) -> String {
+        let mut key = format!("{p}:{{{p}:{kind}:", p = self.prefix);
+        push_hashed(&mut key, scope);
+        key.push('}');
         key
     }
 
@@ -139,6 +133,13 @@ impl Keys {
     pub(super) fn task_of_channel(&self, channel: &str) -> Option<TaskId> {
         let rest = channel.strip_prefix(&self.prefix)?.strip_prefix(":events:")?;
         TaskId::parse(rest)
+    }
+}
+
+/// Appends 16 bytes of SHA-256 of `value`, hex: keys name principals without spelling them.
+fn push_hashed(key: &mut String, value: &str) {
+    for b in &Sha256::digest(value.as_bytes())[..16] {
+        let _ = write!(key, "{b:02x}");
     }
 }
 
