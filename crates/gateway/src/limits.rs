@@ -153,10 +153,22 @@ pub async fn admit(state: &AppState, principal: &Principal, charge: Charge<'_>) 
         }
         Err(e) => {
             state.metrics.rate_limit_unchecked();
-            tracing::warn!(error = %e, "rate limits not checked (task store unavailable); the request is admitted");
+            if warn_now() {
+                tracing::warn!(error = %e, "rate limits not checked (task store unavailable); requests are admitted");
+            }
             Ok(Duration::ZERO)
         }
     }
+}
+
+/// Whether to log an unchecked admission now: at most once every ten seconds per replica,
+/// so an outage does not log once per request (the metric counts every one).
+fn warn_now() -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = crate::mcp::session::now_ms() / 1000;
+    let last = LAST.load(Ordering::Relaxed);
+    now >= last.saturating_add(10) && LAST.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
 }
 
 #[cfg(test)]
