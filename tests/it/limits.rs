@@ -4,7 +4,8 @@
 //! another caller's requests go through, a refused request costs nothing from the caller's
 //! other limits, and polls past their burst are answered with a longer `pollIntervalMs` before
 //! they are refused. Task quotas: a creation over a caller's running or retained quota is
-//! refused clearly and creates nothing; an ended task frees its running place at once.
+//! refused clearly and creates nothing; an ended task frees its running place at once. With
+//! Redis paused, a call that needs no Redis is admitted unchecked (and counted).
 
 use serde_json::{Value, json};
 
@@ -199,5 +200,23 @@ async fn task_quotas_refuse_creations_clearly_until_tasks_end() -> anyhow::Resul
     anyhow::ensure!(stored == 3, "three task records stored, found {stored}");
     let cancelled = call(&client, &url, "hank", "tasks/cancel", poll(&hanks)).await?;
     anyhow::ensure!(cancelled.status == 200, "{}", cancelled.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_need_no_redis_go_through_while_the_limits_cannot_be_checked() -> anyhow::Result<()> {
+    let mut cluster = crate::jwt::with_jwt(Cluster::builder(1))
+        .env("MCPGATE_LIMITS_CALLS_PER_MINUTE", "600")
+        .env("MCPGATE_STORE_COMMAND_TIMEOUT_MS", "300")
+        .start()?;
+    let client = Client::new()?;
+    let url = cluster.url();
+    cluster.redis().pause();
+    let reply = call(&client, &url, "ivan", "tools/call", echo("no redis")).await;
+    cluster.redis().resume();
+    let reply = reply?;
+    anyhow::ensure!(reply.json()?["result"]["content"][0]["text"] == "no redis", "admitted unchecked: {}", reply.body);
+    let (_, metrics) = client.get(&format!("http://{}/metrics", cluster.replica(0).addr())).await?;
+    anyhow::ensure!(metrics.contains("mcpgate_rate_limits_unchecked_total 1\n"), "counted as unchecked");
     Ok(())
 }
