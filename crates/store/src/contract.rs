@@ -169,7 +169,7 @@ pub trait OnceMarks: Send + Sync {
     fn first_use(&self, id: &str, expires_at_ms: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
-/// Rate limits shared by every replica (see [`crate::rate`]).
+/// Rate limits shared by every replica: GCRA buckets (see [`Bucket`]).
 pub trait RateLimits: Send + Sync {
     /// Charges one request of `scope` (a principal) to every bucket in `buckets`, all or
     /// nothing: a request refused by one bucket is charged to none. Names must be unique
