@@ -13,6 +13,9 @@ mod continuation;
 mod entries;
 mod error;
 mod federation;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod glob;
 pub mod import;
 mod input_relay;
