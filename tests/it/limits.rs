@@ -31,6 +31,15 @@ fn poll(task: &str) -> Value {
     json!({"taskId": task, "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}})
 }
 
+/// The id of the task a `tools/call` reply created.
+fn task_id(created: &Value) -> anyhow::Result<String> {
+    created["result"]["taskId"]
+        .as_str()
+        .or_else(|| created["result"]["task"]["taskId"].as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))
+}
+
 /// Asserts a 429 naming `limit`, with a `Retry-After` of 1 to `max_secs` seconds.
 fn assert_limited(reply: &Reply, limit: &str, max_secs: u64) -> anyhow::Result<()> {
     anyhow::ensure!(reply.status == 429, "expected 429, got {}: {}", reply.status, reply.body);
@@ -73,11 +82,7 @@ async fn a_caller_over_its_limit_gets_429_across_replicas_while_others_go_throug
     // Carol may create one task a minute: the second is refused by the task limit, and
     // costs her nothing from her call limit (two calls are left of her burst of three).
     let created = call(&client, &url, "carol", "tools/call", report()).await?.json()?;
-    let task = created["result"]["taskId"]
-        .as_str()
-        .or_else(|| created["result"]["task"]["taskId"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))?
-        .to_owned();
+    let task = task_id(&created)?;
     let refused = call(&client, &url, "carol", "tools/call", report()).await?;
     assert_limited(&refused, "task creations per caller", 60)?;
     for i in 0..2 {
@@ -158,14 +163,7 @@ async fn task_quotas_refuse_creations_clearly_until_tasks_end() -> anyhow::Resul
         .start()?;
     let client = Client::new()?;
     let url = cluster.url();
-    let task_of = |created: &Value| {
-        created["result"]["taskId"]
-            .as_str()
-            .or_else(|| created["result"]["task"]["taskId"].as_str())
-            .map(str::to_owned)
-            .ok_or_else(|| anyhow::anyhow!("no task: {created}"))
-    };
-    let first = task_of(&call(&client, &url, "gina", "tools/call", report()).await?.json()?)?;
+    let first = task_id(&call(&client, &url, "gina", "tools/call", report()).await?.json()?)?;
     // One running task is gina's quota, whichever replica she reaches.
     let refused = call(&client, &url, "gina", "tools/call", report()).await?;
     anyhow::ensure!(refused.status == 429 && refused.retry_after.is_none(), "{refused:?}");
@@ -175,12 +173,12 @@ async fn task_quotas_refuse_creations_clearly_until_tasks_end() -> anyhow::Resul
     anyhow::ensure!(message.contains("at most 1 running tasks per caller"), "{message}");
     // Hank's tasks are his own.
     let hank = call(&client, &url, "hank", "tools/call", report()).await?.json()?;
-    let hanks = task_of(&hank)?;
+    let hanks = task_id(&hank)?;
 
     // Once her task ends, its place is free (on any replica).
     let cancelled = call(&client, &url, "gina", "tasks/cancel", poll(&first)).await?;
     anyhow::ensure!(cancelled.status == 200, "{}", cancelled.body);
-    let second = task_of(&call(&client, &url, "gina", "tools/call", report()).await?.json()?)?;
+    let second = task_id(&call(&client, &url, "gina", "tools/call", report()).await?.json()?)?;
     let cancelled = call(&client, &url, "gina", "tasks/cancel", poll(&second)).await?;
     anyhow::ensure!(cancelled.status == 200, "{}", cancelled.body);
     // Two retained tasks (both ended) fill her retained quota until the older expires.
