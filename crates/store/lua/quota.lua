@@ -44,10 +44,10 @@ for i, max in ipairs({max_running, max_retained}) do
     if ttl < 0 then
       redis.call('PERSIST', KEYS[i])
     else
-      local current = redis.call('PEXPIRETIME', KEYS[i])
+      local left = redis.call('PTTL', KEYS[i])
       -- -1: no expiry yet (a new set) or kept for an unlimited member; tell them apart.
-      if (current == -1 and redis.call('ZCARD', KEYS[i]) == 1) or (current >= 0 and current < now + ttl) then
-        redis.call('PEXPIREAT', KEYS[i], now + ttl)
+      if (left == -1 and redis.call('ZCARD', KEYS[i]) == 1) or (left >= 0 and left < ttl) then
+        redis.call('PEXPIRE', KEYS[i], ttl)
       end
     end
   end
