@@ -15,3 +15,4 @@ mod mrtr;
 mod process;
 mod redis_cluster;
 mod shedding;
+mod telemetry;

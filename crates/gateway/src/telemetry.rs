@@ -1,5 +1,5 @@
 //! Logging and tracing: `tracing` to stderr as text or JSON, filtered by `log.level`, and,
-//! in builds with the `otel` feature, span export over OTLP/HTTP when the standard
+//! in builds with the `otel` feature (a default one), span export over OTLP/HTTP when the standard
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set. Stdout is
 //! kept for the one line scripts read (`listening on http://…`).
 //!

@@ -1,0 +1,117 @@
+//! OpenTelemetry span export from the default build: with `OTEL_EXPORTER_OTLP_ENDPOINT` set,
+//! every replica sends its spans to the collector over OTLP/HTTP, and the spans of one task
+//! (its creation, its run and a read on another replica) all carry the task's id; without the
+//! variable nothing is sent.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use mcpgate_e2e::{Client, Cluster};
+
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+/// What the collector received: (path, body) of each request.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A stand-in OTLP/HTTP collector: answers every POST with 200 and keeps the bodies.
+async fn collector() -> anyhow::Result<(String, Received)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let received: Received = Arc::default();
+    let store = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 8192];
+                loop {
+                    let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk)).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+                    let head = String::from_utf8_lossy(&buffer[..end]).to_string();
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                        })
+                        .and_then(|v| v.parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if buffer.len() < end + 4 + length {
+                        continue;
+                    }
+                    let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+                    let body = buffer[end + 4..end + 4 + length].to_vec();
+                    buffer.drain(..end + 4 + length);
+                    store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((path, body));
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if socket.write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok((url, received))
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_exports_the_spans_of_a_task_with_its_id() -> anyhow::Result<()> {
+    let (endpoint, received) = collector().await?;
+    let cluster = Cluster::builder(2)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .replica_env(0, "OTEL_SERVICE_NAME", "gateway-zero")
+        .replica_env(1, "OTEL_SERVICE_NAME", "gateway-one")
+        .start()?;
+    let client = Client::new()?;
+    let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
+    let params = json!({"name": "slow_report", "arguments": {"topic": "spans", "seconds": 1}, "_meta": caps});
+    let created = client.modern(&cluster.replica_url(0), "tools/call", params).await?.json()?;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .or_else(|| created["result"]["task"]["taskId"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))?
+        .to_owned();
+    // Read it on the other replica until it is done.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = client.modern(&cluster.replica_url(1), "tasks/get", json!({"taskId": id, "_meta": caps})).await?;
+        if got.json()?["result"]["status"] == "completed" {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task not completed: {}", got.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Both replicas' spans, each naming the task, reach the collector.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (zero, one) = {
+            let bodies = received.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            anyhow::ensure!(bodies.iter().all(|(path, _)| path == "/v1/traces"), "only traces are sent");
+            let naming = |service: &str| bodies.iter().any(|(_, b)| contains(b, service) && contains(b, &id));
+            (naming("gateway-zero"), naming("gateway-one"))
+        };
+        if zero && one {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "spans naming task {id}: from the creating replica {zero}, from the reading one {one}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
