@@ -91,14 +91,7 @@ impl RedisStore {
                 cmd
             })
             .collect();
-        let statuses: Vec<Option<String>> = self
-            .call(Retry::Yes, reads.as_slice(), |conn, reads| {
-                Box::pin(futures_util::future::try_join_all(reads.iter().map(|cmd| {
-                    let mut conn = conn.clone();
-                    async move { cmd.query_async::<Option<String>>(&mut conn).await }
-                })))
-            })
-            .await?;
+        let statuses: Vec<Option<String>> = self.call_each(Retry::Yes, reads).await?;
         let ended: Vec<&str> = ids
             .iter()
             .zip(&statuses)
