@@ -30,11 +30,28 @@ impl Rate {
     }
 }
 
-/// One upstream's rates.
-#[derive(Debug, Clone, Copy, Default)]
-struct UpstreamRates {
-    calls: Option<Rate>,
-    tasks: Option<Rate>,
+/// One configured limit, built once at start-up: its bucket and how a refusal names it.
+#[derive(Debug)]
+struct Limit {
+    bucket: Bucket,
+    label: String,
+}
+
+impl Limit {
+    /// `None` when `rate` is no limit.
+    fn new(name: String, rate: Option<Rate>, soft: bool, what: &str) -> Option<Self> {
+        rate.map(|rate| Self {
+            bucket: Bucket::per_minute(name, rate.per_minute, rate.burst, soft),
+            label: format!("{what} ({} a minute, {} at once)", rate.per_minute, rate.burst),
+        })
+    }
+}
+
+/// One upstream's limits.
+#[derive(Debug, Default)]
+struct UpstreamLimits {
+    calls: Option<Limit>,
+    tasks: Option<Limit>,
 }
 
 /// What a request is.
@@ -54,11 +71,11 @@ pub enum Charge<'a> {
 /// The configured limits of a replica.
 #[derive(Debug, Default)]
 pub struct Limits {
-    calls: Option<Rate>,
-    tasks: Option<Rate>,
-    polls: Option<Rate>,
-    /// Each upstream's rates (its own, or the `limits.upstream_*` defaults).
-    upstreams: HashMap<String, UpstreamRates>,
+    calls: Option<Limit>,
+    tasks: Option<Limit>,
+    polls: Option<Limit>,
+    /// Each upstream's limits (its own rates, or the `limits.upstream_*` defaults).
+    upstreams: HashMap<String, UpstreamLimits>,
 }
 
 impl Limits {
@@ -69,64 +86,68 @@ impl Limits {
             .upstream
             .iter()
             .map(|u| {
-                let own = u.limits;
-                let rates = UpstreamRates {
-                    calls: Rate::new(
-                        own.calls_per_minute.unwrap_or(l.upstream_calls_per_minute),
-                        own.calls_burst.unwrap_or(0),
+                let (own, name) = (u.limits, &u.name);
+                let calls = Rate::new(
+                    own.calls_per_minute.unwrap_or(l.upstream_calls_per_minute),
+                    own.calls_burst.unwrap_or(0),
+                );
+                let tasks = Rate::new(
+                    own.tasks_per_minute.unwrap_or(l.upstream_tasks_per_minute),
+                    own.tasks_burst.unwrap_or(0),
+                );
+                let limits = UpstreamLimits {
+                    calls: Limit::new(
+                        format!("calls:{name}"),
+                        calls,
+                        false,
+                        &format!("calls to upstream {name} per caller"),
                     ),
-                    tasks: Rate::new(
-                        own.tasks_per_minute.unwrap_or(l.upstream_tasks_per_minute),
-                        own.tasks_burst.unwrap_or(0),
+                    tasks: Limit::new(
+                        format!("tasks:{name}"),
+                        tasks,
+                        false,
+                        &format!("task creations on upstream {name} per caller"),
                     ),
                 };
-                (u.name.clone(), rates)
+                (name.clone(), limits)
             })
             .collect();
         Self {
-            calls: Rate::new(l.calls_per_minute, l.calls_burst),
-            tasks: Rate::new(l.tasks_per_minute, l.tasks_burst),
-            polls: Rate::new(l.polls_per_minute, l.polls_burst),
+            calls: Limit::new(
+                "calls".to_owned(),
+                Rate::new(l.calls_per_minute, l.calls_burst),
+                false,
+                "tool calls per caller",
+            ),
+            tasks: Limit::new(
+                "tasks".to_owned(),
+                Rate::new(l.tasks_per_minute, l.tasks_burst),
+                false,
+                "task creations per caller",
+            ),
+            polls: Limit::new(
+                "polls".to_owned(),
+                Rate::new(l.polls_per_minute, l.polls_burst),
+                true,
+                "tasks/get polls per caller",
+            ),
             upstreams,
         }
     }
 
-    /// The buckets `charge` is counted against, each with what it limits (for the refusal).
-    fn buckets(&self, charge: Charge<'_>) -> Vec<(Bucket, String)> {
-        let mut out = Vec::new();
-        let mut add = |name: String, rate: Option<Rate>, soft: bool, what: String| {
-            if let Some(rate) = rate {
-                let label = format!("{what} ({} a minute, {} at once)", rate.per_minute, rate.burst);
-                out.push((Bucket::per_minute(name, rate.per_minute, rate.burst, soft), label));
-            }
+    /// The limits `charge` is counted against (none allocated when none apply).
+    fn applying(&self, charge: Charge<'_>) -> Vec<&Limit> {
+        let upstream = |u: Option<&str>| u.and_then(|u| self.upstreams.get(u));
+        let candidates = match charge {
+            Charge::Call { upstream: u, task } => [
+                self.calls.as_ref(),
+                self.tasks.as_ref().filter(|_| task),
+                upstream(u).and_then(|l| l.calls.as_ref()),
+                upstream(u).and_then(|l| l.tasks.as_ref()).filter(|_| task),
+            ],
+            Charge::Poll => [self.polls.as_ref(), None, None, None],
         };
-        match charge {
-            Charge::Call { upstream, task } => {
-                add("calls".to_owned(), self.calls, false, "tool calls per caller".to_owned());
-                if task {
-                    add("tasks".to_owned(), self.tasks, false, "task creations per caller".to_owned());
-                }
-                if let Some(upstream) = upstream {
-                    let rates = self.upstreams.get(upstream).copied().unwrap_or_default();
-                    add(
-                        format!("calls:{upstream}"),
-                        rates.calls,
-                        false,
-                        format!("calls to upstream {upstream} per caller"),
-                    );
-                    if task {
-                        add(
-                            format!("tasks:{upstream}"),
-                            rates.tasks,
-                            false,
-                            format!("task creations on upstream {upstream} per caller"),
-                        );
-                    }
-                }
-            }
-            Charge::Poll => add("polls".to_owned(), self.polls, true, "tasks/get polls per caller".to_owned()),
-        }
-        out
+        candidates.into_iter().flatten().collect()
     }
 }
 
@@ -134,11 +155,11 @@ impl Limits {
 /// says to wait before the next request; zero when in time), a 429 error naming the limit
 /// when refused.
 pub async fn admit(state: &AppState, principal: &Principal, charge: Charge<'_>) -> Result<Duration, GatewayError> {
-    let checked = state.limits.buckets(charge);
+    let checked = state.limits.applying(charge);
     if checked.is_empty() {
         return Ok(Duration::ZERO);
     }
-    let buckets: Vec<Bucket> = checked.iter().map(|(b, _)| b.clone()).collect();
+    let buckets: Vec<Bucket> = checked.iter().map(|l| l.bucket.clone()).collect();
     match state.store.admit(principal.caller_key(), &buckets).await {
         Ok(Admission::Admitted { advice }) => {
             if !advice.is_zero() {
@@ -147,9 +168,10 @@ pub async fn admit(state: &AppState, principal: &Principal, charge: Charge<'_>) 
             Ok(advice)
         }
         Ok(Admission::Refused { bucket, retry_after }) => {
-            let (refused, limit) = &checked[bucket];
-            state.metrics.rate_limited(refused.name.split(':').next().unwrap_or_default(), refused.name.contains(':'));
-            Err(GatewayError::RateLimited { limit: limit.clone(), retry_after })
+            let refused = checked[bucket];
+            let name = &refused.bucket.name;
+            state.metrics.rate_limited(name.split(':').next().unwrap_or_default(), name.contains(':'));
+            Err(GatewayError::RateLimited { limit: refused.label.clone(), retry_after })
         }
         Err(e) => {
             state.metrics.rate_limit_unchecked();
@@ -182,8 +204,8 @@ mod tests {
     #[test]
     fn no_limit_configured_means_no_bucket() {
         let limits = Limits::from_config(&Config::default());
-        assert!(limits.buckets(Charge::Call { upstream: None, task: true }).is_empty());
-        assert!(limits.buckets(Charge::Poll).is_empty());
+        assert!(limits.applying(Charge::Call { upstream: None, task: true }).is_empty());
+        assert!(limits.applying(Charge::Poll).is_empty());
     }
 
     #[test]
@@ -207,24 +229,24 @@ mod tests {
             tasks_per_minute = 6
             "#,
         ));
-        let names = |charge| limits.buckets(charge).into_iter().map(|(b, _)| b.name).collect::<Vec<_>>();
+        let names = |charge| limits.applying(charge).into_iter().map(|l| l.bucket.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(Charge::Call { upstream: None, task: false }), ["calls"]);
         assert_eq!(names(Charge::Call { upstream: Some("files"), task: true }), ["calls", "tasks", "calls:files"]);
         // Its own table turns the upstream call limit off and sets a task limit.
         assert_eq!(names(Charge::Call { upstream: Some("slow"), task: true }), ["calls", "tasks", "tasks:slow"]);
-        let (tasks, label) = &limits.buckets(Charge::Call { upstream: None, task: true })[1];
-        assert_eq!((tasks.burst, tasks.interval), (3, Duration::from_secs(5)));
-        assert_eq!(label, "task creations per caller (12 a minute, 3 at once)");
+        let tasks = limits.applying(Charge::Call { upstream: None, task: true })[1];
+        assert_eq!((tasks.bucket.burst, tasks.bucket.interval), (3, Duration::from_secs(5)));
+        assert_eq!(tasks.label, "task creations per caller (12 a minute, 3 at once)");
         // The default burst is ten seconds' worth.
-        assert_eq!(limits.buckets(Charge::Call { upstream: None, task: false })[0].0.burst, 10);
+        assert_eq!(limits.applying(Charge::Call { upstream: None, task: false })[0].bucket.burst, 10);
     }
 
     #[test]
     fn polls_are_a_soft_bucket() {
         let limits = Limits::from_config(&config("[limits]\npolls_per_minute = 120"));
-        let buckets = limits.buckets(Charge::Poll);
-        assert_eq!(buckets.len(), 1);
-        assert!(buckets[0].0.soft);
-        assert_eq!(buckets[0].0.burst, 20);
+        let polls = limits.applying(Charge::Poll);
+        assert_eq!(polls.len(), 1);
+        assert!(polls[0].bucket.soft);
+        assert_eq!(polls[0].bucket.burst, 20);
     }
 }
