@@ -10,7 +10,7 @@ use mcpgate_e2e::{Client, Cluster, ClusterBuilder};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
-fn cluster(replicas: usize) -> ClusterBuilder {
+pub(crate) fn cluster(replicas: usize) -> ClusterBuilder {
     Cluster::builder(replicas).env("MCPGATE_TOOLSET", "conformance,demo")
 }
 
@@ -28,7 +28,7 @@ async fn modern(client: &Client, url: &str, who: As, method: &str, params: Value
 }
 
 /// A modern request that also declares the tasks extension.
-async fn tasking(client: &Client, url: &str, method: &str, params: Value) -> anyhow::Result<Value> {
+pub(crate) async fn tasking(client: &Client, url: &str, method: &str, params: Value) -> anyhow::Result<Value> {
     let caps = json!({"elicitation": {}, "sampling": {}, "roots": {}, "extensions": {EXT: {}}});
     request(client, url, As::Anonymous, caps, method, params).await
 }
@@ -69,7 +69,7 @@ fn round(name: &str, arguments: Value, answers: Value, state: Option<&str>) -> V
     params
 }
 
-fn accept(content: Value) -> Value {
+pub(crate) fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
 }
 
@@ -197,7 +197,7 @@ async fn state_minted_for_one_user_or_tool_is_refused_for_another() -> anyhow::R
 }
 
 /// Polls `tasks/get` on `url` (bounded) until the task has `status`.
-async fn wait_for(client: &Client, url: &str, id: &str, status: &str) -> anyhow::Result<Value> {
+pub(crate) async fn wait_for(client: &Client, url: &str, id: &str, status: &str) -> anyhow::Result<Value> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let task = tasking(client, url, "tasks/get", json!({"taskId": id})).await?;

@@ -211,6 +211,14 @@ pub enum GatewayError {
         /// Why (logged, never sent).
         reason: &'static str,
     },
+    /// The task store holds what this replica cannot read: data it does not understand, or a
+    /// sealed payload that does not open (wrong or retired key). A retry will not help.
+    #[error("Internal error: a stored task cannot be read")]
+    StoredData {
+        /// What the store said, for the log.
+        #[source]
+        source: mcpgate_store::StoreError,
+    },
     /// The task store cannot be reached (Redis down or slow); retry later.
     #[error("Internal error: task store unavailable, retry shortly")]
     Store {
@@ -294,6 +302,9 @@ impl From<mcpgate_store::StoreError> for GatewayError {
                 max,
                 retry_after: retry_after_ms.map(std::time::Duration::from_millis),
             },
+            source @ (mcpgate_store::StoreError::Corrupt { .. } | mcpgate_store::StoreError::Sealing { .. }) => {
+                Self::StoredData { source }
+            }
             source => Self::Store { source },
         }
     }
@@ -448,6 +459,7 @@ impl GatewayError {
                 let code = if modern { ErrorCode::INVALID_PARAMS } else { ErrorCode::LEGACY_RESOURCE_NOT_FOUND };
                 (StatusCode::OK, code, Some(json!({ "uri": uri })), None)
             }
+            E::StoredData { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
             E::Store { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::INTERNAL_ERROR,
@@ -471,7 +483,10 @@ impl GatewayError {
 
     /// Whether the error is the server's fault (logged at error level).
     pub fn is_server_fault(&self) -> bool {
-        matches!(self, Self::Config { .. } | Self::Startup { .. } | Self::Internal { .. } | Self::Store { .. })
+        matches!(
+            self,
+            Self::Config { .. } | Self::Startup { .. } | Self::Internal { .. } | Self::Store { .. } | Self::StoredData { .. }
+        )
     }
 }
 

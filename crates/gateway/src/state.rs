@@ -17,7 +17,7 @@ use mcpgate_protocol::result::CacheScope;
 use mcpgate_protocol::{Era, ErrorObject};
 use mcpgate_runtime::task_metrics::TaskMetrics;
 use mcpgate_runtime::worker::{WorkerOptions, Workers};
-use mcpgate_seal::{KeyRing, Sealer};
+use mcpgate_seal::{AtRest, KeyRing, Sealer};
 use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
 use mcpgate_upstream::Federation;
 
@@ -118,7 +118,7 @@ impl AppState {
             Arc::new(Federation::new(config.upstream.clone(), &config.federation.separator).map_err(|e| {
                 GatewayError::Startup { what: "configuring upstreams".to_owned(), problem: e.to_string() }
             })?);
-        let store = connect_store(&config).await?;
+        let store = connect_store(&config, &sealer).await?;
         let lists = if federation.is_empty() {
             Vec::new()
         } else {
@@ -223,7 +223,7 @@ fn cache_scope(mode: AuthMode) -> CacheScope {
     }
 }
 
-async fn connect_store(config: &Config) -> Result<AnyStore, GatewayError> {
+async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, GatewayError> {
     let shards = u16::try_from(config.store.shards).unwrap_or(16);
     let Some(url) = &config.redis_url else {
         return Ok(AnyStore::Memory(MemoryStore::new(shards)));
@@ -235,6 +235,8 @@ async fn connect_store(config: &Config) -> Result<AnyStore, GatewayError> {
         shards,
         pool_size: usize::try_from(config.store.pool_size).unwrap_or(2),
         command_timeout: Duration::from_millis(config.store.command_timeout_ms),
+        // Always there to open what was sealed, even once writing sealed values is turned off.
+        at_rest: Some(Arc::new(AtRest::new(sealer, config.store.encrypt_at_rest))),
     };
     // A replica may start before Redis: keep trying for a while rather than crash-looping.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

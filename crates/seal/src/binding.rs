@@ -15,6 +15,8 @@ pub enum Purpose {
     Session,
     /// An id of a legacy server→client input request inside a task.
     TaskInput,
+    /// A payload field of a task record stored at rest (see [`crate::AtRest`]).
+    AtRest,
 }
 
 impl Purpose {
@@ -23,6 +25,7 @@ impl Purpose {
             Self::RequestState => b"mcpgate/request-state",
             Self::Session => b"mcpgate/session",
             Self::TaskInput => b"mcpgate/task-input",
+            Self::AtRest => b"mcpgate/at-rest",
         }
     }
 }

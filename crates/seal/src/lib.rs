@@ -1,5 +1,6 @@
 //! Sealing of small blobs the gateway hands to clients and must get back unchanged: MRTR
-//! `requestState` and legacy `Mcp-Session-Id` values. Any replica holding the key ring can
+//! `requestState` and legacy `Mcp-Session-Id` values; and, with the same key ring, of task
+//! payloads at rest ([`AtRest`]). Any replica holding the key ring can
 //! open what any other replica sealed, so no server state is needed between rounds.
 //!
 //! Threat model: the client (or anyone on the path) is an attacker who may read, replay,
@@ -15,12 +16,14 @@
 //! Wire format: `v1.<keyId>.<base64url(nonce[12] | ciphertext | tag[16])>`, where the
 //! plaintext is `expiry_unix_ms (u64, big endian) | payload`.
 
+mod at_rest;
 mod binding;
 mod error;
 mod format;
 mod key;
 mod sealer;
 
+pub use at_rest::{AtRest, MARKER as AT_REST_MARKER};
 pub use binding::{Binding, Purpose, context_digest};
 pub use error::{OpenFailure, SealError};
 pub use key::{KeyId, KeyRing};

@@ -5,6 +5,8 @@
 //! with, and only until its expiry; the length limit is checked before any decoding work, so
 //! an oversized input costs nothing.
 
+use std::sync::Arc;
+
 use aes_gcm::aead::AeadInOut;
 use aes_gcm::{Nonce, Tag};
 use base64::Engine as _;
@@ -27,7 +29,7 @@ pub const DEFAULT_MAX_TOKEN_LEN: usize = 16 * 1024;
 /// Seals and opens tokens with one key ring.
 #[derive(Debug)]
 pub struct Sealer {
-    ring: KeyRing,
+    ring: Arc<KeyRing>,
     max_token_len: usize,
     // SIMD base64 (chosen once for this CPU): a third of the scalar engine's cost per token.
     base64: Simd,
@@ -36,7 +38,13 @@ pub struct Sealer {
 impl Sealer {
     /// A sealer whose tokens are at most `max_token_len` bytes long.
     pub fn new(ring: KeyRing, max_token_len: usize) -> Self {
-        Self { ring, max_token_len, base64: Simd::url_safe(NO_PAD) }
+        Self { ring: Arc::new(ring), max_token_len, base64: Simd::url_safe(NO_PAD) }
+    }
+
+    /// A sealer with the same key ring (shared, so a rotation is one configuration) and another
+    /// length limit.
+    pub fn with_max_len(&self, max_token_len: usize) -> Self {
+        Self { ring: self.ring.clone(), max_token_len, base64: self.base64.clone() }
     }
 
     /// The key ring.

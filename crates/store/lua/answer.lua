@@ -9,7 +9,8 @@
 -- KEYS[1]  task record (hash)    KEYS[2]  job stream    KEYS[3]  lease index (zset)
 -- ARGV[1]  owner key             ARGV[2]  event channel of the task
 -- ARGV[3]  most bytes of answers a task may hold (over all rounds)
--- ARGV[4..] answer key, methods the answer is a valid result of (",m1,m2,"), answer JSON, ...
+-- ARGV[4..] answer key, methods the answer is a valid result of (",m1,m2,"), answer as stored
+--          (sealed when payloads are encrypted at rest), the answer's own size in bytes, ...
 -- returns  {'notfound'}              unknown, expired, or another owner's
 --          {'idle', status}          not waiting for input: nothing recorded
 --          {'invalid', key}          the answer to outstanding `key` is no result of the method
@@ -39,7 +40,7 @@ end
 -- First check everything (nothing is recorded unless all of it fits), then record.
 local methods = {}
 local bytes = tonumber(f[7]) or 0
-for i = 4, #ARGV - 2, 3 do
+for i = 4, #ARGV - 3, 4 do
   local key = ARGV[i]
   if redis.call('HEXISTS', KEYS[1], 'req:' .. key) == 1 then
     local method = redis.call('HGET', KEYS[1], 'reqm:' .. key)
@@ -51,7 +52,7 @@ for i = 4, #ARGV - 2, 3 do
       return {'invalid', key}
     end
     methods[key] = method
-    bytes = bytes + #ARGV[i + 2]
+    bytes = bytes + tonumber(ARGV[i + 3])
   end
 end
 if bytes > tonumber(ARGV[3]) then
@@ -59,7 +60,7 @@ if bytes > tonumber(ARGV[3]) then
 end
 
 local pending = tonumber(f[6]) or 0
-for i = 4, #ARGV - 2, 3 do
+for i = 4, #ARGV - 3, 4 do
   local key = ARGV[i]
   if methods[key] then
     redis.call('HDEL', KEYS[1], 'req:' .. key, 'reqm:' .. key)

@@ -36,6 +36,17 @@ pub enum StoreError {
         /// When a place frees up, if known (the oldest retained task's expiry).
         retry_after_ms: Option<u64>,
     },
+    /// A payload field kept encrypted at rest could not be sealed, or a stored one did not
+    /// open (tampered with, or sealed with a key no longer in the ring).
+    #[error("task {field} could not be {action}: {reason}")]
+    Sealing {
+        /// The record field.
+        field: String,
+        /// `sealed` or `opened`.
+        action: &'static str,
+        /// Why, without any of the value.
+        reason: String,
+    },
     /// The store could not be set up (start-up only).
     #[error("task store configuration: {detail}")]
     Config {

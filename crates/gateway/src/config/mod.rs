@@ -381,11 +381,20 @@ pub struct StoreConfig {
     pub command_timeout_ms: u64,
     /// `redis_url` names a Redis Cluster (one or more seed nodes, comma-separated).
     pub cluster: bool,
+    /// Task arguments, answers, state and results are sealed in Redis with the seal keys.
+    pub encrypt_at_rest: bool,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { prefix: "mcpgate".to_owned(), shards: 16, pool_size: 2, command_timeout_ms: 2_000, cluster: false }
+        Self {
+            prefix: "mcpgate".to_owned(),
+            shards: 16,
+            pool_size: 2,
+            command_timeout_ms: 2_000,
+            cluster: false,
+            encrypt_at_rest: true,
+        }
     }
 }
 

@@ -278,6 +278,13 @@ pub const SETTINGS: &[Setting] = &[
         "redis_url is a Redis Cluster: one or more seed node URLs, comma-separated (every key of a task is in one \
          slot) [false]",
     ),
+    s(
+        "store.encrypt_at_rest",
+        Kind::Bool,
+        "Seal task arguments, input answers, continuation state and results in Redis with seal.keys (AES-256-GCM \
+         bound to the task and field); status, owner, tool and timestamps stay readable. Off writes them in plain \
+         text but still reads sealed ones [true]",
+    ),
     s("log.format", Kind::Str, "text or json [text]"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info [info]"),
     s(

@@ -116,7 +116,7 @@ async fn handle(
             // without an id (it answers no request of the client's).
             if let Err(error) = answer_task_input(state, &session_principal(), &response).await {
                 let error = match error {
-                    GatewayError::Store { .. } => error,
+                    GatewayError::Store { .. } | GatewayError::StoredData { .. } => error,
                     other => ProtocolError::InvalidRequest { reason: other.to_string(), id: None }.into(),
                 };
                 return Err(ErrorReply { error, id: None, era: Some(Era::Legacy) });

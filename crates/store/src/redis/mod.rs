@@ -8,6 +8,7 @@
 //! reader and the event subscriber have their own connections and reconnect on their own.
 //! Against a Redis Cluster every command touches one slot (see `conn`).
 
+mod at_rest;
 mod cluster_reader;
 mod conn;
 mod job_queue;
@@ -57,6 +58,9 @@ pub struct RedisOptions {
     pub pool_size: usize,
     /// Bound on every call: connect and response.
     pub command_timeout: Duration,
+    /// Seals task payloads (arguments, answers, state, results) when writing, if it says so,
+    /// and opens sealed ones when reading; `None` stores and reads them as they are.
+    pub at_rest: Option<Arc<mcpgate_seal::AtRest>>,
 }
 
 /// The Redis implementation of the store contracts.
@@ -87,6 +91,8 @@ struct Inner {
     /// The cluster job readers (started on the first read).
     cluster_reader: tokio::sync::OnceCell<ClusterReader>,
     keys: Keys,
+    /// Sealing of payload fields at rest.
+    payloads: at_rest::Payloads,
     shards: u16,
     timeout: Duration,
     reader: Mutex<Option<redis::aio::MultiplexedConnection>>,
@@ -149,6 +155,7 @@ impl RedisStore {
                 backend,
                 cluster_reader: tokio::sync::OnceCell::new(),
                 keys,
+                payloads: at_rest::Payloads::new(options.at_rest.clone()),
                 shards: options.shards,
                 timeout: options.command_timeout,
                 reader: Mutex::new(None),

@@ -66,7 +66,9 @@ impl TaskStore for RedisStore {
             cmd.arg(&key).arg(&names);
             self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?
         };
-        decode_named(decode_fields(fields, values).chain(decode_fields(&names, requests)))
+        self.inner
+            .payloads
+            .open_found(decode_named(decode_fields(fields, values).chain(decode_fields(&names, requests)))?)
     }
 
     async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {
@@ -132,10 +134,16 @@ impl TaskStore for RedisStore {
         )?;
         match item(&out, 0).as_deref() {
             Some("notfound") => Ok(Cancelled::NotFound),
-            Some("terminal") => {
-                decode(out.split_off(1))?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::AlreadyTerminal(r)))
-            }
-            Some("ok") => decode(out.split_off(1))?.map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::Now(r))),
+            Some("terminal") => self
+                .inner
+                .payloads
+                .open_found(decode(out.split_off(1))?)?
+                .map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::AlreadyTerminal(r))),
+            Some("ok") => self
+                .inner
+                .payloads
+                .open_found(decode(out.split_off(1))?)?
+                .map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::Now(r))),
             _ => Err(StoreError::Corrupt { detail: "unexpected cancel reply".to_owned() }),
         }
     }
@@ -165,6 +173,7 @@ impl TaskStore for RedisStore {
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a token".to_owned() })?;
                 let record = decode(out.split_off(2))?
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a record".to_owned() })?;
+                let record = self.inner.payloads.open(record)?;
                 let lease =
                     Lease { task: job.task.clone(), token, entry: job.entry.clone(), worker: worker.to_owned() };
                 Claim::Run { lease, task: Box::new(record) }
@@ -214,17 +223,12 @@ impl TaskStore for RedisStore {
         let names =
             serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
         let (change, json) = match state {
-            None => ("keep", ""),
-            Some(None) => ("none", ""),
-            Some(Some(json)) => ("set", json),
+            None => ("keep", String::new()),
+            Some(None) => ("none", String::new()),
+            Some(Some(json)) => ("set", self.inner.payloads.seal(&lease.task, "state", json.to_owned())?),
         };
-        let mut args = vec![
-            lease.token.to_string(),
-            self.inner.keys.channel(&lease.task),
-            names,
-            change.to_owned(),
-            json.to_owned(),
-        ];
+        let mut args =
+            vec![lease.token.to_string(), self.inner.keys.channel(&lease.task), names, change.to_owned(), json];
         args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
         let out = self.script(Retry::No, &scripts::HOLD, vec![self.inner.keys.task(&lease.task)], args).await?;
         renewal(&out, "hold")
@@ -236,7 +240,7 @@ impl TaskStore for RedisStore {
                 Retry::No,
                 &scripts::CHECKPOINT,
                 vec![self.inner.keys.task(&lease.task)],
-                vec![lease.token.to_string(), state.to_owned()],
+                vec![lease.token.to_string(), self.inner.payloads.seal(&lease.task, "state", state.to_owned())?],
             )
             .await?;
         renewal(&out, "checkpoint")
@@ -254,6 +258,7 @@ impl TaskStore for RedisStore {
             TaskOutcome::Result(r) => ("result", r),
             TaskOutcome::Error(e) => ("error", e),
         };
+        let json = self.inner.payloads.seal(&lease.task, field, json)?;
         let flag = if tool_error { "1" } else { "0" };
         self.settle(lease, job, status, vec![field.to_owned(), json, flag.to_owned()]).await
     }
@@ -268,7 +273,8 @@ impl TaskStore for RedisStore {
         let names: Vec<&String> = input_requests.keys().collect();
         let names =
             serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
-        let mut args = vec![state.unwrap_or_default().to_owned(), names];
+        let state = self.inner.payloads.seal(&lease.task, "state", state.unwrap_or_default().to_owned())?;
+        let mut args = vec![state, names];
         args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
         self.settle(lease, job, TaskStatus::InputRequired, args).await
     }
@@ -281,17 +287,18 @@ impl TaskStore for RedisStore {
         max_bytes: u64,
     ) -> Result<Answered, StoreError> {
         let keys = &self.inner.keys;
-        let args = [owner.to_owned(), keys.channel(id), max_bytes.to_string()]
-            .into_iter()
-            .chain(answers.iter().flat_map(|(k, a)| {
-                let mut fits = String::from(",");
-                for method in &a.fits {
-                    fits.push_str(method);
-                    fits.push(',');
-                }
-                [k.clone(), fits, a.json.clone()]
-            }))
-            .collect();
+        let mut args = Vec::with_capacity(3 + 4 * answers.len());
+        args.extend([owner.to_owned(), keys.channel(id), max_bytes.to_string()]);
+        for (k, a) in answers {
+            let mut fits = String::from(",");
+            for method in &a.fits {
+                fits.push_str(method);
+                fits.push(',');
+            }
+            // The budget counts what was answered, not what sealing makes of it.
+            let size = a.json.len().to_string();
+            args.extend([k.clone(), fits, self.inner.payloads.seal_answer(id, k, a.json.clone())?, size]);
+        }
         let out = reply(
             self.script(
                 Retry::No,
@@ -376,7 +383,7 @@ impl RedisStore {
         let mut cmd = redis::cmd("HGETALL");
         cmd.arg(key);
         let pairs: Vec<Value> = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
-        decode(pairs)
+        self.inner.payloads.open_found(decode(pairs)?)
     }
 
     /// Runs `settle.lua`; `tail` is what follows the status (see the script's header).
@@ -433,6 +440,11 @@ impl RedisStore {
                 return Err(over);
             }
             let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
+            let payloads = &self.inner.payloads;
+            let mut answers = Vec::with_capacity(3 * task.input_responses.len());
+            for (k, a) in &task.input_responses {
+                answers.extend([k.clone(), a.method.clone(), payloads.seal_answer(&id, k, a.json.clone())?]);
+            }
             // A task that runs at once waits in the lease index, any other in the job stream.
             let waits = if running.is_some() { keys.leases(shard) } else { keys.jobs(shard) };
             let mut script_keys = vec![keys.task(&id), keys.owner(shard, &task.owner), waits];
@@ -451,14 +463,14 @@ impl RedisStore {
                         task.subject.clone(),
                         era_name(task.era).to_owned(),
                         task.tool.clone(),
-                        task.arguments.clone(),
+                        payloads.seal(&id, "args", task.arguments.clone())?,
                         task.capabilities.clone(),
                         ttl,
                         task.poll_interval_ms.to_string(),
                         window.to_string(),
                         if force { "1" } else { "0" }.to_owned(),
                         if task.indexed { task.index_horizon_ms.unwrap_or(0).to_string() } else { "-1".to_owned() },
-                        task.state.clone().unwrap_or_default(),
+                        payloads.seal(&id, "state", task.state.clone().unwrap_or_default())?,
                         call.clone(),
                         task.scopes.join(" "),
                         answer_bytes.to_string(),
@@ -466,7 +478,7 @@ impl RedisStore {
                         running.map_or(0, |r| r.1).to_string(),
                     ]
                     .into_iter()
-                    .chain(task.input_responses.iter().flat_map(|(k, a)| [k.clone(), a.method.clone(), a.json.clone()]))
+                    .chain(answers)
                     .collect(),
                 )
                 .await

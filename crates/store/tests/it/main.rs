@@ -2,5 +2,6 @@
 //! `redis-server` started by the test, plus Redis-specific properties (round trips per
 //! operation, recovery after a restart).
 
+mod at_rest;
 mod memory;
 mod redis;

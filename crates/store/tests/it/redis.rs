@@ -13,7 +13,15 @@ pub(crate) fn options(server: &RedisServer) -> RedisOptions {
         shards: 4,
         pool_size: 4,
         command_timeout: Duration::from_secs(2),
+        // The suite runs with payloads sealed at rest, as deployments do by default.
+        at_rest: Some(at_rest(true)),
     }
+}
+
+/// Sealing of payloads at rest with a fixed test key; `write` = seal what is written.
+pub(crate) fn at_rest(write: bool) -> std::sync::Arc<mcpgate_seal::AtRest> {
+    let ring = mcpgate_seal::KeyRing::parse(&["k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]).expect("key");
+    std::sync::Arc::new(mcpgate_seal::AtRest::new(&mcpgate_seal::Sealer::new(ring, 1024), write))
 }
 
 /// A task to create: `owner`'s call with this idempotency digest (its first byte picks the
@@ -64,6 +72,7 @@ async fn a_redis_cluster_store_honours_the_contract() {
             shards: 8,
             pool_size: 4,
             command_timeout: Duration::from_secs(2),
+            at_rest: Some(at_rest(true)),
         };
         RedisStore::connect(options).await.expect("connects to the cluster")
     })

@@ -1,0 +1,92 @@
+//! The payload fields of a task record kept sealed in Redis (see [`mcpgate_seal::AtRest`]):
+//! `args`, `state`, `result`, `error`, `ans:<key>`, and `cred` (always sealed). Everything
+//! else (status, owner, tool, timestamps, input requests) stays readable for operators and
+//! for the scripts, none of which ever reads a payload.
+//!
+//! Invariant: every write of a payload field goes through [`Payloads::seal`] and every
+//! record handed out of the store has been through [`Payloads::open`]; a sealed value bound
+//! to one task and field opens nowhere else.
+
+use std::sync::Arc;
+
+use mcpgate_seal::{AtRest, SealError};
+
+use crate::error::StoreError;
+use crate::model::{TaskId, TaskOutcome, TaskRecord};
+
+/// The store's sealing of payload fields: `None` writes them as they are and cannot open
+/// sealed ones.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Payloads(Option<Arc<AtRest>>);
+
+impl Payloads {
+    pub(super) fn new(at_rest: Option<Arc<AtRest>>) -> Self {
+        Self(at_rest)
+    }
+
+    /// `value` as `field` of task `id` is to be stored.
+    pub(super) fn seal(&self, id: &TaskId, field: &str, value: String) -> Result<String, StoreError> {
+        match &self.0 {
+            Some(at_rest) => at_rest.seal(id.as_str(), field, value).map_err(|e| failure(field, "sealed", &e)),
+            None => Ok(value),
+        }
+    }
+
+    /// The answer to input request `key` as stored.
+    pub(super) fn seal_answer(&self, id: &TaskId, key: &str, value: String) -> Result<String, StoreError> {
+        if self.0.as_ref().is_none_or(|a| !a.writes()) {
+            return Ok(value);
+        }
+        self.seal(id, &format!("ans:{key}"), value)
+    }
+
+    /// `record` with its payload fields opened (a record read with less than `Read::Full`
+    /// has only those it fetched).
+    pub(super) fn open(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
+        let id = record.id.clone();
+        let open = |field: &str, value: String| self.open_field(&id, field, value);
+        record.arguments = open("args", std::mem::take(&mut record.arguments))?;
+        record.state = record.state.map(|s| open("state", s)).transpose()?;
+        record.outcome = match record.outcome {
+            Some(TaskOutcome::Result(r)) => Some(TaskOutcome::Result(open("result", r)?)),
+            Some(TaskOutcome::Error(e)) => Some(TaskOutcome::Error(open("error", e)?)),
+            None => None,
+        };
+        for (key, answer) in &mut record.input_responses {
+            if AtRest::is_sealed(&answer.json) {
+                answer.json = open(&format!("ans:{key}"), std::mem::take(&mut answer.json))?;
+            }
+        }
+        Ok(record)
+    }
+
+    /// [`Payloads::open`] of a record that may not exist.
+    pub(super) fn open_found(&self, record: Option<TaskRecord>) -> Result<Option<TaskRecord>, StoreError> {
+        record.map(|r| self.open(r)).transpose()
+    }
+
+    fn open_field(&self, id: &TaskId, field: &str, value: String) -> Result<String, StoreError> {
+        if !AtRest::is_sealed(&value) {
+            return Ok(value);
+        }
+        match &self.0 {
+            Some(at_rest) => at_rest.open(id.as_str(), field, value).map_err(|e| failure(field, "opened", &e)),
+            None => Err(StoreError::Sealing {
+                field: field.to_owned(),
+                action: "opened",
+                reason: "it is sealed and this replica has no key ring for the store".to_owned(),
+            }),
+        }
+    }
+}
+
+/// The error for `field`: the seal error's opaque text plus, for an open, its reason (a key
+/// no longer in the ring is the one an operator can act on).
+fn failure(field: &str, action: &'static str, e: &SealError) -> StoreError {
+    let reason = match e.open_failure() {
+        Some(mcpgate_seal::OpenFailure::UnknownKey) => "sealed with a key no longer in seal.keys".to_owned(),
+        Some(other) => format!("{e} ({other:?})"),
+        None => e.to_string(),
+    };
+    StoreError::Sealing { field: field.to_owned(), action, reason }
+}
