@@ -115,3 +115,130 @@ async fn every_replica_exports_the_spans_of_a_task_with_its_id() -> anyhow::Resu
     }
     Ok(())
 }
+
+/// A span as exported: ids, name, string attributes and links ((trace id, span id) pairs).
+#[derive(Debug, Default)]
+struct Span {
+    trace: Vec<u8>,
+    id: Vec<u8>,
+    name: String,
+    attributes: Vec<(String, String)>,
+    links: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The (field number, bytes) of the length-delimited fields of a protobuf message (others
+/// skipped): enough to walk an OTLP `ExportTraceServiceRequest`.
+fn fields(mut buf: &[u8]) -> Vec<(u64, &[u8])> {
+    fn varint(buf: &mut &[u8]) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = buf.split_first()?;
+            *buf = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    let mut out = Vec::new();
+    while let Some(key) = varint(&mut buf) {
+        let skip = match key & 7 {
+            0 => varint(&mut buf).map(|_| 0),
+            1 => Some(8),
+            5 => Some(4),
+            2 => varint(&mut buf).and_then(|n| usize::try_from(n).ok()).inspect(|&n| {
+                if n <= buf.len() {
+                    out.push((key >> 3, &buf[..n]));
+                }
+            }),
+            _ => None,
+        };
+        match skip {
+            Some(n) if n <= buf.len() => buf = &buf[n..],
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Every span of an export request.
+fn spans(body: &[u8]) -> Vec<Span> {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut spans = Vec::new();
+    for (_, resource_spans) in fields(body).into_iter().filter(|(f, _)| *f == 1) {
+        for (_, scope_spans) in fields(resource_spans).into_iter().filter(|(f, _)| *f == 2) {
+            for (_, raw) in fields(scope_spans).into_iter().filter(|(f, _)| *f == 2) {
+                let mut span = Span::default();
+                for (field, value) in fields(raw) {
+                    match field {
+                        1 => span.trace = value.to_vec(),
+                        2 => span.id = value.to_vec(),
+                        5 => span.name = text(value),
+                        9 => {
+                            let kv = fields(value);
+                            let key = kv.iter().find(|(f, _)| *f == 1).map(|(_, v)| text(v)).unwrap_or_default();
+                            let string = kv
+                                .iter()
+                                .find(|(f, _)| *f == 2)
+                                .and_then(|(_, any)| fields(any).into_iter().find(|(f, _)| *f == 1))
+                                .map(|(_, v)| text(v))
+                                .unwrap_or_default();
+                            span.attributes.push((key, string));
+                        }
+                        13 => {
+                            let link = fields(value);
+                            let get =
+                                |n| link.iter().find(|(f, _)| *f == n).map(|(_, v)| v.to_vec()).unwrap_or_default();
+                            span.links.push((get(1), get(2)));
+                        }
+                        _ => {}
+                    }
+                }
+                spans.push(span);
+            }
+        }
+    }
+    spans
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_task_run_links_to_its_creation_and_settles_in_its_trace() -> anyhow::Result<()> {
+    let (endpoint, received) = collector().await?;
+    // Replica zero creates and runs nothing; the task goes through the queue to replica one.
+    let cluster = Cluster::builder(2)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .replica_env(0, "MCPGATE_TASKS_MAX_RUNNING", "0")
+        .start()?;
+    let client = Client::new()?;
+    let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
+    let params = json!({"name": "slow_report", "arguments": {"topic": "links", "seconds": 1}, "_meta": caps});
+    let created = client.modern(&cluster.replica_url(0), "tools/call", params).await?.json()?;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .or_else(|| created["result"]["task"]["taskId"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))?
+        .to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let all: Vec<Span> = {
+            let bodies = received.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            bodies.iter().flat_map(|(_, body)| spans(body)).collect()
+        };
+        let of_task = |name: &str| {
+            all.iter().find(|s| s.name == name && s.attributes.iter().any(|(k, v)| k == "task" && *v == id))
+        };
+        if let (Some(create), Some(run), Some(settle)) = (of_task("mcp"), of_task("task"), of_task("settle")) {
+            anyhow::ensure!(run.trace != create.trace, "a queued run is a trace of its own");
+            anyhow::ensure!(
+                run.links.contains(&(create.trace.clone(), create.id.clone())),
+                "the run links to the creating request: {run:?} / {create:?}"
+            );
+            anyhow::ensure!(settle.trace == run.trace, "the settle span is in the run's trace");
+            return Ok(());
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "spans of task {id} not all exported");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

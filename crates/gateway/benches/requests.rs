@@ -143,6 +143,8 @@ fn completed_record() -> TaskRecord {
         input_requests: Default::default(),
         state: None,
         input_responses: Default::default(),
+        credential: None,
+        trace: None,
     }
 }
 

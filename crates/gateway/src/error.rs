@@ -485,7 +485,11 @@ impl GatewayError {
     pub fn is_server_fault(&self) -> bool {
         matches!(
             self,
-            Self::Config { .. } | Self::Startup { .. } | Self::Internal { .. } | Self::Store { .. } | Self::StoredData { .. }
+            Self::Config { .. }
+                | Self::Startup { .. }
+                | Self::Internal { .. }
+                | Self::Store { .. }
+                | Self::StoredData { .. }
         )
     }
 }

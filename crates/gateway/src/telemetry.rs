@@ -5,8 +5,10 @@
 //!
 //! Exported spans are mcpgate's own at info level: the request's `mcp` span (method, era,
 //! pseudonymous principal, task id) and the worker's `task` span (task id, tool, attempt), so
-//! every span of a task's life carries its id, whichever replica ran it. No request or result
-//! content is put on spans.
+//! every span of a task's life carries its id, whichever replica ran it. A queued task's run
+//! is a trace of its own that links to the request that created the task (its `traceparent`
+//! is kept in the task record), and records its outcome in a `settle` span. No request or
+//! result content is put on spans.
 
 use std::io::IsTerminal as _;
 
@@ -98,7 +100,62 @@ fn export_layer(
     // (error texts, a client's error message) that must not leave through traces.
     let filter = Targets::new().with_target("mcpgate", LevelFilter::INFO).and(filter_fn(|meta| meta.is_span()));
     let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter).boxed();
+    let _ = EXPORTING.set(true);
     Ok((Some(layer), Telemetry { provider: Some(provider) }))
+}
+
+/// Whether spans are exported (set once, when the export layer is installed).
+#[cfg(feature = "otel")]
+static EXPORTING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// The W3C `traceparent` of the current span, when spans are exported.
+#[cfg(feature = "otel")]
+pub fn traceparent() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    EXPORTING.get()?;
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| format!("00-{}-{}-{:02x}", sc.trace_id(), sc.span_id(), sc.trace_flags().to_u8()))
+}
+
+/// Without span export there is no trace to name.
+#[cfg(not(feature = "otel"))]
+pub fn traceparent() -> Option<String> {
+    None
+}
+
+/// How a run's span links to its creation, when spans are exported.
+#[cfg(feature = "otel")]
+pub fn trace_link() -> Option<mcpgate_runtime::worker::TraceLink> {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    EXPORTING.get()?;
+    Some(mcpgate_runtime::worker::TraceLink(std::sync::Arc::new(|span: &tracing::Span, parent: &str| {
+        // 00-<trace id, 32 hex>-<span id, 16 hex>-<flags, 2 hex>; anything else is ignored.
+        let mut parts = parent.split('-');
+        let (Some("00"), Some(trace), Some(id), Some(flags), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return;
+        };
+        let (Ok(trace), Ok(id), Ok(flags)) =
+            (TraceId::from_hex(trace), SpanId::from_hex(id), u8::from_str_radix(flags, 16))
+        else {
+            return;
+        };
+        let linked = SpanContext::new(trace, id, TraceFlags::new(flags), true, TraceState::default());
+        if linked.is_valid() {
+            span.add_link(linked);
+        }
+    })))
+}
+
+/// Without span export there is nothing to link.
+#[cfg(not(feature = "otel"))]
+pub fn trace_link() -> Option<mcpgate_runtime::worker::TraceLink> {
+    None
 }
 
 /// Without the `otel` feature there is nothing to export to.

@@ -23,7 +23,9 @@
 --          lease index (member: task id, score: lease deadline) where any replica finds it
 --          once it lapses
 -- ARGV[19] lease ms of that worker
--- ARGV[20..] answer key, method answered, answer JSON, ... gathered before creation
+-- ARGV[20] the caller's credential, sealed ('' = none)
+-- ARGV[21] traceparent of the creating request ('' = none)
+-- ARGV[22..] answer key, method answered, answer JSON, ... gathered before creation
 --           (stored as ans:<key> and ask:<key>)
 -- returns  {1, created_ms, job entry}  the task was created (also when this very script
 --                              already ran: a retry after a lost reply must not reset the record);
@@ -71,7 +73,13 @@ redis.call('HSET', KEYS[1],
 if ARGV[14] ~= '' then
   redis.call('HSET', KEYS[1], 'state', ARGV[14])
 end
-for i = 20, #ARGV - 2, 3 do
+if ARGV[20] ~= '' then
+  redis.call('HSET', KEYS[1], 'cred', ARGV[20])
+end
+if ARGV[21] ~= '' then
+  redis.call('HSET', KEYS[1], 'trace', ARGV[21])
+end
+for i = 22, #ARGV - 2, 3 do
   redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 2], 'ask:' .. ARGV[i], ARGV[i + 1])
 end
 if ttl >= 0 then

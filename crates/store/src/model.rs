@@ -109,6 +109,13 @@ pub struct NewTask {
     pub input_responses: RawAnswers,
     /// Continuation state from those rounds, for the tool's first run.
     pub state: Option<String>,
+    /// The caller's bearer token, for a tool whose upstream exchanges it on every call (RFC
+    /// 8693): a run on any replica acts for the caller with it. Stored sealed, whatever
+    /// `store.encrypt_at_rest` says; `None` for every other tool.
+    pub credential: Option<String>,
+    /// The W3C `traceparent` of the request that created the task, so the spans of its runs
+    /// link to it on whichever replica they run.
+    pub trace: Option<String>,
     /// The longest lifetime any task of the deployment can have (`None` when unlimited
     /// lifetimes are allowed): owner-index entries older than this are pruned on create.
     pub index_horizon_ms: Option<u64>,
@@ -148,6 +155,8 @@ impl NewTask {
             input_requests: RawByKey::new(),
             state: self.state,
             input_responses: self.input_responses,
+            credential: self.credential,
+            trace: self.trace,
         }
     }
 }
@@ -270,6 +279,11 @@ pub struct TaskRecord {
     pub state: Option<String>,
     /// Answers collected so far, over every round, by key.
     pub input_responses: RawAnswers,
+    /// The caller's bearer token (see [`NewTask::credential`]); read by [`Read::Full`] only.
+    pub credential: Option<String>,
+    /// The creating request's `traceparent` (see [`NewTask::trace`]); read by [`Read::Full`]
+    /// only.
+    pub trace: Option<String>,
 }
 
 impl TaskRecord {

@@ -67,6 +67,10 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
     let span = tracing::Span::current();
     span.record("tool", task.tool.as_str());
     span.record("attempt", task.attempts);
+    // Queued work runs in a trace of its own, linked to the request that created it.
+    if let (Some(link), Some(parent)) = (&options.trace_link, &task.trace) {
+        (link.0)(&span, parent);
+    }
     execute(shared, job, lease, task, claimed_at + options.lease).await;
 }
 
@@ -276,8 +280,19 @@ fn build_call(task: &TaskRecord) -> Result<ToolCall, Failure> {
     Ok(ToolCall { arguments, input_responses, state })
 }
 
-/// Records the outcome of a run under its lease.
+/// Records the outcome of a run under its lease, in a `settle` span of the run's.
 async fn settle(
+    shared: &Shared,
+    job: &Job,
+    lease: &Lease,
+    outcome: Outcome<mcpgate_protocol::tool::CallToolResult>,
+    task: &TaskRecord,
+) {
+    let span = tracing::info_span!("settle", task = %task.id);
+    tracing::Instrument::instrument(settle_in_span(shared, job, lease, outcome, task), span).await;
+}
+
+async fn settle_in_span(
     shared: &Shared,
     job: &Job,
     lease: &Lease,

@@ -54,6 +54,23 @@ pub struct WorkerOptions {
     pub unknown_tool_grace: Duration,
     /// Where task events are counted.
     pub metrics: Arc<TaskMetrics>,
+    /// Links a run's span to the span of the request that created its task, given that
+    /// request's `traceparent` (the span exporter knows how; `None` when nothing is exported).
+    pub trace_link: Option<TraceLink>,
+}
+
+/// Adds a link to a span from a W3C `traceparent`: how a run on one replica points at the
+/// creation on another, in the exporter's terms.
+#[derive(Clone)]
+pub struct TraceLink(pub Arc<LinkFn>);
+
+/// The function behind a [`TraceLink`]: the span, and the `traceparent` to link it to.
+pub type LinkFn = dyn Fn(&tracing::Span, &str) + Send + Sync;
+
+impl std::fmt::Debug for TraceLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceLink")
+    }
 }
 
 /// A call that became a task while it ran, handed to [`Workers::adopt`].

@@ -61,6 +61,8 @@ impl Entry {
             input_requests: r.input_requests.clone(),
             state: None,
             input_responses: crate::model::RawAnswers::new(),
+            credential: None,
+            trace: None,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The payload fields of a task record kept sealed in Redis (see [`mcpgate_seal::AtRest`]):
-//! `args`, `state`, `result`, `error`, `ans:<key>`, and `cred` (always sealed). Everything
+//! `args`, `state`, `result`, `error`, `ans:<key>`, and `cred` (always sealed: the caller's
+//! credential). Everything
 //! else (status, owner, tool, timestamps, input requests) stays readable for operators and
 //! for the scripts, none of which ever reads a payload.
 //!
@@ -40,6 +41,19 @@ impl Payloads {
         self.seal(id, &format!("ans:{key}"), value)
     }
 
+    /// A secret (the caller's credential) as stored in `field`: sealed whatever the setting;
+    /// without a key ring it is refused rather than stored in plain text.
+    pub(super) fn seal_secret(&self, id: &TaskId, field: &str, value: &str) -> Result<String, StoreError> {
+        match &self.0 {
+            Some(at_rest) => at_rest.seal_always(id.as_str(), field, value).map_err(|e| failure(field, "sealed", &e)),
+            None => Err(StoreError::Sealing {
+                field: field.to_owned(),
+                action: "sealed",
+                reason: "a credential is only stored sealed, and this store has no key ring".to_owned(),
+            }),
+        }
+    }
+
     /// `record` with its payload fields opened (a record read with less than `Read::Full`
     /// has only those it fetched).
     pub(super) fn open(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
@@ -47,6 +61,7 @@ impl Payloads {
         let open = |field: &str, value: String| self.open_field(&id, field, value);
         record.arguments = open("args", std::mem::take(&mut record.arguments))?;
         record.state = record.state.map(|s| open("state", s)).transpose()?;
+        record.credential = record.credential.map(|c| open("cred", c)).transpose()?;
         record.outcome = match record.outcome {
             Some(TaskOutcome::Result(r)) => Some(TaskOutcome::Result(open("result", r)?)),
             Some(TaskOutcome::Error(e)) => Some(TaskOutcome::Error(open("error", e)?)),

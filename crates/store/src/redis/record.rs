@@ -174,6 +174,8 @@ pub(super) fn decode_named<'a>(
         // Left over from an earlier round only if the task ended while parked.
         input_requests: if status == TaskStatus::InputRequired { requests } else { RawByKey::new() },
         state: take("state"),
+        credential: take("cred"),
+        trace: take("trace"),
         input_responses: answers
             .into_iter()
             .map(|(key, json)| {

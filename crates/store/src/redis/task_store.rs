@@ -476,6 +476,11 @@ impl RedisStore {
                         answer_bytes.to_string(),
                         running.map(|r| r.0.to_owned()).unwrap_or_default(),
                         running.map_or(0, |r| r.1).to_string(),
+                        match &task.credential {
+                            Some(credential) => payloads.seal_secret(&id, "cred", credential)?,
+                            None => String::new(),
+                        },
+                        task.trace.clone().unwrap_or_default(),
                     ]
                     .into_iter()
                     .chain(answers)

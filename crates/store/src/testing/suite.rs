@@ -45,6 +45,8 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         quota: None,
         input_responses: RawAnswers::new(),
         state: None,
+        credential: None,
+        trace: None,
     }
 }
 

@@ -38,6 +38,8 @@ fn task(arguments: &str, answers: &[(&str, &str)]) -> NewTask {
             })
             .collect::<RawAnswers>(),
         state: Some("\"secret-state-one\"".to_owned()),
+        credential: Some("secret-credential".to_owned()),
+        trace: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_owned()),
     }
 }
 
@@ -78,6 +80,8 @@ async fn a_dump_of_a_whole_task_life_holds_no_payload_in_plain_text() {
     // The first run asks for input and parks with a new state.
     let (lease, job, record) = claim_next(&store).await;
     assert_eq!(record.arguments, r#"{"secret":"secret-argument"}"#, "the run reads its arguments in plain");
+    assert_eq!(record.credential.as_deref(), Some("secret-credential"), "and acts with the caller's credential");
+    assert_eq!(record.trace.as_deref(), Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
     assert_eq!(record.state.as_deref(), Some("\"secret-state-one\""));
     assert_eq!(record.input_responses["early"].json, r#"{"action":"secret-answer-early"}"#);
     let asked = [(
@@ -108,7 +112,14 @@ async fn a_dump_of_a_whole_task_life_holds_no_payload_in_plain_text() {
     );
 
     let dump = dump(&server).await;
-    for secret in ["secret-argument", "secret-answer-early", "secret-answer-late", "secret-state", "secret-result"] {
+    for secret in [
+        "secret-argument",
+        "secret-answer-early",
+        "secret-answer-late",
+        "secret-state",
+        "secret-result",
+        "secret-credential",
+    ] {
         assert!(!dump.contains(secret), "{secret} is in the dump");
     }
     // The dump is readable (uncompressed): what stays in plain is there.

@@ -44,6 +44,8 @@ fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
         quota: None,
         input_responses: mcpgate_store::RawAnswers::new(),
         state: None,
+        credential: None,
+        trace: None,
     }
 }
 

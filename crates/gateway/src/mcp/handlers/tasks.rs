@@ -178,6 +178,8 @@ pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPla
         quota: quota(state, cx),
         input_responses,
         state: plan.state.map(|s| s.to_string()),
+        credential: None,
+        trace: crate::telemetry::traceparent(),
     })
 }
 
