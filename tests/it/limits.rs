@@ -202,6 +202,39 @@ async fn task_quotas_refuse_creations_clearly_until_tasks_end() -> anyhow::Resul
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_bytes_quota_counts_arguments_and_results() -> anyhow::Result<()> {
+    let cluster = crate::jwt::with_jwt(Cluster::builder(3)).env("MCPGATE_LIMITS_MAX_STORED_BYTES", "2500").start()?;
+    let client = Client::new()?;
+    let url = cluster.url();
+    // ~930 bytes of arguments; the report's result repeats the topic (~1 KB more).
+    let report = |n: u32| {
+        json!({"name": "slow_report", "arguments": {"topic": format!("{n}{}", "x".repeat(900)), "seconds": 1},
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}})
+    };
+    let first = task_id(&call(&client, &url, "ivy", "tools/call", report(1)).await?.json()?)?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let got = call(&client, &url, "ivy", "tasks/get", poll(&first)).await?.json()?;
+        if got["result"]["status"] == "completed" {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "not completed: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Arguments alone (2 × ~930) would fit in 2500; with the first result counted they do not.
+    let refused = call(&client, &url, "ivy", "tools/call", report(2)).await?;
+    anyhow::ensure!(refused.status == 429, "{}", refused.body);
+    let error = &refused.json()?["error"];
+    anyhow::ensure!(error["data"]["quota"] == "bytes stored in tasks" && error["data"]["max"] == 2500, "{error}");
+    let retry: u64 = refused.retry_after.as_deref().unwrap_or_default().parse()?;
+    anyhow::ensure!((3500..=3600).contains(&retry), "Retry-After {retry}: when the counted task expires");
+    // Jack's bytes are his own.
+    let jack = call(&client, &url, "jack", "tools/call", report(3)).await?;
+    anyhow::ensure!(jack.status == 200 && task_id(&jack.json()?).is_ok(), "{}", jack.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_that_need_no_redis_go_through_while_the_limits_cannot_be_checked() -> anyhow::Result<()> {
     let mut cluster = crate::jwt::with_jwt(Cluster::builder(1))
         .env("MCPGATE_LIMITS_CALLS_PER_MINUTE", "600")

@@ -266,6 +266,7 @@ fn worker_options(config: &Config, metrics: Arc<TaskMetrics>) -> WorkerOptions {
         read_block: Duration::from_secs(5),
         unknown_tool_grace: Duration::from_secs(config.tasks.unknown_tool_grace_secs),
         metrics,
+        count_stored_bytes: config.limits.max_stored_bytes > 0,
         trace_link: crate::telemetry::trace_link(),
     }
 }

@@ -94,6 +94,10 @@ impl TaskStore for AnyStore {
         delegate!(self, s => s.cancel(id, owner))
     }
 
+    async fn charge(&self, scope: &str, id: &TaskId, bytes: u64) -> Result<(), StoreError> {
+        delegate!(self, s => s.charge(scope, id, bytes))
+    }
+
     async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
         delegate!(self, s => s.claim(job, worker, lease, max_attempts))
     }

@@ -60,6 +60,12 @@ pub trait TaskStore: Send + Sync {
     /// a terminal task changes nothing and says so. Another owner's task is `NotFound`.
     fn cancel(&self, id: &TaskId, owner: &str) -> impl Future<Output = Result<Cancelled, StoreError>> + Send;
 
+    /// Counts `bytes` more (a result just recorded) against the stored-bytes quota of the
+    /// caller `scope` for task `id`, if that task is counted there (created under a bytes
+    /// quota and not expired); otherwise nothing. May take the caller over its quota: only
+    /// later creations are refused.
+    fn charge(&self, scope: &str, id: &TaskId, bytes: u64) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Takes the right to run a job's task: a new lease (fencing token + 1, attempt + 1) when
     /// the task is `working` and no live lease exists. Acknowledges jobs that have nothing to
     /// do (gone, terminal, parked). Past `max_attempts` the task becomes `failed` and the job

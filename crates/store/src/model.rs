@@ -128,6 +128,13 @@ pub struct NewTask {
 }
 
 impl NewTask {
+    /// The bytes this task holds when created, as a bytes quota counts them: its arguments,
+    /// its continuation state and the answers gathered before it.
+    pub fn payload_bytes(&self) -> u64 {
+        let answers: usize = self.input_responses.values().map(|a| a.json.len()).sum();
+        (self.arguments.len() + self.state.as_ref().map_or(0, String::len) + answers) as u64
+    }
+
     /// The record this task starts as, once created as `id` at `created_ms` (store clock):
     /// working, never run, nothing asked yet.
     pub fn into_record(self, id: TaskId, created_ms: u64) -> TaskRecord {

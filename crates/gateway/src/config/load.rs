@@ -342,6 +342,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
         ("limits.upstream_tasks_per_minute", c.limits.upstream_tasks_per_minute, MAX_PER_MINUTE),
         ("limits.max_running_tasks", c.limits.max_running_tasks, 1_000_000),
         ("limits.max_retained_tasks", c.limits.max_retained_tasks, 100_000_000),
+        ("limits.max_stored_bytes", c.limits.max_stored_bytes, 1 << 50),
         ("http.body_limit_bytes", c.http.body_limit_bytes, 256 * 1024 * 1024),
         ("http.sse_keepalive_secs", c.http.sse_keepalive_secs, 3600),
         ("shutdown.drain_secs", c.shutdown.drain_secs, 3600),

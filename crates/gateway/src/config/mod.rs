@@ -345,6 +345,9 @@ pub struct LimitsConfig {
     pub max_running_tasks: u64,
     /// Tasks of one principal retained at once (any status, until they expire).
     pub max_retained_tasks: u64,
+    /// Bytes one principal's retained tasks may hold: arguments, answers and state given at
+    /// creation, and results once recorded.
+    pub max_stored_bytes: u64,
 }
 
 impl Default for TasksConfig {

@@ -264,6 +264,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "Tasks one principal may have stored at once (any status, until they expire), across all replicas; a creation beyond it gets 429; 0 = no quota [0]",
     ),
+    s(
+        "limits.max_stored_bytes",
+        Kind::Int,
+        "Bytes one principal's stored tasks may hold (arguments, answers and state given at creation, plus each result once recorded; until they expire), across all replicas; a creation that would go over gets 429 (a result may go over: it is never dropped); 0 = no quota [0]",
+    ),
     s("store.prefix", Kind::Str, "Prefix of every Redis key (deployments may share a Redis) [mcpgate]"),
     s("store.shards", Kind::Int, "Task shards (job streams), 1 to 256; must be equal on every replica [16]"),
     s(

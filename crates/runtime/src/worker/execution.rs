@@ -307,13 +307,16 @@ async fn settle_in_span(
             result.meta = None;
             let tool_error = result.is_error == Some(true);
             match serde_json::to_string(&result) {
-                Ok(json) => (
-                    persist(shared, || {
+                Ok(json) => {
+                    let settled = persist(shared, || {
                         store.finish(lease, job, TaskStatus::Completed, TaskOutcome::Result(json.clone()), tool_error)
                     })
-                    .await,
-                    Some(TaskMetric::Completed),
-                ),
+                    .await;
+                    if matches!(settled, Ok(Settled::Done)) && shared.options.count_stored_bytes {
+                        charge_result(shared, task, json.len()).await;
+                    }
+                    (settled, Some(TaskMetric::Completed))
+                }
                 Err(e) => (
                     failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await,
                     Some(TaskMetric::Failed),
@@ -354,6 +357,16 @@ async fn settle_in_span(
         }
     };
     record(shared, task, settled, ended);
+}
+
+/// Counts a recorded result against its creator's stored-bytes quota (the creator's key as
+/// the gateway counts it: issuer and subject, across sessions). Best effort: a result not
+/// counted only lets its creator store a little more.
+async fn charge_result(shared: &Shared, task: &TaskRecord, bytes: usize) {
+    let creator = Principal::new(&task.issuer, &task.subject, Vec::new());
+    if let Err(e) = shared.store.charge(creator.caller_key(), &task.id, bytes as u64).await {
+        tracing::warn!(error = %e, "counting a result against its creator's stored-bytes quota failed");
+    }
 }
 
 /// Logs how recording an outcome went and counts how the task ended (`ended`: what was

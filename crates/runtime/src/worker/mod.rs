@@ -54,6 +54,9 @@ pub struct WorkerOptions {
     pub unknown_tool_grace: Duration,
     /// Where task events are counted.
     pub metrics: Arc<TaskMetrics>,
+    /// Whether recorded results count against their creators' stored-bytes quota
+    /// (`limits.max_stored_bytes` is set).
+    pub count_stored_bytes: bool,
     /// Links a run's span to the span of the request that created its task, given that
     /// request's `traceparent` (the span exporter knows how; `None` when nothing is exported).
     pub trace_link: Option<TraceLink>,

@@ -121,6 +121,11 @@ impl TaskStore for MemoryStore {
         Ok(self.with(|s, now| s.cancel(id, owner, now)))
     }
 
+    async fn charge(&self, scope: &str, id: &TaskId, bytes: u64) -> Result<(), StoreError> {
+        self.with(|s, _| s.charge(scope, id, bytes));
+        Ok(())
+    }
+
     async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
         Ok(self.with(|s, now| s.claim(job, worker, millis(lease), max_attempts, now)))
     }

@@ -26,6 +26,8 @@ pub(super) struct Entry {
     pub(super) asked: std::collections::BTreeMap<String, String>,
     /// Bytes of the answers recorded so far.
     answer_bytes: u64,
+    /// What a bytes quota counts for this task (see [`crate::quota::Quota::max_bytes`]).
+    stored_bytes: u64,
     /// When a worker first gave the task back for not knowing its tool.
     deferred_since: Option<u64>,
 }
@@ -164,7 +166,7 @@ impl State {
             return Ok(Created::Existing(entry.view(Read::Control)));
         }
         if let Some(quota) = task.quota.as_ref().filter(|q| q.is_limited()) {
-            self.check_quota(quota, now)?;
+            self.check_quota(quota, task.payload_bytes(), now)?;
         }
         let shard = match &task.idempotency {
             Some(i) => u16::from(i.scope[0]) % self.shards,
@@ -174,6 +176,7 @@ impl State {
         let (ttl_ms, idempotency, task_indexed) = (task.ttl_ms, task.idempotency.clone(), task.indexed);
         let task_quota = task.quota.clone().filter(Quota::is_limited);
         let answer_bytes = task.input_responses.values().map(|a| a.json.len() as u64).sum();
+        let stored_bytes = task.payload_bytes();
         let record = task.into_record(id.clone(), now);
         if let Some(ttl) = ttl_ms {
             self.expiries.insert((now.saturating_add(ttl), id.clone()));
@@ -196,6 +199,7 @@ impl State {
             lease_until: 0,
             asked: std::collections::BTreeMap::new(),
             answer_bytes,
+            stored_bytes,
             deferred_since: None,
         };
         if let Some(quota) = task_quota {
@@ -207,7 +211,7 @@ impl State {
 
     /// Fails when the caller of `quota` is at one of its quotas (tasks that ended no longer
     /// count as running, expired ones not at all).
-    fn check_quota(&mut self, quota: &Quota, now: u64) -> Result<(), StoreError> {
+    fn check_quota(&mut self, quota: &Quota, bytes: u64, now: u64) -> Result<(), StoreError> {
         let Some(ids) = self.quotas.get_mut(&quota.scope) else { return Ok(()) };
         let tasks = &self.tasks;
         ids.retain(|id| tasks.contains_key(id));
@@ -219,18 +223,36 @@ impl State {
                 retry_after_ms: None,
             });
         }
-        if quota.max_retained > 0 && ids.len() as u64 >= quota.max_retained {
-            let oldest = ids
-                .iter()
+        let oldest = || {
+            ids.iter()
                 .filter_map(|id| tasks[id].record.ttl_ms.map(|ttl| tasks[id].record.created_ms.saturating_add(ttl)))
-                .min();
+                .min()
+                .map(|expires| expires.saturating_sub(now))
+        };
+        if quota.max_retained > 0 && ids.len() as u64 >= quota.max_retained {
             return Err(StoreError::QuotaExceeded {
                 kind: QuotaKind::Retained,
                 max: quota.max_retained,
-                retry_after_ms: oldest.map(|expires| expires.saturating_sub(now)),
+                retry_after_ms: oldest(),
+            });
+        }
+        let stored: u64 = ids.iter().map(|id| tasks[id].stored_bytes).sum();
+        if quota.max_bytes > 0 && stored.saturating_add(bytes) > quota.max_bytes {
+            return Err(StoreError::QuotaExceeded {
+                kind: QuotaKind::Bytes,
+                max: quota.max_bytes,
+                retry_after_ms: oldest(),
             });
         }
         Ok(())
+    }
+
+    /// See [`crate::TaskStore::charge`].
+    pub(super) fn charge(&mut self, scope: &str, id: &TaskId, bytes: u64) {
+        let counted = self.quotas.get(scope).is_some_and(|ids| ids.contains(id));
+        if let Some(entry) = self.tasks.get_mut(id).filter(|_| counted) {
+            entry.stored_bytes = entry.stored_bytes.saturating_add(bytes);
+        }
     }
 
     /// A task that runs on `worker` from now on: created (or found, like `create`), its lease

@@ -1,5 +1,5 @@
-//! Quotas on Redis (see [`crate::quota`]): a caller's running and retained sets share the
-//! caller's own hash tag, so `quota.lua` checks and reserves in one slot, in one round trip.
+//! Quotas on Redis (see [`crate::quota`]): a caller's running, retained and bytes sets (and
+//! the bytes hash) share the caller's own hash tag, so `quota.lua` checks and reserves in one slot, in one round trip.
 //! A caller found at its running quota has its counted tasks' statuses read (one HGET each,
 //! sent together); those that ended or expired are dropped and the reservation is tried once
 //! more, so a crash between a task's end and anything else can never leave it counted.
@@ -15,10 +15,16 @@ use crate::quota::{Quota, QuotaKind};
 impl RedisStore {
     /// Reserves a place for task `id` (living `ttl_ms`, `None` = unlimited) within `quota`,
     /// or fails with [`StoreError::QuotaExceeded`].
-    pub(super) async fn reserve(&self, quota: &Quota, id: &TaskId, ttl_ms: Option<u64>) -> Result<(), StoreError> {
+    pub(super) async fn reserve(
+        &self,
+        quota: &Quota,
+        id: &TaskId,
+        ttl_ms: Option<u64>,
+        bytes: u64,
+    ) -> Result<(), StoreError> {
         let mut checked = false;
         loop {
-            let out = self.try_reserve(quota, id, ttl_ms).await?;
+            let out = self.try_reserve(quota, id, ttl_ms, bytes).await?;
             let code = item(&out, 0).and_then(|c| c.parse::<i64>().ok());
             let wait = item(&out, 1).and_then(|w| w.parse::<i64>().ok());
             match code {
@@ -38,6 +44,13 @@ impl RedisStore {
                         retry_after_ms: wait.and_then(|w| u64::try_from(w).ok()),
                     });
                 }
+                Some(3) => {
+                    return Err(StoreError::QuotaExceeded {
+                        kind: QuotaKind::Bytes,
+                        max: quota.max_bytes,
+                        retry_after_ms: wait.and_then(|w| u64::try_from(w).ok()),
+                    });
+                }
                 _ => return Err(StoreError::Corrupt { detail: "unexpected quota reply".to_owned() }),
             }
         }
@@ -51,21 +64,49 @@ impl RedisStore {
             .ignore()
             .zrem(keys.quota(&quota.scope, "retained"), id.as_str())
             .ignore();
-        self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async::<()>(conn))).await
+        self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async::<()>(conn))).await?;
+        if quota.max_bytes > 0 {
+            self.charge_bytes(&quota.scope, id, "drop".to_owned()).await?;
+        }
+        Ok(())
     }
 
-    async fn try_reserve(&self, quota: &Quota, id: &TaskId, ttl_ms: Option<u64>) -> Result<Vec<Value>, StoreError> {
+    /// Runs `charge.lua` for task `id` of caller `scope` (`change`: bytes to add, or `drop`).
+    pub(super) async fn charge_bytes(&self, scope: &str, id: &TaskId, change: String) -> Result<(), StoreError> {
+        let keys = &self.inner.keys;
+        // Adding is not idempotent: a charge whose reply was lost is not sent again (the
+        // task counts a little less rather than twice).
+        let retry = if change == "drop" { Retry::Yes } else { Retry::No };
+        self.script(
+            retry,
+            &scripts::CHARGE,
+            vec![keys.quota(scope, "bytes"), keys.quota(scope, "sizes")],
+            vec![id.to_string(), change],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn try_reserve(
+        &self,
+        quota: &Quota,
+        id: &TaskId,
+        ttl_ms: Option<u64>,
+        bytes: u64,
+    ) -> Result<Vec<Value>, StoreError> {
         let keys = &self.inner.keys;
         let out = self
             .script(
                 Retry::Yes,
                 &scripts::QUOTA,
-                vec![keys.quota(&quota.scope, "running"), keys.quota(&quota.scope, "retained")],
+                ["running", "retained", "bytes", "sizes"].iter().map(|set| keys.quota(&quota.scope, set)).collect(),
                 vec![
                     id.to_string(),
                     ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string()),
                     quota.max_running.to_string(),
                     quota.max_retained.to_string(),
+                    quota.max_bytes.to_string(),
+                    bytes.to_string(),
                 ],
             )
             .await?;

@@ -20,9 +20,10 @@ pub(super) static LAPSE: LazyLock<Script> = LazyLock::new(|| Script::new(include
 pub(super) static HAND_BACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/handback.lua")));
 pub(super) static RATE_LIMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/ratelimit.lua")));
 pub(super) static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/quota.lua")));
+pub(super) static CHARGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/charge.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 14] {
+pub(super) fn all() -> [&'static Script; 15] {
     [
         &CREATE,
         &CANCEL,
@@ -38,5 +39,6 @@ pub(super) fn all() -> [&'static Script; 14] {
         &LAPSE,
         &RATE_LIMIT,
         &QUOTA,
+        &CHARGE,
     ]
 }

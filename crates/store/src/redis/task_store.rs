@@ -148,6 +148,10 @@ impl TaskStore for RedisStore {
         }
     }
 
+    async fn charge(&self, scope: &str, id: &TaskId, bytes: u64) -> Result<(), StoreError> {
+        self.charge_bytes(scope, id, bytes.to_string()).await
+    }
+
     async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
         let keys = &self.inner.keys;
         let shard = job.task.shard();
@@ -429,7 +433,7 @@ impl RedisStore {
         loop {
             let id = TaskId::generate(shard);
             if let Some(quota) = quota
-                && let Err(over) = self.reserve(quota, &id, task.ttl_ms).await
+                && let Err(over) = self.reserve(quota, &id, task.ttl_ms, task.payload_bytes()).await
             {
                 // A retry of a call whose task exists gets that task, whatever the quota says.
                 if let (StoreError::QuotaExceeded { .. }, Some(idempotency)) = (&over, &task.idempotency)

@@ -124,10 +124,43 @@ where
     upstream_lists_are_shared_with_a_generation(&make().await).await;
     rate_limits_admit_all_or_nothing_per_scope(&make().await).await;
     quotas_refuse_creations_until_tasks_end_or_expire(&make().await).await;
+    the_bytes_quota_counts_creations_and_charged_results(&make().await).await;
+}
+
+async fn the_bytes_quota_counts_creations_and_charged_results<S: TaskStore>(store: &S) {
+    let quota = Quota { scope: "bytes-owner".to_owned(), max_running: 0, max_retained: 0, max_bytes: 100 };
+    // Arguments of exactly `size` bytes, plus an answer and a state of 5 bytes each.
+    let task = |call: u8, size: usize| NewTask {
+        quota: Some(quota.clone()),
+        idempotency: None,
+        arguments: format!(r#"{{"p":"{}"}}"#, "x".repeat(size - 8)),
+        input_responses: form_answers(&[("a", "\"yes\"")]),
+        state: Some("\"s12\"".to_owned()),
+        ..new_task("b", call)
+    };
+    let new = |created: Result<Created, StoreError>| match created.expect("create") {
+        Created::New(record) => record,
+        other => panic!("expected a new task: {other:?}"),
+    };
+    let a = new(store.create(task(1, 30)).await);
+    assert_eq!(task(1, 30).payload_bytes(), 40, "arguments, answers and state count");
+    // Its result is counted once recorded: 40 + 40 of 100.
+    store.charge("bytes-owner", &a.id, 40).await.expect("charge");
+    match store.create(task(2, 15)).await.expect_err("over the bytes quota") {
+        StoreError::QuotaExceeded { kind: QuotaKind::Bytes, max: 100, retry_after_ms: Some(ms) } => {
+            assert!(ms > 50_000 && ms <= 60_000, "until the oldest counted task expires: {ms} ms");
+        }
+        other => panic!("the bytes quota: {other:?}"),
+    }
+    // A task not counted under this quota charges nothing.
+    let uncounted = new(store.create(NewTask { quota: None, ..task(3, 30) }).await);
+    store.charge("bytes-owner", &uncounted.id, 1_000).await.expect("charge");
+    new(store.create(task(4, 10)).await);
+    assert!(matches!(store.create(task(5, 8)).await, Err(StoreError::QuotaExceeded { kind: QuotaKind::Bytes, .. })));
 }
 
 async fn quotas_refuse_creations_until_tasks_end_or_expire<S: TaskStore>(store: &S) {
-    let quota = Quota { scope: "quota-owner".to_owned(), max_running: 2, max_retained: 3 };
+    let quota = Quota { scope: "quota-owner".to_owned(), max_running: 2, max_retained: 3, max_bytes: 0 };
     let task = |call: u8, keyed: bool| {
         let task = new_task("q", call);
         NewTask { quota: Some(quota.clone()), idempotency: if keyed { task.idempotency.clone() } else { None }, ..task }

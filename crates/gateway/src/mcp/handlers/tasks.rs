@@ -186,10 +186,12 @@ pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPla
 /// The caller's task quotas, if any are configured (counted per caller, across sessions).
 fn quota(state: &AppState, cx: &CallContext) -> Option<mcpgate_store::Quota> {
     let limits = &state.config.limits;
-    (limits.max_running_tasks > 0 || limits.max_retained_tasks > 0).then(|| mcpgate_store::Quota {
+    let any = limits.max_running_tasks > 0 || limits.max_retained_tasks > 0 || limits.max_stored_bytes > 0;
+    any.then(|| mcpgate_store::Quota {
         scope: cx.principal.caller_key().to_owned(),
         max_running: limits.max_running_tasks,
         max_retained: limits.max_retained_tasks,
+        max_bytes: limits.max_stored_bytes,
     })
 }
 
