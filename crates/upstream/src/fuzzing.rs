@@ -1,5 +1,7 @@
 //! Entry points for the fuzz targets (`fuzz/`), behind the `fuzzing` feature: not API.
 
+use futures_util::FutureExt as _;
+
 use crate::transport::sse::SseReader;
 
 /// Reads `stream` as an upstream's SSE body (lines over `max` bytes skipped) twice, whole and
@@ -15,4 +17,36 @@ pub fn sse(stream: &[u8], chunk: usize, max: usize) -> usize {
     }
     assert_eq!(whole, pieces, "chunking changed the events");
     whole.len()
+}
+
+/// Reads `stream` as a stdio server's output (JSON-RPC messages one per line, lines over `max`
+/// bytes skipped), delivered `chunk` bytes at a time (at least 1), and checks every line
+/// against a plain split on newlines: a complete line is read byte for byte, a longer one is
+/// reported too long with at most `max` of its first bytes, and nothing else is read. Returns
+/// the lines read (panics on a difference).
+pub fn stdio_lines(stream: &[u8], chunk: usize, max: usize) -> usize {
+    use crate::transport::stdio::{Line, read_line};
+    let mut expected: Vec<&[u8]> = stream.split(|&b| b == b'\n').collect();
+    // Text after the last newline is a line only if there is some.
+    if expected.last().is_some_and(|l| l.is_empty()) {
+        expected.pop();
+    }
+    let mut reader = tokio::io::BufReader::with_capacity(chunk.max(1), stream);
+    let mut line = Vec::new();
+    for (i, want) in expected.iter().enumerate() {
+        line.clear();
+        let read = read_line(&mut reader, &mut line, max).now_or_never().expect("an in-memory read never waits");
+        match read.expect("an in-memory read never fails") {
+            Line::Complete => assert_eq!(line.as_slice(), *want, "line {i} read differently"),
+            Line::TooLong => {
+                assert!(want.len() > max, "line {i} of {} bytes reported too long (max {max})", want.len());
+                assert!(line.len() <= max && want.starts_with(&line), "line {i}: not a prefix within max");
+            }
+            Line::Eof => panic!("end of output before line {i} of {}", expected.len()),
+        }
+    }
+    line.clear();
+    let end = read_line(&mut reader, &mut line, max).now_or_never().expect("never waits").expect("never fails");
+    assert!(matches!(end, Line::Eof), "more read than there is");
+    expected.len()
 }

@@ -316,7 +316,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
     Ok(negotiated)
 }
 
-enum Line {
+pub(crate) enum Line {
     Complete,
     TooLong,
     Eof,
@@ -324,7 +324,11 @@ enum Line {
 
 /// Reads one line (without its newline) into `buf`, keeping at most `max` bytes: a longer line
 /// is consumed to its end and reported `TooLong` with its first bytes in `buf`.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
     let mut too_long = false;
     loop {
         let available = reader.fill_buf().await?;
