@@ -466,4 +466,101 @@ mod tests {
         let (_, text) = failure(400, &format!(r#"{{"error":"invalid_request","error_description":"{long}"}}"#));
         assert!(text.len() < 300, "{text}");
     }
+
+    /// A stand-in token endpoint: answers each request after `delay` with `tok-<n>` (or never,
+    /// with `delay` = None); counts the requests and keeps their bodies.
+    async fn endpoint(delay: Option<Duration>) -> (String, Arc<Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        let bodies: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = bodies.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut buffer = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let body = loop {
+                        let Ok(n) = socket.read(&mut chunk).await else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        buffer.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buffer).to_string();
+                        let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:")?.trim().parse().ok())
+                            .unwrap_or(0usize);
+                        if body.len() >= length {
+                            break body.to_owned();
+                        }
+                    };
+                    let n = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(body);
+                        seen.len()
+                    };
+                    let Some(delay) = delay else {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                        return;
+                    };
+                    tokio::time::sleep(delay).await;
+                    let answer = format!(r#"{{"access_token":"tok-{n}","token_type":"Bearer","expires_in":300}}"#);
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        (url, bodies)
+    }
+
+    fn exchanger(url: &str, timeout_secs: Option<u64>) -> TokenExchanger {
+        let mut upstream = UpstreamConfig::http("fm", "http://127.0.0.1:9/mcp");
+        let mut config = TokenExchangeConfig::new(url, "gw", "secret", "fm");
+        config.timeout_secs = timeout_secs;
+        upstream.token_exchange = Some(config);
+        TokenExchanger::for_upstream(&upstream).unwrap().unwrap()
+    }
+
+    fn failures(stats: &ExchangeStats, kind: &str) -> u64 {
+        stats.failures().find(|(k, _)| *k == kind).map_or(0, |(_, n)| n)
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_of_one_caller_share_one_exchange() {
+        let (url, bodies) = endpoint(Some(Duration::from_millis(200))).await;
+        let exchanger = exchanger(&url, None);
+        let alice = Credential::bearer("alice-jwt");
+        let tokens = futures_util::future::join_all((0..5).map(|_| exchanger.token(Some(&alice)))).await;
+        for token in &tokens {
+            assert_eq!(token.as_ref().unwrap(), &UpstreamToken::new("tok-1"));
+        }
+        let bob = exchanger.token(Some(&Credential::bearer("bob-jwt"))).await.unwrap();
+        assert_eq!(bob, UpstreamToken::new("tok-2"), "another caller, another exchange");
+        let stats = exchanger.stats();
+        assert_eq!((stats.exchanges.load(Ordering::Relaxed), stats.cache_hits.load(Ordering::Relaxed)), (2, 4));
+        let bodies = bodies.lock().unwrap().clone();
+        assert_eq!(bodies.len(), 2);
+        assert!(bodies[0].starts_with(
+            "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange&subject_token=alice-jwt&"
+        ));
+        assert!(exchanger.flights.lock().unwrap().is_empty(), "no flight left behind");
+    }
+
+    #[tokio::test]
+    async fn no_caller_token_and_a_silent_endpoint_fail_without_a_token() {
+        let (url, _) = endpoint(None).await;
+        let exchanger = exchanger(&url, Some(1));
+        assert_eq!(exchanger.token(None).await, Err(UpstreamError::NoCallerToken));
+        let e = exchanger.token(Some(&Credential::bearer("carol-jwt"))).await.unwrap_err();
+        assert!(matches!(&e, UpstreamError::TokenExchangeFailed { detail } if detail.contains("within 1 s")), "{e}");
+        let stats = exchanger.stats();
+        assert_eq!((failures(stats, "no_caller_token"), failures(stats, "timeout")), (1, 1));
+        assert!(!format!("{exchanger:?}").contains("secret"));
+    }
 }
