@@ -92,8 +92,9 @@ pub(crate) struct TokenExchanger {
     timeout: Duration,
     cache: Mutex<TokenCache>,
     /// One lock per caller token being exchanged: concurrent requests of one caller wait for
-    /// the first one's exchange and take its token from the cache.
-    flights: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    /// the first one's exchange and take its token from the cache, or its error (so a dead
+    /// endpoint costs the waiters one timeout, not one each).
+    flights: Mutex<HashMap<Key, Arc<FlightLock>>>,
     stats: ExchangeStats,
 }
 
@@ -103,11 +104,14 @@ impl std::fmt::Debug for TokenExchanger {
     }
 }
 
+/// The exchange of one caller token under way: its failure, once it failed.
+type FlightLock = tokio::sync::Mutex<Option<UpstreamError>>;
+
 /// Joining the exchange of one caller token; leaves the flight map tidy when dropped.
 struct Flight<'a> {
     exchanger: &'a TokenExchanger,
     key: Key,
-    lock: Arc<tokio::sync::Mutex<()>>,
+    lock: Arc<FlightLock>,
 }
 
 impl Drop for Flight<'_> {
@@ -174,14 +178,18 @@ impl TokenExchanger {
             return Ok(token);
         }
         let flight = self.join(key);
-        let _turn = flight.lock.lock().await;
-        // Whoever went first may have stored it meanwhile.
+        let mut turn = flight.lock.lock().await;
+        // Whoever went first may have stored it meanwhile, or failed.
         if let Some(token) = self.cached(&key) {
             return Ok(token);
+        }
+        if let Some(failure) = &*turn {
+            return Err(failure.clone());
         }
         let (token, keep) = self.exchange(subject.expose()).await.map_err(|(kind, e)| {
             self.stats.failed(kind);
             tracing::info!(upstream = %self.upstream, error = %e, "token exchange failed");
+            *turn = Some(e.clone());
             e
         })?;
         if !keep.is_zero() {
@@ -554,13 +562,25 @@ mod tests {
 
     #[tokio::test]
     async fn no_caller_token_and_a_silent_endpoint_fail_without_a_token() {
-        let (url, _) = endpoint(None).await;
+        let (url, bodies) = endpoint(None).await;
         let exchanger = exchanger(&url, Some(1));
         assert_eq!(exchanger.token(None).await, Err(UpstreamError::NoCallerToken));
-        let e = exchanger.token(Some(&Credential::bearer("carol-jwt"))).await.unwrap_err();
-        assert!(matches!(&e, UpstreamError::TokenExchangeFailed { detail } if detail.contains("within 1 s")), "{e}");
+        // Three requests of one caller wait for one exchange and share its failure.
+        let carol = Credential::bearer("carol-jwt");
+        let started = Instant::now();
+        let outcomes = futures_util::future::join_all((0..3).map(|_| exchanger.token(Some(&carol)))).await;
+        assert!(started.elapsed() < Duration::from_secs(3), "waited {:?}", started.elapsed());
+        for outcome in outcomes {
+            let e = outcome.unwrap_err();
+            assert!(
+                matches!(&e, UpstreamError::TokenExchangeFailed { detail } if detail.contains("within 1 s")),
+                "{e}"
+            );
+        }
         let stats = exchanger.stats();
         assert_eq!((failures(stats, "no_caller_token"), failures(stats, "timeout")), (1, 1));
+        assert_eq!(bodies.lock().unwrap().len(), 1, "one exchange attempted");
+        assert!(exchanger.flights.lock().unwrap().is_empty(), "no flight left behind");
         assert!(!format!("{exchanger:?}").contains("secret"));
     }
 }
