@@ -5,9 +5,9 @@
 //! Invariant: every request to the upstream passes the breaker, holds a concurrency permit
 //! for its whole duration, and ends within `timeout_secs` (waiting for a permit included);
 //! a cancelled or timed-out request is withdrawn from the upstream. With token exchange, a
-//! request made for a caller carries that caller's exchanged token or is not sent at all
-//! (before the breaker: a refused exchange says nothing about the upstream's health); only
-//! the gateway's own list reads go without one.
+//! request made for a caller carries that caller's exchanged token or is not sent at all; the
+//! exchange comes first, with its own timeout, before the breaker (a refused exchange says
+//! nothing about the upstream's health); only the gateway's own list reads go without one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

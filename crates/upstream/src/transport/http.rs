@@ -345,8 +345,12 @@ impl Http {
                 request = request.header(header.as_str(), header_value(value));
             }
         }
-        if let Some(bearer) = ex.bearer.as_ref().and_then(bearer_header) {
-            request = request.header(AUTHORIZATION, bearer);
+        if let Some(bearer) = &ex.bearer {
+            // Never sent without it (the exchange only accepts header-safe tokens).
+            let value = bearer_header(bearer).ok_or_else(|| UpstreamError::TokenExchangeFailed {
+                detail: "the exchanged token is not a valid header value".to_owned(),
+            })?;
+            request = request.header(AUTHORIZATION, value);
         }
         request.body(body).send().await.map_err(|e| UpstreamError::Unreachable { detail: describe(e) })
     }
@@ -473,7 +477,7 @@ fn response_exchange() -> Exchange {
 }
 
 /// `Bearer <token>`, marked sensitive (never in debug output); `None` for a token that cannot
-/// be a header value (the exchange checks tokens, so this does not happen).
+/// be a header value (the exchange accepts only visible ASCII, so this should not happen).
 fn bearer_header(token: &crate::token_cache::UpstreamToken) -> Option<HeaderValue> {
     let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose())).ok()?;
     value.set_sensitive(true);
@@ -580,6 +584,12 @@ impl CancelGuard<'_> {
 impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
         let Some(sid) = self.session.id.as_deref().filter(|_| !self.done) else { return };
+        // The caller's cancellation goes with the caller's token, or not at all.
+        let bearer = match self.bearer.map(bearer_header) {
+            Some(None) => return,
+            Some(Some(value)) => Some(value),
+            None => None,
+        };
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
         let mut request = self
             .http
@@ -592,7 +602,7 @@ impl Drop for CancelGuard<'_> {
             .header(SESSION_HEADER, sid)
             .timeout(Duration::from_secs(5))
             .body(rpc::cancelled(self.id));
-        if let Some(bearer) = self.bearer.and_then(bearer_header) {
+        if let Some(bearer) = bearer {
             request = request.header(AUTHORIZATION, bearer);
         }
         handle.spawn(async move {
