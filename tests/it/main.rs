@@ -17,3 +17,4 @@ mod process;
 mod redis_cluster;
 mod shedding;
 mod telemetry;
+mod token_exchange;

@@ -87,9 +87,14 @@ impl HttpServer {
 
     /// The FastMCP fixture server (2026-07-28); its markers go to `markers`.
     pub fn fastmcp(markers: &std::path::Path) -> anyhow::Result<Self> {
+        Self::fastmcp_script("fastmcp_server.py", markers)
+    }
+
+    /// Another FastMCP fixture script under `tests/interop` (arguments: port, marker dir).
+    pub fn fastmcp_script(name: &str, markers: &std::path::Path) -> anyhow::Result<Self> {
         let python = fastmcp_python()?;
         let port = free_port()?;
-        let script = fixture("fastmcp_server.py");
+        let script = fixture(name);
         Self::start(
             python.to_string_lossy().as_ref(),
             &[script.to_string_lossy().as_ref(), &port.to_string(), markers.to_string_lossy().as_ref()],

@@ -283,8 +283,8 @@ impl Drop for InFlight {
     }
 }
 
-/// Appends the per-upstream series: calls, errors by kind, in flight, latency, breaker state
-/// and stdio restarts.
+/// Appends the per-upstream series: calls, errors by kind, in flight, latency, breaker state,
+/// stdio restarts, and token exchanges (upstreams with token exchange only).
 pub fn render_upstreams(federation: &mcpgate_upstream::Federation, out: &mut String) {
     use std::fmt::Write as _;
     use std::sync::atomic::Ordering::Relaxed;
@@ -346,5 +346,40 @@ pub fn render_upstreams(federation: &mcpgate_upstream::Federation, out: &mut Str
         let _ = writeln!(out, "mcpgate_upstream_request_duration_seconds_sum{{upstream=\"{}\"}} {sum}", u.name());
         let _ =
             writeln!(out, "mcpgate_upstream_request_duration_seconds_count{{upstream=\"{}\"}} {cumulative}", u.name());
+    }
+    // Token exchange (RFC 8693): only the upstreams that exchange caller tokens.
+    let exchanging: Vec<_> =
+        upstreams.iter().filter_map(|u| u.token_exchange_stats().map(|stats| (u.name(), stats))).collect();
+    if exchanging.is_empty() {
+        return;
+    }
+    for (name, help, value) in [
+        (
+            "mcpgate_upstream_token_exchanges_total",
+            "Caller tokens exchanged at the token endpoint for an upstream's token.",
+            &(|s: &mcpgate_upstream::ExchangeStats| s.exchanges.load(Relaxed)) as &dyn Fn(&_) -> u64,
+        ),
+        (
+            "mcpgate_upstream_token_cache_hits_total",
+            "Upstream requests whose exchanged token came from the cache.",
+            &|s: &mcpgate_upstream::ExchangeStats| s.cache_hits.load(Relaxed),
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (upstream, stats) in &exchanging {
+            let _ = writeln!(out, "{name}{{upstream=\"{upstream}\"}} {}", value(stats));
+        }
+    }
+    out.push_str(
+        "# HELP mcpgate_upstream_token_exchange_failures_total Failed token exchanges by kind (the upstream was not called).\n\
+         # TYPE mcpgate_upstream_token_exchange_failures_total counter\n",
+    );
+    for (upstream, stats) in &exchanging {
+        for (kind, n) in stats.failures() {
+            let _ = writeln!(
+                out,
+                "mcpgate_upstream_token_exchange_failures_total{{upstream=\"{upstream}\",kind=\"{kind}\"}} {n}"
+            );
+        }
     }
 }

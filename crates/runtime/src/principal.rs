@@ -4,6 +4,10 @@
 //! Invariant: two principals are the same caller exactly when issuer and subject are equal
 //! (and, for a narrowed principal, its scope); the key encodes both unambiguously
 //! (length-prefixed issuer), so no pair of distinct (iss, sub) pairs maps to one key.
+//!
+//! A principal may carry the caller's [`Credential`] (the bearer token it presented), kept
+//! only so an upstream configured for token exchange (RFC 8693) can swap it for a token of its
+//! own; it is no part of equality or the key, and `Debug` never shows it.
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -15,19 +19,63 @@ use sha2::{Digest, Sha256};
 #[derive(Clone, PartialEq, Eq)]
 pub struct Principal(Arc<Inner>);
 
-#[derive(PartialEq, Eq)]
 struct Inner {
     issuer: String,
     subject: String,
     key: String,
     scopes: Vec<String>,
+    /// The token the caller presented (`None` for anonymous callers and for principals
+    /// rebuilt from a stored task): not compared, never shown.
+    credential: Option<Credential>,
+}
+
+// By hand: who the caller is, never which token it happened to present this time.
+impl PartialEq for Inner {
+    fn eq(&self, other: &Self) -> bool {
+        self.issuer == other.issuer
+            && self.subject == other.subject
+            && self.key == other.key
+            && self.scopes == other.scopes
+    }
+}
+
+impl Eq for Inner {}
+
+/// The raw bearer token a caller presented, kept to be exchanged for an upstream's own token
+/// (RFC 8693), never forwarded as it is. `Debug` prints `[redacted]`; there is no `Display`
+/// and no equality (nothing should compare or print it).
+#[derive(Clone)]
+pub struct Credential(Arc<str>);
+
+impl Credential {
+    /// Wraps a bearer token (without the `Bearer ` scheme).
+    pub fn bearer(token: &str) -> Self {
+        Self(Arc::from(token))
+    }
+
+    /// The token itself: only for the token exchange request (and a sealed task record).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 impl Principal {
-    /// A principal from token claims.
+    /// A principal from token claims, without a credential.
     pub fn new(issuer: &str, subject: &str, scopes: Vec<String>) -> Self {
+        Self::with_credential(issuer, subject, scopes, None)
+    }
+
+    /// A principal from token claims and the token it presented (`None` when there is none,
+    /// e.g. a task run rebuilt from its record).
+    pub fn with_credential(issuer: &str, subject: &str, scopes: Vec<String>, credential: Option<Credential>) -> Self {
         let key = format!("{}:{issuer}{subject}", issuer.len());
-        Self(Arc::new(Inner { issuer: issuer.to_owned(), subject: subject.to_owned(), key, scopes }))
+        Self(Arc::new(Inner { issuer: issuer.to_owned(), subject: subject.to_owned(), key, scopes, credential }))
     }
 
     /// The one principal of `auth.mode = none`.
@@ -52,6 +100,7 @@ impl Principal {
             subject: self.0.subject.clone(),
             key,
             scopes: self.0.scopes.clone(),
+            credential: self.0.credential.clone(),
         }))
     }
 
@@ -68,6 +117,11 @@ impl Principal {
     /// Granted scopes.
     pub fn scopes(&self) -> &[String] {
         &self.0.scopes
+    }
+
+    /// The bearer token the caller presented, if it presented one (see [`Credential`]).
+    pub fn credential(&self) -> Option<&Credential> {
+        self.0.credential.as_ref()
     }
 
     /// Stable, unambiguous key of (issuer, subject) used to bind owned state.
@@ -99,7 +153,20 @@ impl fmt::Debug for Principal {
 
 #[cfg(test)]
 mod tests {
-    use super::Principal;
+    use super::{Credential, Principal};
+
+    #[test]
+    fn the_credential_is_no_part_of_identity_and_never_shown() {
+        let with = Principal::with_credential("https://issuer/", "sub", Vec::new(), Some(Credential::bearer("t0ken")));
+        let without = Principal::new("https://issuer/", "sub", Vec::new());
+        assert_eq!(with, without);
+        assert_eq!(with.key(), without.key());
+        assert_eq!(with.credential().map(Credential::expose), Some("t0ken"));
+        assert!(without.credential().is_none());
+        assert_eq!(with.within(b"scope").credential().map(Credential::expose), Some("t0ken"));
+        let shown = format!("{with:?} {:?}", with.credential());
+        assert!(!shown.contains("t0ken") && shown.contains("[redacted]"), "{shown}");
+    }
 
     #[test]
     fn a_narrowed_principal_owns_apart_from_the_wider_one_and_other_scopes() {

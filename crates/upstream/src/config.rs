@@ -51,7 +51,18 @@ pub const KEYS: &[(&str, &str)] = &[
         "limits",
         "Rate limits per caller on its tools, across all replicas: calls_per_minute, calls_burst, tasks_per_minute, tasks_burst (unset: the gateway's limits.upstream_* settings; 0 = no limit) [unset]",
     ),
+    (
+        "token_exchange",
+        "http only: each caller's bearer token is exchanged (OAuth 2.0 Token Exchange, RFC 8693) for a token of this \
+         upstream's, sent as its Authorization, cached until it expires: token_url, client_id, client_secret (${VAR} \
+         expands), audience and/or resource, scope, subject_token_type, requested_token_type, cache_max_entries \
+         [10000], timeout_secs [10, or timeout_secs if shorter] [unset: no per-user token]",
+    ),
 ];
+
+/// The token type URI of an OAuth access token (RFC 8693 §3), the default subject and
+/// requested token type.
+pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// How the gateway talks to an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -193,6 +204,148 @@ pub struct UpstreamConfig {
     /// Rate limits per principal on its tools, enforced by the gateway (`[upstream.limits]`).
     #[serde(default)]
     pub limits: UpstreamLimits,
+    /// Per-user upstream tokens by OAuth 2.0 Token Exchange (`[upstream.token_exchange]`).
+    #[serde(default)]
+    pub token_exchange: Option<TokenExchangeConfig>,
+}
+
+/// `[upstream.token_exchange]`: the caller's bearer token is exchanged at `token_url` (RFC
+/// 8693) for a token meant for this upstream, which is what the upstream receives; the
+/// caller's own token never is. `client_secret` is a credential: `${VAR}` expands in it, and
+/// `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenExchangeConfig {
+    /// The authorization server's token endpoint (https; http only on loopback).
+    pub token_url: String,
+    /// The gateway's client id at the authorization server (HTTP Basic authentication).
+    pub client_id: String,
+    /// Its client secret.
+    pub client_secret: String,
+    /// `audience`: the logical name of the upstream at the authorization server.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// `resource`: the upstream's URI (RFC 8707).
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// `scope`: space-separated scopes asked for.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// What the caller's token is.
+    #[serde(default = "default_token_type")]
+    pub subject_token_type: String,
+    /// What the upstream's token should be.
+    #[serde(default = "default_token_type")]
+    pub requested_token_type: String,
+    /// Exchanged tokens kept per replica (one per caller token); past it, expired ones go first,
+    /// then the oldest.
+    #[serde(default = "default_cache_max_entries")]
+    pub cache_max_entries: u64,
+    /// How long one exchange may take (unset: 10 s, or the upstream's `timeout_secs` if shorter).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+fn default_token_type() -> String {
+    ACCESS_TOKEN_TYPE.to_owned()
+}
+fn default_cache_max_entries() -> u64 {
+    10_000
+}
+
+impl fmt::Debug for TokenExchangeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // client_secret is a credential: never shown.
+        f.debug_struct("TokenExchangeConfig")
+            .field("token_url", &redact_url(&self.token_url))
+            .field("client_id", &self.client_id)
+            .field("audience", &self.audience)
+            .field("resource", &self.resource)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenExchangeConfig {
+    /// An exchange at `token_url` for `audience`; other keys take their defaults.
+    pub fn new(token_url: &str, client_id: &str, client_secret: &str, audience: &str) -> Self {
+        Self {
+            token_url: token_url.to_owned(),
+            client_id: client_id.to_owned(),
+            client_secret: client_secret.to_owned(),
+            audience: Some(audience.to_owned()),
+            resource: None,
+            scope: None,
+            subject_token_type: default_token_type(),
+            requested_token_type: default_token_type(),
+            cache_max_entries: default_cache_max_entries(),
+            timeout_secs: None,
+        }
+    }
+
+    /// How long one exchange may take, given the upstream's call timeout.
+    pub fn timeout(&self, upstream_timeout_secs: u64) -> Duration {
+        Duration::from_secs(self.timeout_secs.unwrap_or_else(|| upstream_timeout_secs.min(10)))
+    }
+
+    /// Checks one `[upstream.token_exchange]` table; the error's key is relative to it.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let url = self.token_url.as_str();
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        if authority.is_empty() || authority.contains('@') {
+            return Err(("token_url", "must be an absolute http(s) URL without credentials".to_owned()));
+        }
+        if !(scheme == "https" || scheme == "http" && is_loopback_authority(authority)) {
+            return Err(("token_url", "must be https (plain http is allowed only on loopback)".to_owned()));
+        }
+        if self.client_id.is_empty() {
+            return Err(("client_id", "must not be empty".to_owned()));
+        }
+        if self.client_secret.is_empty() {
+            return Err(("client_secret", "must not be empty".to_owned()));
+        }
+        // Without either, the exchanged token would carry the caller's authority to anyone.
+        if self.audience.is_none() && self.resource.is_none() {
+            return Err((
+                "audience",
+                "set audience or resource (or both): a token exchanged for no audience is not limited to this \
+                 upstream"
+                    .to_owned(),
+            ));
+        }
+        if let Some(resource) = &self.resource
+            && (!resource.contains("://") || resource.contains('#'))
+        {
+            return Err(("resource", "must be an absolute URI without a fragment (RFC 8707)".to_owned()));
+        }
+        for (key, value) in [
+            ("audience", self.audience.as_deref()),
+            ("scope", self.scope.as_deref()),
+            ("subject_token_type", Some(self.subject_token_type.as_str())),
+            ("requested_token_type", Some(self.requested_token_type.as_str())),
+        ] {
+            if value.is_some_and(|v| v.trim().is_empty() || v.chars().any(char::is_control)) {
+                return Err((key, "must be non-empty text without control characters".to_owned()));
+            }
+        }
+        if !(1..=1_000_000).contains(&self.cache_max_entries) {
+            return Err(("cache_max_entries", "must be between 1 and 1000000".to_owned()));
+        }
+        if self.timeout_secs.is_some_and(|t| !(1..=300).contains(&t)) {
+            return Err(("timeout_secs", "must be between 1 and 300".to_owned()));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `host[:port]` names a loopback host.
+fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `[upstream.limits]`: how often one principal may call this upstream's tools, across every
@@ -247,6 +400,7 @@ impl fmt::Debug for UpstreamConfig {
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("era", &self.era)
             .field("task", &self.task)
+            .field("token_exchange", &self.token_exchange)
             .finish_non_exhaustive()
     }
 }
@@ -298,6 +452,7 @@ impl UpstreamConfig {
             breaker_failures: default_breaker_failures(),
             breaker_cooldown_secs: default_breaker_cooldown_secs(),
             limits: UpstreamLimits::default(),
+            token_exchange: None,
         }
     }
 
@@ -332,15 +487,20 @@ impl UpstreamConfig {
         (self.tools.include.is_empty() || matches(&self.tools.include)) && !matches(&self.tools.exclude)
     }
 
-    /// Replaces `${VAR}` in `env` and `headers` values from `lookup` (`$$` is a literal `$`).
+    /// Replaces `${VAR}` in `env` and `headers` values and in the token exchange's client id
+    /// and secret from `lookup` (`$$` is a literal `$`).
     pub fn expand(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), UpstreamError> {
+        let name = &self.name;
+        let failed = |key: String| move |problem| UpstreamError::Config { upstream: name.clone(), key, problem };
         for (section, map) in [("env", &mut self.env), ("headers", &mut self.headers)] {
             for (key, value) in map.iter_mut() {
-                *value = expand(value, lookup).map_err(|problem| UpstreamError::Config {
-                    upstream: self.name.clone(),
-                    key: format!("{section}.{key}"),
-                    problem,
-                })?;
+                *value = expand(value, lookup).map_err(failed(format!("{section}.{key}")))?;
+            }
+        }
+        if let Some(exchange) = &mut self.token_exchange {
+            for (key, value) in [("client_id", &mut exchange.client_id), ("client_secret", &mut exchange.client_secret)]
+            {
+                *value = expand(value, lookup).map_err(failed(format!("token_exchange.{key}")))?;
             }
         }
         Ok(())
@@ -399,6 +559,25 @@ impl UpstreamConfig {
                     }
                 }
             }
+        }
+        if let Some(exchange) = &self.token_exchange {
+            if self.transport != TransportKind::Http {
+                return Err(bad(
+                    "token_exchange",
+                    "only for transport = \"http\": a stdio process (or a 2024-11-05 event stream) serves every \
+                     caller alike, with no per-request credentials"
+                        .to_owned(),
+                ));
+            }
+            if self.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+                return Err(bad(
+                    "headers.Authorization",
+                    "not with token_exchange, which sets each request's Authorization to the caller's exchanged \
+                     token"
+                        .to_owned(),
+                ));
+            }
+            exchange.validate().map_err(|(key, problem)| bad(&format!("token_exchange.{key}"), problem))?;
         }
         if self.transport == TransportKind::Sse && self.era != EraChoice::Auto {
             return Err(bad("era", "transport = \"sse\" always speaks 2024-11-05; leave era unset".to_owned()));
@@ -530,6 +709,81 @@ mod tests {
         h.url = Some("https://search.example/mcp".to_owned());
         h.headers.insert("Mcp-Session-Id".to_owned(), "x".to_owned());
         assert!(matches!(h.validate(), Err(UpstreamError::Config { key, .. }) if key == "headers.Mcp-Session-Id"));
+    }
+
+    fn exchanging(url: &str) -> UpstreamConfig {
+        let mut u = UpstreamConfig::http("search", "https://search.example/mcp");
+        u.token_exchange = Some(TokenExchangeConfig::new(url, "gateway", "${TOKEN}", "search"));
+        u
+    }
+
+    fn key_of(u: &UpstreamConfig) -> Option<String> {
+        match u.validate() {
+            Err(UpstreamError::Config { key, .. }) => Some(key),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn token_exchange_is_validated() {
+        let mut u = exchanging("https://auth.example/token");
+        u.expand(&env).unwrap();
+        assert_eq!(key_of(&u), None);
+        assert_eq!(u.token_exchange.as_ref().map(|t| t.client_secret.as_str()), Some("s3cret"));
+        for url in ["http://127.0.0.1:8080/token", "http://localhost/token", "http://[::1]:9/t"] {
+            assert_eq!(key_of(&exchanging(url)), None, "{url}");
+        }
+        for url in ["http://auth.example/token", "ftp://auth.example/", "https://u:p@auth.example/", "token"] {
+            assert_eq!(key_of(&exchanging(url)).as_deref(), Some("token_exchange.token_url"), "{url}");
+        }
+        // Not for stdio (nor sse): no per-request credentials there.
+        let mut stdio = UpstreamConfig::stdio("files", "npx", &[]);
+        stdio.token_exchange = exchanging("https://auth.example/token").token_exchange;
+        assert_eq!(key_of(&stdio).as_deref(), Some("token_exchange"));
+        // An audience or a resource, or the token is not bound to this upstream.
+        let mut u = exchanging("https://auth.example/token");
+        let exchange = u.token_exchange.as_mut().unwrap();
+        exchange.audience = None;
+        assert_eq!(key_of(&u).as_deref(), Some("token_exchange.audience"));
+        u.token_exchange.as_mut().unwrap().resource = Some("https://search.example/mcp".to_owned());
+        assert_eq!(key_of(&u), None);
+        u.token_exchange.as_mut().unwrap().resource = Some("search".to_owned());
+        assert_eq!(key_of(&u).as_deref(), Some("token_exchange.resource"));
+        // A static Authorization header would be ambiguous.
+        let mut u = exchanging("https://auth.example/token");
+        u.headers.insert("authorization".to_owned(), "Bearer x".to_owned());
+        assert_eq!(key_of(&u).as_deref(), Some("headers.Authorization"));
+        let mut u = exchanging("https://auth.example/token");
+        u.token_exchange.as_mut().unwrap().cache_max_entries = 0;
+        assert_eq!(key_of(&u).as_deref(), Some("token_exchange.cache_max_entries"));
+        u.token_exchange.as_mut().unwrap().cache_max_entries = 5;
+        u.token_exchange.as_mut().unwrap().timeout_secs = Some(0);
+        assert_eq!(key_of(&u).as_deref(), Some("token_exchange.timeout_secs"));
+    }
+
+    #[test]
+    fn token_exchange_reads_from_a_table_and_hides_its_secret() {
+        let table = serde_json::json!({
+            "name": "search", "transport": "http", "url": "https://search.example/mcp",
+            "token_exchange": {
+                "token_url": "https://auth.example/token", "client_id": "gateway", "client_secret": "${TOKEN}",
+                "resource": "https://search.example/mcp", "scope": "search.read",
+            },
+        });
+        let mut u = UpstreamConfig::deserialize_from(table).unwrap();
+        u.expand(&env).unwrap();
+        u.validate().unwrap();
+        let exchange = u.token_exchange.as_ref().unwrap();
+        assert_eq!(exchange.subject_token_type, ACCESS_TOKEN_TYPE);
+        assert_eq!(exchange.requested_token_type, ACCESS_TOKEN_TYPE);
+        assert_eq!((exchange.cache_max_entries, exchange.timeout(120)), (10_000, Duration::from_secs(10)));
+        assert_eq!(exchange.timeout(3), Duration::from_secs(3));
+        let shown = format!("{u:?}");
+        assert!(shown.contains("token_exchange") && !shown.contains("s3cret"), "{shown}");
+        let table = serde_json::json!({"name": "x", "token_exchange": {
+            "token_url": "https://a/", "client_id": "c", "client_secret": "s", "nope": 1}});
+        let err = UpstreamConfig::deserialize_from(table).unwrap_err();
+        assert!(err.contains("nope"), "{err}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! Invariant: a failure of the upstream (down, timed out, circuit open, garbage) reaches a
 //! tools/call client as a tool result with `isError: true` naming the upstream and the reason,
-//! never as a protocol error the model cannot read; the client's credentials are never sent.
+//! never as a protocol error the model cannot read; the client's credentials are never sent
+//! (with token exchange, only the caller's exchanged token is).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +45,8 @@ async fn forward(
     let cancel = CancellationToken::new();
     // A progress token makes many servers stream their answer: only when progress goes somewhere.
     let request = if cx.wants_progress() { request.progress(sink) } else { request };
+    // For the caller: an upstream with token exchange gets this caller's exchanged token.
+    let request = request.caller(cx.principal().credential());
     let call = upstream.request(request, &cancel);
     tokio::pin!(call);
     let mut cancelled = false;

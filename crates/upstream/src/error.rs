@@ -58,6 +58,33 @@ pub enum UpstreamError {
     /// The call was cancelled by the client.
     #[error("cancelled")]
     Cancelled,
+    /// The token endpoint refused to exchange the caller's token (an RFC 6749 §5.2 error
+    /// answer): the upstream was not called. The description is the endpoint's own text,
+    /// clipped, with the caller's token cut out should the endpoint have echoed it.
+    #[error(
+        "token exchange refused by the authorization server: {error}{}",
+        .description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+    )]
+    TokenExchangeRefused {
+        /// The OAuth error code (`invalid_grant`, `invalid_client`, `invalid_target`, …).
+        error: String,
+        /// Its `error_description`, if any.
+        description: Option<String>,
+    },
+    /// The token exchange could not be made: the endpoint was unreachable, too slow, or its
+    /// answer unusable. The upstream was not called.
+    #[error("token exchange failed: {detail}")]
+    TokenExchangeFailed {
+        /// What went wrong (never a token).
+        detail: String,
+    },
+    /// The upstream takes only exchanged tokens and the request carries no caller token to
+    /// exchange (an anonymous caller, or a task run rebuilt from its record).
+    #[error(
+        "token exchange needs the caller's bearer token, and this request carries none (the upstream is never \
+         called without one)"
+    )]
+    NoCallerToken,
 }
 
 impl UpstreamError {
@@ -78,6 +105,9 @@ impl UpstreamError {
             Self::Rpc { .. } => "rpc",
             Self::Closed { .. } => "closed",
             Self::Cancelled => "cancelled",
+            Self::TokenExchangeRefused { .. } | Self::TokenExchangeFailed { .. } | Self::NoCallerToken => {
+                "token_exchange"
+            }
         }
     }
 }

@@ -21,13 +21,16 @@ pub mod import;
 mod input_relay;
 mod rpc;
 mod task_relay;
+mod token_cache;
+mod token_exchange;
 mod transport;
 mod upstream;
 
 pub use breaker::BreakerState;
-pub use config::{EraChoice, TaskMode, ToolFilter, TransportKind, UpstreamConfig, UpstreamLimits};
+pub use config::{EraChoice, TaskMode, TokenExchangeConfig, ToolFilter, TransportKind, UpstreamConfig, UpstreamLimits};
 pub use entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 pub use error::UpstreamError;
 pub use federation::{Contribution, Federation, UpstreamStatus};
 pub use rpc::Progress;
+pub use token_exchange::{EXCHANGE_FAILURE_KINDS, ExchangeStats};
 pub use upstream::{ERROR_KINDS, LATENCY_BUCKETS, Lists, Request, Upstream, UpstreamStats};

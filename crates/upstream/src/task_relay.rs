@@ -8,7 +8,9 @@
 //! poll, so a replica that dies while tracking loses nothing (the next run resumes tracking
 //! from the id rather than calling the tool again); one poll loop runs per upstream task,
 //! however many clients poll the gateway task (they read the store); every wait is bounded and
-//! every upstream failure ends as a tool error naming the upstream.
+//! every upstream failure ends as a tool error naming the upstream; every request about the
+//! task (polls, answers, result, cancellation) is made for the call's caller, so an upstream
+//! with token exchange sees that caller's exchanged token on each.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +24,7 @@ use mcpgate_protocol::input::{InputRequest, InputRequests};
 use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
 use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_runtime::Credential;
 use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall, ToolContext};
 
 use crate::continuation::{Continuation, exposed_key};
@@ -128,6 +131,7 @@ pub(crate) async fn track(
     cx: &ToolContext,
 ) -> Outcome<CallToolResult> {
     let name = upstream.name();
+    let caller = cx.principal().credential();
     let tool_error = |what: String| Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {what}")));
     if !answering.is_empty() {
         let mut params = task_params(&task.id);
@@ -135,7 +139,7 @@ pub(crate) async fn track(
             Ok(answers) => params["inputResponses"] = Value::Object(answers),
             Err(failure) => return Outcome::Failed(failure),
         }
-        let request = Request::new("tasks/update", params).name(&task.id);
+        let request = Request::new("tasks/update", params).name(&task.id).caller(caller);
         // Not fatal: an upstream that did not take the answers asks again at the next poll.
         if let Err(e) = upstream.request(request, &CancellationToken::new()).await {
             tracing::warn!(upstream = name, task = %task.id, error = %e, "answers not delivered to the upstream task");
@@ -161,13 +165,13 @@ pub(crate) async fn track(
                 // Not when this replica merely stops: another run resumes tracking the task. Sent
                 // from its own task (bounded), as a cancelled run is dropped soon.
                 if cx.cancelled_for_good().await {
-                    let (upstream, id) = (upstream.clone(), task.id.clone());
-                    tokio::spawn(async move { cancel(&upstream, &id).await });
+                    let (upstream, id, caller) = (upstream.clone(), task.id.clone(), caller.cloned());
+                    tokio::spawn(async move { cancel(&upstream, &id, caller.as_ref()).await });
                 }
                 return Outcome::Failed(Failure::Unavailable("cancelled".to_owned()));
             }
         }
-        let request = Request::new("tasks/get", task_params(&task.id)).name(&task.id);
+        let request = Request::new("tasks/get", task_params(&task.id)).name(&task.id).caller(caller);
         let polled = match upstream.request(request, &CancellationToken::new()).await {
             Ok(raw) => serde_json::from_str::<Polled>(raw.get())
                 .map_err(|e| UpstreamError::Protocol { detail: format!("tasks/get answer unreadable: {e}") }),
@@ -227,7 +231,7 @@ pub(crate) async fn track(
                     }
                 }
                 _ if task.legacy => {
-                    cancel(upstream, &task.id).await;
+                    cancel(upstream, &task.id, caller).await;
                     return tool_error(format!(
                         "its task {} asks for input, which reaches a client only inside a gateway task (call it \
                          as a task); the upstream task was cancelled",
@@ -237,7 +241,7 @@ pub(crate) async fn track(
                 // Answered meanwhile: the next poll sees it working again.
                 _ => {}
             },
-            "completed" | "failed" if task.legacy => return legacy_result(upstream, &task).await,
+            "completed" | "failed" if task.legacy => return legacy_result(upstream, &task, caller).await,
             "completed" => {
                 return match polled.result.as_deref().map(|r| RawMembers::split(r.get())) {
                     Some(Ok(r)) if r.members.has("content") => {
@@ -266,8 +270,9 @@ async fn relay_legacy_input(
     cx: &ToolContext,
 ) -> Option<Outcome<CallToolResult>> {
     let name = upstream.name();
+    let caller = cx.principal().credential();
     let mut route = upstream.route(&task.id);
-    let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id);
+    let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id).caller(caller);
     let reading = CancellationToken::new();
     let result = upstream.request(request, &reading);
     tokio::pin!(result);
@@ -289,7 +294,7 @@ async fn relay_legacy_input(
                     "params": asked.params.as_deref().map(|p| serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null)),
                 }));
                 let Ok(question) = decoded else {
-                    let _ = upstream.respond(&asked, Err((-32601, "mcpgate cannot relay this request"))).await;
+                    let _ = upstream.respond(&asked, Err((-32601, "mcpgate cannot relay this request")), caller).await;
                     continue;
                 };
                 let key = format!("{name}-{}", unique_suffix());
@@ -298,16 +303,16 @@ async fn relay_legacy_input(
                     Ok(mut answers) => {
                         let answer = answers.remove(&key).and_then(|a| serde_json::to_string(&a).ok());
                         let sent = match &answer {
-                            Some(json) => upstream.respond(&asked, Ok(json)).await,
-                            None => upstream.respond(&asked, Err((-32603, "the client gave no answer"))).await,
+                            Some(json) => upstream.respond(&asked, Ok(json), caller).await,
+                            None => upstream.respond(&asked, Err((-32603, "the client gave no answer")), caller).await,
                         };
                         if let Err(e) = sent {
                             tracing::warn!(upstream = name, task = %task.id, error = %e, "answer not delivered upstream");
                         }
                     }
                     Err(failure) => {
-                        let _ = upstream.respond(&asked, Err((-32603, "the client did not answer"))).await;
-                        cancel(upstream, &task.id).await;
+                        let _ = upstream.respond(&asked, Err((-32603, "the client did not answer")), caller).await;
+                        cancel(upstream, &task.id, caller).await;
                         return Some(Outcome::Complete(CallToolResult::error(format!(
                             "Upstream {name}: its task {} asked for input that was not given ({}); the upstream \
                              task was cancelled",
@@ -320,8 +325,8 @@ async fn relay_legacy_input(
             () = cx.cancelled() => {
                 reading.cancel();
                 if cx.cancelled_for_good().await {
-                    let (upstream, id) = (upstream.clone(), task.id.clone());
-                    tokio::spawn(async move { cancel(&upstream, &id).await });
+                    let (upstream, id, caller) = (upstream.clone(), task.id.clone(), caller.cloned());
+                    tokio::spawn(async move { cancel(&upstream, &id, caller.as_ref()).await });
                 }
                 return Some(Outcome::Failed(Failure::Unavailable("cancelled".to_owned())));
             }
@@ -358,9 +363,13 @@ fn relayed_result(name: &str, id: &str, raw: &serde_json::value::RawValue) -> Ou
 }
 
 /// A finished 2025-11-25 task's outcome, from `tasks/result`.
-async fn legacy_result(upstream: &Upstream, task: &UpstreamTask) -> Outcome<CallToolResult> {
+async fn legacy_result(
+    upstream: &Upstream,
+    task: &UpstreamTask,
+    caller: Option<&Credential>,
+) -> Outcome<CallToolResult> {
     let name = upstream.name();
-    let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id);
+    let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id).caller(caller);
     match upstream.request(request, &CancellationToken::new()).await {
         Ok(raw) => relayed_result(name, &task.id, &raw),
         Err(e) => {
@@ -369,9 +378,10 @@ async fn legacy_result(upstream: &Upstream, task: &UpstreamTask) -> Outcome<Call
     }
 }
 
-/// Cancels an upstream task, best effort and bounded in time.
-async fn cancel(upstream: &Upstream, id: &str) {
-    let request = Request::new("tasks/cancel", task_params(id)).name(id);
+/// Cancels an upstream task for the caller who presented `caller`, best effort and bounded
+/// in time.
+async fn cancel(upstream: &Upstream, id: &str, caller: Option<&Credential>) {
+    let request = Request::new("tasks/cancel", task_params(id)).name(id).caller(caller);
     match tokio::time::timeout(CANCEL_TIMEOUT, upstream.request(request, &CancellationToken::new())).await {
         Ok(Ok(_)) => tracing::debug!(upstream = upstream.name(), task = id, "upstream task cancelled"),
         Ok(Err(e)) => tracing::debug!(upstream = upstream.name(), task = id, error = %e, "upstream task not cancelled"),

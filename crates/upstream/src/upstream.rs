@@ -4,7 +4,10 @@
 //!
 //! Invariant: every request to the upstream passes the breaker, holds a concurrency permit
 //! for its whole duration, and ends within `timeout_secs` (waiting for a permit included);
-//! a cancelled or timed-out request is withdrawn from the upstream.
+//! a cancelled or timed-out request is withdrawn from the upstream. With token exchange, a
+//! request made for a caller carries that caller's exchanged token or is not sent at all; the
+//! exchange comes first, with its own timeout, before the breaker (a refused exchange says
+//! nothing about the upstream's health); only the gateway's own list reads go without one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,10 +22,12 @@ use tokio_util::sync::CancellationToken;
 use mcpgate_protocol::prompt::Prompt;
 use mcpgate_protocol::resource::{Resource, ResourceTemplate};
 use mcpgate_protocol::tool::Tool as ToolInfo;
+use mcpgate_runtime::Credential;
 
 use crate::breaker::{Breaker, BreakerState, Ticket};
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
+use crate::token_exchange::{ExchangeStats, TokenExchanger};
 use crate::transport::{Exchange, Link, Signals};
 
 /// Most pages read of one list (a server that pages forever is cut off here).
@@ -100,6 +105,8 @@ pub struct Upstream {
     breaker: Breaker,
     signals: Arc<Signals>,
     stats: UpstreamStats,
+    /// `[upstream.token_exchange]`: per-caller tokens.
+    exchanger: Option<TokenExchanger>,
 }
 
 /// One request in flight: counted while it lives; its breaker ticket is given back unused if
@@ -125,16 +132,43 @@ impl Drop for Flight<'_> {
     }
 }
 
-/// One request: the method, its params, and how HTTP headers mirror it.
+/// One request: the method, its params, how HTTP headers mirror it, and for whom it is made.
 #[derive(Debug)]
 pub struct Request {
     pub(crate) exchange: Exchange,
+    on_behalf: OnBehalf,
+}
+
+/// For whom a request is made: what decides its token with token exchange.
+#[derive(Debug)]
+enum OnBehalf {
+    /// The gateway itself (reading lists): no caller token, no `Authorization`.
+    Gateway,
+    /// A caller, with the token it presented (`None`: it presented none, and a token-exchange
+    /// upstream is not called).
+    Caller(Option<Credential>),
 }
 
 impl Request {
-    /// A request without mirrored names (lists).
+    /// A request made for a caller, by default one with no token (see [`Request::caller`]).
     pub fn new(method: &'static str, params: Value) -> Self {
-        Self { exchange: Exchange { method, params, name: None, param_headers: Vec::new(), progress: None } }
+        Self {
+            exchange: Exchange { method, params, name: None, param_headers: Vec::new(), progress: None, bearer: None },
+            on_behalf: OnBehalf::Caller(None),
+        }
+    }
+
+    /// A request of the gateway's own (list reads): no caller, so no exchanged token.
+    pub fn discovery(method: &'static str, params: Value) -> Self {
+        Self { on_behalf: OnBehalf::Gateway, ..Self::new(method, params) }
+    }
+
+    /// Made for the caller who presented `credential` (exchanged before it is sent to an
+    /// upstream with token exchange; otherwise unused).
+    #[must_use]
+    pub fn caller(mut self, credential: Option<&Credential>) -> Self {
+        self.on_behalf = OnBehalf::Caller(credential.cloned());
+        self
     }
 
     /// Sets the `Mcp-Name` value.
@@ -166,6 +200,7 @@ impl Upstream {
         let signals = Arc::new(Signals::default());
         let link = Link::new(config.clone(), signals.clone())?;
         Ok(Self {
+            exchanger: TokenExchanger::for_upstream(&config)?,
             limiter: Semaphore::new(usize::try_from(config.max_concurrency).unwrap_or(64)),
             breaker: Breaker::new(config.breaker_failures, Duration::from_secs(config.breaker_cooldown_secs)),
             config,
@@ -190,6 +225,11 @@ impl Upstream {
         &self.stats
     }
 
+    /// Its token exchange counters, when it exchanges caller tokens.
+    pub fn token_exchange_stats(&self) -> Option<&ExchangeStats> {
+        self.exchanger.as_ref().map(TokenExchanger::stats)
+    }
+
     /// Its breaker's state.
     pub fn breaker_state(&self) -> BreakerState {
         self.breaker.state()
@@ -206,13 +246,19 @@ impl Upstream {
         self.signals.route(task)
     }
 
-    /// Answers a request of the server's: `result` (raw JSON) or an error.
+    /// Answers a request of the server's: `result` (raw JSON) or an error, for the caller who
+    /// presented `caller`.
     pub(crate) async fn respond(
         &self,
         request: &crate::rpc::ServerRequest,
         outcome: Result<&str, (i64, &str)>,
+        caller: Option<&Credential>,
     ) -> Result<(), UpstreamError> {
-        self.link.send_only(crate::rpc::response(&request.id, outcome)).await
+        let bearer = match &self.exchanger {
+            Some(exchanger) => Some(exchanger.token(caller).await?),
+            None => None,
+        };
+        self.link.send_only(crate::rpc::response(&request.id, outcome), bearer).await
     }
 
     /// Resolves when the upstream announces a list change.
@@ -227,7 +273,18 @@ impl Upstream {
 
     /// Sends one request; the result as raw JSON. Fails fast when the breaker is open;
     /// `cancel` withdraws it.
-    pub async fn request(&self, request: Request, cancel: &CancellationToken) -> Result<Box<RawValue>, UpstreamError> {
+    pub async fn request(
+        &self,
+        mut request: Request,
+        cancel: &CancellationToken,
+    ) -> Result<Box<RawValue>, UpstreamError> {
+        if let (Some(exchanger), OnBehalf::Caller(credential)) = (&self.exchanger, &request.on_behalf) {
+            let token = tokio::select! {
+                token = exchanger.token(credential.as_ref()) => token?,
+                () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+            };
+            request.exchange.bearer = Some(token);
+        }
         let ticket = self.breaker.admit().inspect_err(|e| self.stats.error(e))?;
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
         // Also when this future is dropped mid-call (a caller's own timeout): the count goes
@@ -286,7 +343,7 @@ impl Upstream {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = match self.request(Request::new(method, params), cancel).await {
+            let page = match self.request(Request::discovery(method, params), cancel).await {
                 Ok(page) => page,
                 Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok(Vec::new()),
                 Err(e) => return Err(e),

@@ -19,6 +19,7 @@ use super::jwks::{Jwks, NamedKey};
 use super::{Principal, resource_metadata_url};
 use crate::config::Config;
 use crate::error::GatewayError;
+use mcpgate_runtime::Credential;
 
 /// Verifies bearer tokens.
 #[derive(Debug)]
@@ -169,7 +170,8 @@ impl JwtAuthenticator {
                 challenge: format!("{}, error=\"insufficient_scope\"", self.challenge),
             });
         }
-        Ok(Principal::new(&self.issuer, &claims.sub, scopes))
+        // The token rides along (never shown, never forwarded) for upstreams that exchange it.
+        Ok(Principal::with_credential(&self.issuer, &claims.sub, scopes, Some(Credential::bearer(token))))
     }
 
     fn try_keys(

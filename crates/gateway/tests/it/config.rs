@@ -266,6 +266,36 @@ fn upstream_tables_are_validated_and_their_secrets_never_shown() {
 }
 
 #[test]
+fn token_exchange_tables_expand_their_secret_and_are_validated() {
+    let env = |var: &str| (var == "TX_SECRET").then(|| "tx-s3cret-9".to_owned());
+    let exchange = "[upstream.token_exchange]\ntoken_url = \"https://auth.example/token\"\nclient_id = \"gw\"\n\
+                    client_secret = \"${TX_SECRET}\"\naudience = \"search\"\n";
+    let ok = format!(
+        "[[upstream]]\nname = \"search\"\ntransport = \"http\"\nurl = \"https://search.example/mcp\"\n{exchange}"
+    );
+    let c = mcpgate::config::load_from_str_with_env(&ok, &env).expect("valid");
+    let tx = c.upstream[0].token_exchange.as_ref().expect("token_exchange");
+    assert_eq!((tx.client_secret.as_str(), tx.audience.as_deref()), ("tx-s3cret-9", Some("search")));
+    assert!(!format!("{c:?}").contains("tx-s3cret-9"), "Debug shows the client secret");
+    for (text, named) in [
+        (format!("[[upstream]]\nname = \"files\"\ncommand = \"npx\"\n{exchange}"), "token_exchange"),
+        (ok.replace("https://auth.example", "http://auth.example"), "token_exchange.token_url"),
+        (ok.replace("audience = \"search\"\n", ""), "token_exchange.audience"),
+        (ok.replace("${TX_SECRET}", "${NOT_SET}"), "token_exchange.client_secret"),
+        (
+            ok.replace(
+                "[upstream.token_exchange]",
+                "headers = { Authorization = \"Bearer x\" }\n[upstream.token_exchange]",
+            ),
+            "headers.Authorization",
+        ),
+    ] {
+        let err = mcpgate::config::load_from_str_with_env(&text, &env).expect_err(&text).to_string();
+        assert!(err.contains(named) && !err.contains("tx-s3cret-9"), "{named:?} not named in {err}");
+    }
+}
+
+#[test]
 fn the_readme_documents_every_upstream_key() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
     for (key, _) in mcpgate_upstream::config::KEYS {

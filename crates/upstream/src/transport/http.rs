@@ -8,15 +8,16 @@
 //! none answers 405 and is not asked again); the listener ends with its session.
 //!
 //! Invariants: the client's credentials never travel upstream (only the configured
-//! `headers`); no body or event is buffered past `max_message_bytes`; URLs in errors carry
-//! no userinfo or query.
+//! `headers`, and, with token exchange, the caller's *exchanged* token on the requests made
+//! for that caller: never on the handshake, the GET stream or list reads); no body or event is
+//! buffered past `max_message_bytes`; URLs in errors carry no userinfo or query.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -24,7 +25,7 @@ use super::sse::{Event, SseReader};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
-use crate::rpc::{self, Inbound, Negotiated, Progress};
+use crate::rpc::{self, Inbound, Negotiated};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -104,7 +105,7 @@ impl Http {
         for attempt in 0..2 {
             let session = self.session().await?;
             let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
-            let guard = CancelGuard { http: self, session: &session, id, done: false };
+            let guard = CancelGuard { http: self, session: &session, id, bearer: ex.bearer.as_ref(), done: false };
             let posted = self.post(&session, body, Some(id), &ex).await;
             guard.finish();
             match posted? {
@@ -123,10 +124,15 @@ impl Http {
     }
 
     /// POSTs a message that expects no answer (a response to the server's request) on the
-    /// current session.
-    pub(crate) async fn send_only(&self, body: Vec<u8>) -> Result<(), UpstreamError> {
+    /// current session, for the caller whose exchanged token is `bearer`.
+    pub(crate) async fn send_only(
+        &self,
+        body: Vec<u8>,
+        bearer: Option<crate::token_cache::UpstreamToken>,
+    ) -> Result<(), UpstreamError> {
         let session = self.session().await?;
-        match self.post(&session, body, None, &response_exchange()).await? {
+        let reply = Exchange { bearer, ..response_exchange() };
+        match self.post(&session, body, None, &reply).await? {
             Posted::SessionGone => Err(UpstreamError::Unreachable { detail: "HTTP 404 (session gone)".to_owned() }),
             _ => Ok(()),
         }
@@ -169,6 +175,7 @@ impl Http {
                 name: None,
                 param_headers: Vec::new(),
                 progress: None,
+                bearer: None,
             };
             let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
             // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
@@ -195,6 +202,7 @@ impl Http {
             name: None,
             param_headers: Vec::new(),
             progress: None,
+            bearer: None,
         };
         let body = rpc::request(id, init.method, &mut init.params, &opening.negotiated);
         let response = self.send(&opening, body, &init).await?;
@@ -204,7 +212,7 @@ impl Http {
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty() && v.len() <= 1024)
             .map(str::to_owned);
-        let result = match self.read_answer(&opening, response, id, None).await? {
+        let result = match self.read_answer(&opening, response, id, &init).await? {
             Posted::Answer(answer) => answer?,
             _ => return Err(UpstreamError::Protocol { detail: "no answer to initialize".to_owned() }),
         };
@@ -220,6 +228,7 @@ impl Http {
             name: None,
             param_headers: Vec::new(),
             progress: None,
+            bearer: None,
         };
         let body = rpc::notification(note.method, json!({}));
         if let Err(e) = self.post(&session, body, None, &note).await {
@@ -336,6 +345,13 @@ impl Http {
                 request = request.header(header.as_str(), header_value(value));
             }
         }
+        if let Some(bearer) = &ex.bearer {
+            // Never sent without it (the exchange only accepts header-safe tokens).
+            let value = bearer_header(bearer).ok_or_else(|| UpstreamError::TokenExchangeFailed {
+                detail: "the exchanged token is not a valid header value".to_owned(),
+            })?;
+            request = request.header(AUTHORIZATION, value);
+        }
         request.body(body).send().await.map_err(|e| UpstreamError::Unreachable { detail: describe(e) })
     }
 
@@ -348,7 +364,7 @@ impl Http {
     ) -> Result<Posted, UpstreamError> {
         let response = self.send(session, body, ex).await?;
         match id {
-            Some(id) => self.read_answer(session, response, id, ex.progress.as_ref()).await,
+            Some(id) => self.read_answer(session, response, id, ex).await,
             None if response.status().is_success() => Ok(Posted::Accepted),
             None => Err(UpstreamError::Unreachable { detail: format!("HTTP {}", response.status()) }),
         }
@@ -360,8 +376,9 @@ impl Http {
         session: &Session,
         mut response: reqwest::Response,
         id: u64,
-        progress: Option<&tokio::sync::mpsc::Sender<Progress>>,
+        ex: &Exchange,
     ) -> Result<Posted, UpstreamError> {
+        let progress = ex.progress.as_ref();
         let status = response.status();
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         if status == reqwest::StatusCode::NOT_FOUND {
@@ -429,7 +446,9 @@ impl Http {
                         Ok(Inbound::Request(request)) => {
                             if let Some(request) = self.signals.deliver(request) {
                                 let refusal = rpc::reply_to_server_request(&request.id, &request.method);
-                                if let Err(e) = self.send(session, refusal, &response_exchange()).await {
+                                // For the caller whose request the stream answers.
+                                let reply = Exchange { bearer: ex.bearer.clone(), ..response_exchange() };
+                                if let Err(e) = self.send(session, refusal, &reply).await {
                                     tracing::debug!(upstream = %self.config.name, error = %e, "refusal not delivered");
                                 }
                             }
@@ -447,7 +466,22 @@ impl Http {
 
 /// What a POST of a response (to the server's request) is sent as.
 fn response_exchange() -> Exchange {
-    Exchange { method: "response", params: json!({}), name: None, param_headers: Vec::new(), progress: None }
+    Exchange {
+        method: "response",
+        params: json!({}),
+        name: None,
+        param_headers: Vec::new(),
+        progress: None,
+        bearer: None,
+    }
+}
+
+/// `Bearer <token>`, marked sensitive (never in debug output); `None` for a token that cannot
+/// be a header value (the exchange accepts only visible ASCII, so this should not happen).
+fn bearer_header(token: &crate::token_cache::UpstreamToken) -> Option<HeaderValue> {
+    let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose())).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// The HTTP client of an upstream (its pool sized to `max_concurrency`, no redirects: a
@@ -482,7 +516,7 @@ pub(super) fn client_for(config: &UpstreamConfig) -> Result<(reqwest::Client, He
 
 /// A reqwest error with its causes ("error sending request: ... Connection refused"), without
 /// the URL (it may carry a credential).
-pub(super) fn describe(e: reqwest::Error) -> String {
+pub(crate) fn describe(e: reqwest::Error) -> String {
     let e = e.without_url();
     let mut text = e.to_string();
     let mut source = std::error::Error::source(&e);
@@ -536,6 +570,8 @@ struct CancelGuard<'a> {
     http: &'a Http,
     session: &'a Session,
     id: u64,
+    /// The call's exchanged token: the cancellation is the same caller's.
+    bearer: Option<&'a crate::token_cache::UpstreamToken>,
     done: bool,
 }
 
@@ -548,8 +584,14 @@ impl CancelGuard<'_> {
 impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
         let Some(sid) = self.session.id.as_deref().filter(|_| !self.done) else { return };
+        // The caller's cancellation goes with the caller's token, or not at all.
+        let bearer = match self.bearer.map(bearer_header) {
+            Some(None) => return,
+            Some(Some(value)) => Some(value),
+            None => None,
+        };
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-        let request = self
+        let mut request = self
             .http
             .client
             .post(self.http.url.clone())
@@ -560,6 +602,9 @@ impl Drop for CancelGuard<'_> {
             .header(SESSION_HEADER, sid)
             .timeout(Duration::from_secs(5))
             .body(rpc::cancelled(self.id));
+        if let Some(bearer) = bearer {
+            request = request.header(AUTHORIZATION, bearer);
+        }
         handle.spawn(async move {
             let _ = request.send().await;
         });
@@ -567,7 +612,7 @@ impl Drop for CancelGuard<'_> {
 }
 
 /// reqwest is built without a bundled TLS crypto provider; install ring once per process.
-fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -33,6 +33,9 @@ pub(crate) struct Exchange {
     pub param_headers: Vec<(String, String)>,
     /// Where progress goes; the request then carries a progress token.
     pub progress: Option<mpsc::Sender<Progress>>,
+    /// The caller's exchanged token, sent as `Authorization: Bearer` (HTTP upstreams with
+    /// token exchange); `None`: the configured headers alone.
+    pub bearer: Option<crate::token_cache::UpstreamToken>,
 }
 
 /// Signals an upstream raises for the rest of the gateway.
@@ -114,11 +117,16 @@ impl Link {
         }
     }
 
-    /// Sends a message that expects no answer (a response to a server's request).
-    pub(crate) async fn send_only(&self, bytes: Vec<u8>) -> Result<(), UpstreamError> {
+    /// Sends a message that expects no answer (a response to a server's request); `bearer`:
+    /// the exchanged token of the caller it answers for (HTTP only).
+    pub(crate) async fn send_only(
+        &self,
+        bytes: Vec<u8>,
+        bearer: Option<crate::token_cache::UpstreamToken>,
+    ) -> Result<(), UpstreamError> {
         match self {
             Self::Stdio(s) => s.send_only(bytes).await,
-            Self::Http(h) => h.send_only(bytes).await,
+            Self::Http(h) => h.send_only(bytes, bearer).await,
             Self::Sse(s) => s.send_only(bytes).await,
         }
     }

@@ -289,6 +289,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
             params: json!({}),
             name: None,
             param_headers: Vec::new(),
+            bearer: None,
             progress: None,
         };
         let wait = (config.connect_timeout() / 2).min(DISCOVER_WAIT);
@@ -308,6 +309,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
         params: rpc::initialize_params(version),
         name: None,
         param_headers: Vec::new(),
+        bearer: None,
         progress: None,
     };
     let opening = Negotiated::Legacy { version: version.to_owned() };
