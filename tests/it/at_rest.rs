@@ -13,7 +13,7 @@ use crate::mrtr::{accept, cluster, tasking, wait_for};
 
 /// Everything Redis on `port` holds, as `SAVE` writes it (uncompressed, so plain text in it
 /// would be found).
-fn dump(port: u16) -> anyhow::Result<String> {
+pub(crate) fn dump(port: u16) -> anyhow::Result<String> {
     let cli = |args: &[&str]| -> anyhow::Result<String> {
         let out = Command::new("redis-cli").args(["-p", &port.to_string()]).args(args).output()?;
         anyhow::ensure!(out.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));

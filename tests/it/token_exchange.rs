@@ -213,12 +213,15 @@ async fn a_token_exchange_upstream_receives_exchanged_tokens_never_the_callers()
         format!(
             "[[upstream]]\nname = \"fm\"\ntransport = \"http\"\nurl = \"{}\"\n\
              [upstream.token_exchange]\ntoken_url = \"{token_url}\"\nclient_id = \"{CLIENT_ID}\"\n\
-             client_secret = \"${{FM_CLIENT_SECRET}}\"\naudience = \"fm-audience\"\nscope = \"whoami read\"\n",
+             client_secret = \"${{FM_CLIENT_SECRET}}\"\naudience = \"fm-audience\"\nscope = \"whoami read\"\n\
+             [upstream.tool_task]\nwhoami = \"optional\"\n",
             fm.url()
         ),
     )?;
-    let cluster = crate::jwt::with_jwt(Cluster::builder(3))
+    // Replica 0 runs no tasks: a task created there is run by another replica's worker.
+    let mut cluster = crate::jwt::with_jwt(Cluster::builder(3))
         .env("FM_CLIENT_SECRET", CLIENT_SECRET)
+        .replica_env(0, "MCPGATE_TASKS_MAX_RUNNING", "0")
         .args(&["--config", &config.to_string_lossy()])
         .start()?;
     let client = Client::new()?;
@@ -302,6 +305,36 @@ async fn a_token_exchange_upstream_receives_exchanged_tokens_never_the_callers()
     anyhow::ensure!(exchanges == issued + 1.0, "exchanges counted {exchanges}, issued {issued} plus mallory's");
     anyhow::ensure!(hits == 8.0 - issued, "cache hits counted {hits} for 8 calls and {issued} exchanges");
     anyhow::ensure!(refusals == 1.0, "refusals counted {refusals}");
+
+    // As a task created on replica 0 and run by another replica's worker: the run acts with
+    // alice's token, kept sealed in the task record, and the upstream sees her exchanged one.
+    let caps =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let params = json!({"name": "fm_whoami", "arguments": {}, "_meta": caps});
+    let auth = [("authorization", jwt("alice"))];
+    let auth: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let created = client.modern_with(&one, &auth, "tools/call", params).await?.json()?;
+    let id = created["result"]["taskId"].as_str().ok_or_else(|| anyhow::anyhow!("no task: {created}"))?.to_owned();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let done = loop {
+        let got = client.modern_with(&lb, &auth, "tasks/get", json!({"taskId": id, "_meta": caps})).await?.json()?;
+        if got["result"]["status"] == "completed" {
+            break got["result"].clone();
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task not completed: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let seen_by_task = text(&done["result"]);
+    anyhow::ensure!(
+        seen_by_task.starts_with("Bearer exchanged-") && seen_by_task.ends_with("-alice"),
+        "the task's run sent {seen_by_task}: {done}"
+    );
+    // The token the task kept is sealed: no caller's JWT in a dump of Redis.
+    let dump = crate::at_rest::dump(cluster.redis().port())?;
+    anyhow::ensure!(dump.contains(&id), "the dump holds the task");
+    for (sub, bearer) in &callers {
+        anyhow::ensure!(!dump.contains(bearer.trim_start_matches("Bearer ")), "{sub}'s JWT is in the dump");
+    }
     drop(fm);
     Ok(())
 }

@@ -198,6 +198,15 @@ impl AppState {
         Ok(state)
     }
 
+    /// Whether a task of `tool` keeps its caller's bearer token (sealed in the record): the
+    /// tool is an upstream's that exchanges the caller's token on every call, so a run on any
+    /// replica needs it. No other task keeps it.
+    pub fn keeps_credential(&self, tool: &mcpgate_runtime::catalog::ToolDescriptor) -> bool {
+        tool.upstream
+            .as_deref()
+            .is_some_and(|name| self.config.upstream.iter().any(|u| u.name == name && u.token_exchange.is_some()))
+    }
+
     /// The `cacheScope` of a result whose handler chose `chosen` (unset means private): never
     /// public behind authentication.
     pub fn cache_scope_for(&self, chosen: Option<CacheScope>) -> CacheScope {

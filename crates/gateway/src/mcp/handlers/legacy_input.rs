@@ -132,6 +132,7 @@ async fn become_task(
         ttl: TtlRequest::Default,
         answers: asked.answers.clone(),
         state: asked.continuation.clone(),
+        keeps_credential: state.keeps_credential(tool.descriptor()),
     };
     let sent_at = tokio::time::Instant::now();
     let (record, lease, job) = create_adopted(state, new_task(state, cx, plan)?).await?;

@@ -51,6 +51,7 @@ pub(super) fn prepare(
                 ttl: TtlRequest::Default,
                 answers: call.input_responses.clone(),
                 state: call.state.clone(),
+                keeps_credential: state.keeps_credential(tool.descriptor()),
             };
             let retry_safe = tool.descriptor().retry_safe;
             let mut running = tokio::spawn(async move { tool.call(call, &tcx).await });

@@ -84,6 +84,9 @@ pub(in crate::mcp) struct TaskPlan {
     pub(in crate::mcp) answers: InputResponses,
     /// The tool's continuation from those rounds.
     pub(in crate::mcp) state: Option<Value>,
+    /// Whether the task keeps the caller's token for its runs (see
+    /// [`AppState::keeps_credential`]).
+    pub(in crate::mcp) keeps_credential: bool,
 }
 
 /// Creates the task and answers with `CreateTaskResult` in the request's era.
@@ -178,7 +181,7 @@ pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPla
         quota: quota(state, cx),
         input_responses,
         state: plan.state.map(|s| s.to_string()),
-        credential: None,
+        credential: plan.keeps_credential.then(|| cx.principal.credential().map(|c| c.expose().to_owned())).flatten(),
         trace: crate::telemetry::traceparent(),
     })
 }

@@ -83,6 +83,7 @@ pub(in crate::mcp) async fn call_tool(
             ttl,
             answers: input_responses,
             state: continuation,
+            keeps_credential: state.keeps_credential(tool.descriptor()),
         }));
     }
     // A background tool called by a client that asked for no task: a task all the same,
@@ -100,6 +101,7 @@ pub(in crate::mcp) async fn call_tool(
             ttl: TtlRequest::Default,
             answers: input_responses,
             state: continuation,
+            keeps_credential: state.keeps_credential(tool.descriptor()),
         };
         return crate::mcp::companions::start(state, cx, plan).await.map(ToolPlan::Ask);
     }
