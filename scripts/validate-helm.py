@@ -20,9 +20,11 @@ SEAL = "k1:" + "A" * 43 + "="
 SETS = {
     # Secrets from values, an external Redis, autoscaling and the PDB on (the defaults).
     "defaults": {"secrets": {"sealKeys": SEAL, "redisUrl": "rediss://:pw@redis.example.internal:6380"}},
-    # A trial: bundled Redis, an upstream config file, a ServiceMonitor, fixed replicas.
+    # A trial: bundled Redis, an upstream config file, a ServiceMonitor, fixed replicas, the
+    # admin API.
     "trial": {
-        "secrets": {"sealKeys": SEAL},
+        "secrets": {"sealKeys": SEAL, "adminToken": "t" * 40},
+        "admin": {"enabled": True},
         "redis": {"bundled": True},
         "config": '[[upstream]]\nname = "everything"\ncommand = "npx"\nargs = ["-y", "@modelcontextprotocol/server-everything"]\n',
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
@@ -73,6 +75,10 @@ def main() -> None:
                         fail(f"{name}: the ServiceMonitor does not scrape /metrics on port http: {doc}")
                 else:
                     builtin.append(str(file))
+        if values.get("admin", {}).get("enabled"):
+            texts = "".join(rendered.values())
+            if "MCPGATE_ADMIN_LISTEN" not in texts or "MCPGATE_ADMIN_TOKEN" not in texts:
+                fail(f"{name}: the admin API is enabled but its listener or token is not rendered")
         missing = EXPECTED[name] - kinds
         if missing:
             fail(f"{name}: rendered no {sorted(missing)} (got {sorted(kinds)})")

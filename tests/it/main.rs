@@ -1,5 +1,6 @@
 //! End-to-end tests against real `mcpgate` processes on loopback.
 
+mod admin;
 mod at_rest;
 mod background;
 mod bridging;

@@ -119,13 +119,27 @@ impl GatewayBuilder {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut lines = BufReader::new(stdout).lines();
-            let first = lines.next();
+            // The admin API's address comes first when there is one.
+            let mut first = lines.next();
+            if let Some(Ok(line)) = &first
+                && line.starts_with("admin listening on http://")
+            {
+                let _ = tx.send(first);
+                first = lines.next();
+            }
             let _ = tx.send(first);
             // Keep draining so the child never blocks on a full pipe.
             for _ in lines {}
         });
-        let mut gateway = Gateway { child, addr: String::new(), logs };
-        match rx.recv_timeout(START_TIMEOUT) {
+        let mut gateway = Gateway { child, addr: String::new(), admin: None, logs };
+        let mut line = rx.recv_timeout(START_TIMEOUT);
+        if let Ok(Some(Ok(admin))) = &line
+            && let Some(addr) = admin.strip_prefix("admin listening on http://")
+        {
+            gateway.admin = Some(addr.trim().to_owned());
+            line = rx.recv_timeout(START_TIMEOUT);
+        }
+        match line {
             Ok(Some(Ok(line))) => match line.strip_prefix("listening on http://") {
                 Some(addr) => gateway.addr = addr.trim().to_owned(),
                 None => bail!("unexpected first stdout line {line:?}\n{}", gateway.logs()),
@@ -141,6 +155,8 @@ impl GatewayBuilder {
 pub struct Gateway {
     child: Child,
     addr: String,
+    /// The admin API's address, when it has one.
+    admin: Option<String>,
     logs: tempfile::NamedTempFile,
 }
 
@@ -148,6 +164,11 @@ impl Gateway {
     /// A process with default settings.
     pub fn builder() -> GatewayBuilder {
         GatewayBuilder::default()
+    }
+
+    /// `host:port` of its admin API, when `admin.listen` is set.
+    pub fn admin_addr(&self) -> Option<&str> {
+        self.admin.as_deref()
     }
 
     /// `host:port` it listens on.

@@ -211,6 +211,21 @@ pub enum GatewayError {
         /// Why (logged, never sent).
         reason: &'static str,
     },
+    /// An admin API request without the admin bearer token (or with another).
+    #[error("Unauthorized: the admin API needs its bearer token")]
+    AdminUnauthorized,
+    /// An admin API request that cannot be served as asked (a bad filter or cursor).
+    #[error("Bad request: {detail}")]
+    AdminInvalid {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A task the admin API does not find (unknown, malformed, or expired).
+    #[error("Not found: task {id}")]
+    AdminNotFound {
+        /// The id asked for.
+        id: String,
+    },
     /// The task store holds what this replica cannot read: data it does not understand, or a
     /// sealed payload that does not open (wrong or retired key). A retry will not help.
     #[error("Internal error: a stored task cannot be read")]
@@ -460,6 +475,11 @@ impl GatewayError {
                 (StatusCode::OK, code, Some(json!({ "uri": uri })), None)
             }
             E::StoredData { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
+            // Admin API errors are answered by the admin API (see `admin_status`); on the MCP
+            // endpoint they would be a bug.
+            E::AdminUnauthorized | E::AdminInvalid { .. } | E::AdminNotFound { .. } => {
+                (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None)
+            }
             E::Store { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::INTERNAL_ERROR,
@@ -479,6 +499,17 @@ impl GatewayError {
         let mut error = ErrorObject::new(code, message);
         error.data = data;
         Wire { status, error, header }
+    }
+
+    /// The HTTP status of this error on the admin API (which speaks plain JSON, not JSON-RPC).
+    pub fn admin_status(&self) -> StatusCode {
+        match self {
+            Self::AdminUnauthorized => StatusCode::UNAUTHORIZED,
+            Self::AdminInvalid { .. } => StatusCode::BAD_REQUEST,
+            Self::AdminNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::Store { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        }
     }
 
     /// Whether the error is the server's fault (logged at error level).

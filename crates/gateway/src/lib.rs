@@ -14,6 +14,7 @@
 //! until a shutdown future resolves; `main.rs` only loads the config and calls them.
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod auth;
 pub mod catalog_refresh;
 pub mod config;
@@ -66,6 +67,24 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_admin(listener, None, state, shutdown).await
+}
+
+/// [`serve`], and the admin API on `admin` (see [`admin`]) until shutdown begins.
+pub async fn serve_with_admin(
+    listener: TcpListener,
+    admin: Option<TcpListener>,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    if let Some(admin) = admin {
+        let state = state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = admin::serve(admin, state).await {
+                tracing::error!(error = %e, "the admin API stopped");
+            }
+        });
+    }
     let stopping = state.stopping.clone();
     let drain = Duration::from_secs(state.config.shutdown.drain_secs);
     let graceful = async move {

@@ -6,10 +6,13 @@ use anyhow::Context as _;
 use base64::Engine as _;
 
 use mcpgate::config::{self, Cli};
-use mcpgate::{AppState, serve, shutdown, telemetry};
+use mcpgate::{AppState, shutdown, telemetry};
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse_args();
+    let mut cli = Cli::parse_args();
+    if let Some(config::Command::Admin(args)) = cli.command.take() {
+        return mcpgate::admin::run_command(args);
+    }
     if let Some(url) = &cli.probe {
         return mcpgate::probe::probe(url).with_context(|| format!("probe of {url} failed"));
     }
@@ -29,10 +32,20 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
     let listen = config.listen;
+    let admin_listen = config.admin.listen;
     let state = AppState::new(config).await?;
+    let admin = match admin_listen {
+        Some(at) => Some(tokio::net::TcpListener::bind(at).await.with_context(|| format!("binding admin {at}"))?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let mut stdout = std::io::stdout().lock();
+    // The admin address first: the MCP one is the line scripts wait for, the last.
+    if let Some(admin) = &admin {
+        let at = admin.local_addr().context("reading the bound admin address")?;
+        writeln!(stdout, "admin listening on http://{at}").context("writing to stdout")?;
+    }
     writeln!(stdout, "listening on http://{addr}").context("writing to stdout")?;
     stdout.flush().context("flushing stdout")?;
     drop(stdout);
@@ -43,7 +56,7 @@ async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
         store = state.store.kind(),
         "mcpgate started"
     );
-    serve(listener, state, shutdown::signal()).await.context("serving")?;
+    mcpgate::serve_with_admin(listener, admin, state, shutdown::signal()).await.context("serving")?;
     tracing::info!("mcpgate stopped");
     Ok(())
 }

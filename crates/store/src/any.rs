@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
+use crate::admin::{PurgeFilter, Purged, ScanPage};
+use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
@@ -232,5 +233,19 @@ impl UpstreamLists for AnyStore {
 
     async fn lists_generation(&self) -> Result<u64, StoreError> {
         delegate!(self, s => s.lists_generation())
+    }
+}
+
+impl TaskAdmin for AnyStore {
+    async fn scan(&self, cursor: Option<&str>, count: usize) -> Result<ScanPage, StoreError> {
+        delegate!(self, s => s.scan(cursor, count))
+    }
+
+    async fn purge(&self, id: &TaskId, filter: &PurgeFilter) -> Result<Purged, StoreError> {
+        delegate!(self, s => s.purge(id, filter))
+    }
+
+    async fn forget_quota(&self, scope: &str, id: &TaskId) -> Result<(), StoreError> {
+        delegate!(self, s => s.forget_quota(scope, id))
     }
 }

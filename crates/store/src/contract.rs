@@ -18,6 +18,29 @@ use crate::model::{
 use crate::rate::{Admission, Bucket};
 use mcpgate_protocol::task::TaskStatus;
 
+/// An operator's view of every task, whoever owns it, and deletion of ended ones: for an
+/// admin API, never on a request path.
+pub trait TaskAdmin: Send + Sync {
+    /// One step of a scan over every task, from `cursor` (`None` = the start), visiting about
+    /// `count` records; control fields only, never payloads.
+    fn scan(
+        &self,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> impl Future<Output = Result<crate::admin::ScanPage, StoreError>> + Send;
+
+    /// Deletes task `id` if it ended and `filter` selects it, atomically with the check. Its
+    /// quota places are not given back here (see [`TaskAdmin::forget_quota`]).
+    fn purge(
+        &self,
+        id: &TaskId,
+        filter: &crate::admin::PurgeFilter,
+    ) -> impl Future<Output = Result<crate::admin::Purged, StoreError>> + Send;
+
+    /// Stops counting task `id` against the quotas of caller `scope` (it was purged).
+    fn forget_quota(&self, scope: &str, id: &TaskId) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
 /// Task records and their state transitions.
 pub trait TaskStore: Send + Sync {
     /// Creates a task in `working`, indexes it under its owner and enqueues its job, in one

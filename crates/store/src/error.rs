@@ -47,6 +47,9 @@ pub enum StoreError {
         /// Why, without any of the value.
         reason: String,
     },
+    /// A scan cursor that no scan handed out.
+    #[error("invalid scan cursor")]
+    InvalidCursor,
     /// The store could not be set up (start-up only).
     #[error("task store configuration: {detail}")]
     Config {

@@ -7,6 +7,7 @@
 //! event as part of the step. Reads are one round trip. A task's keys share one hash tag (its
 //! shard, named in the task id), so each step touches one Redis Cluster slot.
 
+mod admin;
 mod any;
 mod change;
 mod contract;
@@ -21,9 +22,10 @@ mod redis;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use admin::{PurgeFilter, Purged, ScanPage};
 pub use any::AnyStore;
 pub use change::Change;
-pub use contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
+pub use contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;

@@ -47,6 +47,17 @@ pub struct Cli {
     /// images without curl), e.g. --probe http://127.0.0.1:8080/readyz.
     #[arg(long, value_name = "URL")]
     pub probe: Option<String>,
+    /// A command instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What `mcpgate` runs instead of a replica.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Operate a running fleet through one replica's admin API (`admin.listen`): list,
+    /// inspect, cancel and purge tasks; drain or undrain the replica.
+    Admin(crate::admin::AdminArgs),
 }
 
 impl Cli {

@@ -400,6 +400,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
             ),
         ));
     }
+    validate_admin(c)?;
     if c.is_multi_replica() && c.seal.keys.is_empty() {
         return Err(invalid_key(
             "seal.keys",
@@ -526,4 +527,26 @@ pub(crate) fn is_loopback_authority(authority: &str) -> bool {
         None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
     };
     host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `[admin]`: a token worth the name, and a listener of its own.
+fn validate_admin(c: &Config) -> Result<(), GatewayError> {
+    let Some(listen) = c.admin.listen else {
+        return Ok(());
+    };
+    match &c.admin.token {
+        None => return Err(invalid_key("admin.token", "required when admin.listen is set")),
+        Some(token) if token.expose().chars().count() < 32 => {
+            return Err(invalid_key("admin.token", "must be at least 32 characters (e.g. `openssl rand -base64 32`)"));
+        }
+        Some(_) => {}
+    }
+    // Port 0 picks a free port for each.
+    if listen.port() != 0 && listen.port() == c.listen.port() {
+        return Err(invalid_key(
+            "admin.listen",
+            "must differ from listen: the admin API never shares the MCP listener",
+        ));
+    }
+    Ok(())
 }

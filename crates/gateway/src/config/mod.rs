@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
-pub use cli::Cli;
+pub use cli::{Cli, Command};
 pub(crate) use load::invalid_key;
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env};
 
@@ -50,6 +50,8 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     /// Upstream servers: naming, list refresh, the `mcpServers` import.
     pub federation: FederationConfig,
+    /// The admin API (its own listener; off unless `admin.listen` is set).
+    pub admin: AdminConfig,
     /// `[[upstream]]` tables merged with the imported `mcpServers`, `${VAR}` expanded and
     /// validated by [`load`] (their values may be credentials: never serialized).
     #[serde(skip)]
@@ -73,6 +75,7 @@ impl Default for Config {
             log: LogConfig::default(),
             shutdown: ShutdownConfig::default(),
             federation: FederationConfig::default(),
+            admin: AdminConfig::default(),
             upstream: Vec::new(),
         }
     }
@@ -426,6 +429,18 @@ impl Default for LogConfig {
     fn default() -> Self {
         Self { format: LogFormat::Text, level: "info".to_owned() }
     }
+}
+
+/// `[admin]`: the operator's API, on a listener of its own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Where the admin API listens; `None` = no admin API.
+    pub listen: Option<SocketAddr>,
+    /// The bearer token every admin request must present (at least 32 characters).
+    pub token: Option<Secret>,
+    /// Whether inspecting a task shows its payloads (arguments, answers, state, result).
+    pub show_payloads: bool,
 }
 
 /// `[shutdown]`.

@@ -293,6 +293,21 @@ pub const SETTINGS: &[Setting] = &[
     s("log.format", Kind::Str, "text or json [text]"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info [info]"),
     s(
+        "admin.listen",
+        Kind::Str,
+        "Address of the admin API's own listener (list, inspect, cancel and purge tasks, drain this replica); port 0 picks a free port and prints it; absent = no admin API [absent]",
+    ),
+    secret(
+        "admin.token",
+        Kind::Str,
+        "Bearer token of the admin API, at least 32 characters; required with admin.listen",
+    ),
+    s(
+        "admin.show_payloads",
+        Kind::Bool,
+        "Whether the admin API's task inspection shows arguments, answers, state and result (decrypted) [false]",
+    ),
+    s(
         "shutdown.drain_secs",
         Kind::Int,
         "On SIGTERM/SIGINT, how long /readyz reports 503 before the listener closes, so load balancers stop routing first [0]",

@@ -201,6 +201,8 @@ fn every_config_field_has_a_setting_and_every_setting_a_field() {
     c.auth.jwt.jwks_file = Some(String::new());
     c.auth.jwt.jwks_url = Some(String::new());
     c.federation.mcp_servers_file = Some(String::new());
+    c.admin.listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9091)));
+    c.admin.token = Some(mcpgate::config::Secret::new(""));
     let table = toml::Table::try_from(&c).expect("serializes");
     let mut keys = Vec::new();
     fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
@@ -347,4 +349,27 @@ fn the_helm_charts_env_values_name_real_settings() {
     for key in env {
         assert!(names.iter().any(|n| n == key), "values.yaml env names {key}, which is no setting");
     }
+}
+
+#[test]
+fn the_admin_api_needs_a_strong_token_and_a_listener_of_its_own() {
+    let token = "an-admin-token-of-at-least-32-chars!";
+    let ok = load_from_str(&format!("[admin]\nlisten = \"127.0.0.1:9091\"\ntoken = \"{token}\"\n")).expect("valid");
+    assert_eq!(ok.admin.listen.map(|a| a.port()), Some(9091));
+    assert!(!format!("{ok:?}").contains(token), "Debug redacts the admin token");
+    assert!(load_from_str("[admin]\ntoken = \"short\"\n").is_ok(), "no listener: no admin API, nothing checked");
+    for (text, says) in [
+        ("[admin]\nlisten = \"127.0.0.1:9091\"\n".to_owned(), "required"),
+        ("[admin]\nlisten = \"127.0.0.1:9091\"\ntoken = \"too-short\"\n".to_owned(), "32 characters"),
+        (format!("[admin]\nlisten = \"127.0.0.1:8080\"\ntoken = \"{token}\"\n"), "differ from listen"),
+        (format!("[admin]\nlisten = \"nowhere\"\ntoken = \"{token}\"\n"), "admin"),
+    ] {
+        let err = load_from_str(&text).expect_err(&text).to_string();
+        assert!(err.contains("admin") && err.contains(says) && !err.contains(token), "{text}: {err}");
+    }
+    let short = "too-short-secret";
+    let err = load_from_str(&format!("[admin]\nlisten = \"127.0.0.1:9091\"\ntoken = \"{short}\"\n"))
+        .expect_err("short")
+        .to_string();
+    assert!(!err.contains(short), "the token is never echoed: {err}");
 }

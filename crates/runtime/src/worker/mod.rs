@@ -113,6 +113,8 @@ struct Shared {
     runs: TaskTracker,
     /// Stop taking jobs (shutdown began).
     stopping: CancellationToken,
+    /// Take no jobs while set (an operator drains this replica); running ones go on.
+    draining: Arc<tokio::sync::watch::Sender<bool>>,
     /// Abandon running jobs (grace period over).
     shutdown: CancellationToken,
 }
@@ -155,6 +157,7 @@ impl Workers {
             runs: TaskTracker::new(),
             stopping,
             shutdown,
+            draining: Arc::new(tokio::sync::watch::Sender::new(false)),
         };
         let alive = Arc::new(AtomicBool::new(true));
         let loops = TaskTracker::new();
@@ -222,7 +225,7 @@ impl Workers {
     /// queue. (The queue reader holds one slot while it waits for jobs, so a replica with one
     /// slot runs everything through the queue.)
     pub fn reserve(&self) -> Option<Slot> {
-        if self.shared.stopping.is_cancelled() {
+        if self.shared.stopping.is_cancelled() || self.is_draining() {
             return None;
         }
         self.shared.slots.clone().try_acquire_owned().ok().map(|permit| Slot { _permit: permit })
@@ -251,6 +254,18 @@ impl Workers {
             },
             span,
         ));
+    }
+
+    /// Drains this replica (`true`): it claims no more jobs (from the queue, by takeover, or
+    /// tasks it creates itself, which go to the queue) while its running tasks go on to their
+    /// end; `false` takes jobs again. It still serves every request meanwhile.
+    pub fn drain(&self, on: bool) {
+        self.shared.draining.send_replace(on);
+    }
+
+    /// Whether this replica is drained (see [`Workers::drain`]).
+    pub fn is_draining(&self) -> bool {
+        *self.shared.draining.borrow()
     }
 
     /// Jobs running right now.
@@ -282,7 +297,15 @@ impl Workers {
 /// Reads new jobs while there is room to run them.
 async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
     let mut backoff = Duration::from_millis(100);
+    let mut draining = shared.draining.subscribe();
     loop {
+        if *draining.borrow_and_update() {
+            tokio::select! {
+                biased;
+                () = shared.stopping.cancelled() => break,
+                _ = draining.wait_for(|on| !*on) => continue,
+            }
+        }
         let first = tokio::select! {
             biased;
             () = shared.stopping.cancelled() => break,
@@ -304,7 +327,10 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
                     // with free slots, rather than waiting here behind running work.
                     let permit = first.take().or_else(|| shared.slots.clone().try_acquire_owned().ok());
                     match permit {
-                        Some(permit) if !shared.stopping.is_cancelled() => spawn_run(&shared, job, permit, false),
+                        // Read just before a drain: back to the queue, for another replica.
+                        Some(permit) if !shared.stopping.is_cancelled() && !*shared.draining.borrow() => {
+                            spawn_run(&shared, job, permit, false);
+                        }
                         _ => surplus.push(job),
                     }
                 }
@@ -359,7 +385,7 @@ async fn reclaim_loop(shared: Shared) {
         }
         // Free slots, not free permits: the reader holds a permit while it waits for jobs.
         let room = shared.options.max_running.saturating_sub(shared.running.load(Ordering::Relaxed));
-        if room == 0 {
+        if room == 0 || *shared.draining.borrow() {
             continue;
         }
         match shared.store.reclaim(&shared.options.worker_id, shared.options.lease, room).await {

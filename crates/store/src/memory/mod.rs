@@ -5,6 +5,7 @@
 //! operation is atomic; expired tasks are purged (in expiry order) before any operation reads
 //! state, so memory is bounded by the live tasks.
 
+mod admin;
 mod rates;
 mod state;
 

@@ -78,11 +78,11 @@ struct Pending {
 pub(super) struct State {
     shards: u16,
     pub(super) tasks: HashMap<TaskId, Entry>,
-    expiries: BTreeSet<(u64, TaskId)>,
+    pub(super) expiries: BTreeSet<(u64, TaskId)>,
     /// Scope digest → (task, call digest, end of the window).
     idempotency: HashMap<[u8; 32], (TaskId, [u8; 32], u64)>,
     idempotency_order: VecDeque<(u64, [u8; 32])>,
-    owners: HashMap<String, BTreeSet<(u64, TaskId)>>,
+    pub(super) owners: HashMap<String, BTreeSet<(u64, TaskId)>>,
     queue: VecDeque<Job>,
     pending: HashMap<String, Pending>,
     /// Upstream lists by upstream name, and their generation.

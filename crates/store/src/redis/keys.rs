@@ -38,6 +38,11 @@ impl Keys {
         Self { prefix: prefix.to_owned() }
     }
 
+    /// The prefix every key starts with.
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     fn base(&self, shard: u8) -> String {
         format!("{p}:{{{p}:{shard:02x}}}", p = self.prefix)
     }

@@ -8,6 +8,7 @@
 //! reader and the event subscriber have their own connections and reconnect on their own.
 //! Against a Redis Cluster every command touches one slot (see `conn`).
 
+mod admin;
 mod at_rest;
 mod cluster_reader;
 mod conn;

@@ -58,15 +58,21 @@ impl RedisStore {
 
     /// Gives back the place reserved for `id` (its creation found an earlier task, or failed).
     pub(super) async fn unreserve(&self, quota: &Quota, id: &TaskId) -> Result<(), StoreError> {
+        self.forget_places(&quota.scope, id, quota.max_bytes > 0).await
+    }
+
+    /// Stops counting `id` in the running and retained sets of caller `scope`, and, with
+    /// `bytes`, in its bytes.
+    pub(super) async fn forget_places(&self, scope: &str, id: &TaskId, bytes: bool) -> Result<(), StoreError> {
         let keys = &self.inner.keys;
         let mut pipe = redis::pipe();
-        pipe.zrem(keys.quota(&quota.scope, "running"), id.as_str())
+        pipe.zrem(keys.quota(scope, "running"), id.as_str())
             .ignore()
-            .zrem(keys.quota(&quota.scope, "retained"), id.as_str())
+            .zrem(keys.quota(scope, "retained"), id.as_str())
             .ignore();
         self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async::<()>(conn))).await?;
-        if quota.max_bytes > 0 {
-            self.charge_bytes(&quota.scope, id, "drop".to_owned()).await?;
+        if bytes {
+            self.charge_bytes(scope, id, "drop".to_owned()).await?;
         }
         Ok(())
     }

@@ -21,9 +21,10 @@ pub(super) static HAND_BACK: LazyLock<Script> = LazyLock::new(|| Script::new(inc
 pub(super) static RATE_LIMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/ratelimit.lua")));
 pub(super) static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/quota.lua")));
 pub(super) static CHARGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/charge.lua")));
+pub(super) static PURGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/purge.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 15] {
+pub(super) fn all() -> [&'static Script; 16] {
     [
         &CREATE,
         &CANCEL,
@@ -40,5 +41,6 @@ pub(super) fn all() -> [&'static Script; 15] {
         &RATE_LIMIT,
         &QUOTA,
         &CHARGE,
+        &PURGE,
     ]
 }

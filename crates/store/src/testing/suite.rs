@@ -8,7 +8,8 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
+use crate::admin::{PurgeFilter, Purged};
+use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, Lease, NewTask, RawAnswer,
@@ -96,7 +97,7 @@ async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent 
 /// Runs every check, each against a store made by `make`.
 pub async fn run_suite<S, F, Fut>(make: F)
 where
-    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists + RateLimits,
+    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists + RateLimits + TaskAdmin,
     F: Fn() -> Fut,
     Fut: Future<Output = S>,
 {
@@ -125,6 +126,61 @@ where
     rate_limits_admit_all_or_nothing_per_scope(&make().await).await;
     quotas_refuse_creations_until_tasks_end_or_expire(&make().await).await;
     the_bytes_quota_counts_creations_and_charged_results(&make().await).await;
+    an_admin_scan_sees_every_task_and_a_purge_deletes_only_ended_ones(&make().await).await;
+}
+
+async fn an_admin_scan_sees_every_task_and_a_purge_deletes_only_ended_ones<S: TaskStore + TaskAdmin>(store: &S) {
+    let mut ids = std::collections::BTreeSet::new();
+    for (i, owner) in ["ann", "ann", "ben", "ben", "ben"].iter().enumerate() {
+        let task = NewTask { idempotency: None, ..new_task(owner, u8::try_from(i).expect("small")) };
+        match store.create(task).await.expect("create") {
+            Created::New(record) => ids.insert(record.id),
+            other => panic!("a new task: {other:?}"),
+        };
+    }
+    // Every task, in small steps, whoever owns it; control fields only.
+    let (mut seen, mut cursor, mut steps) = (std::collections::BTreeSet::new(), None::<String>, 0);
+    loop {
+        let page = store.scan(cursor.as_deref(), 2).await.expect("scan");
+        for task in &page.tasks {
+            assert!(task.arguments.is_empty(), "a scan reads no payloads");
+            seen.insert(task.id.clone());
+        }
+        steps += 1;
+        assert!(steps < 1000, "the scan ends");
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids, "the scan saw every task");
+
+    let mut ids = ids.into_iter();
+    let (working, ended) = (ids.next().expect("a task"), ids.next().expect("another"));
+    let owner = store.get(&ended, Read::Control).await.expect("get").expect("found").owner;
+    assert!(matches!(store.cancel(&ended, &owner).await.expect("cancel"), Cancelled::Now(_)));
+    let all = PurgeFilter {
+        statuses: vec![TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled],
+        older_than_ms: 0,
+    };
+    assert_eq!(store.purge(&working, &all).await.expect("purge"), Purged::Live(TaskStatus::Working));
+    assert!(store.get(&working, Read::Control).await.expect("get").is_some(), "a working task is kept");
+    let completed_only = PurgeFilter { statuses: vec![TaskStatus::Completed], older_than_ms: 0 };
+    assert_eq!(store.purge(&ended, &completed_only).await.expect("purge"), Purged::Skipped);
+    let old_only = PurgeFilter { older_than_ms: 3_600_000, ..all.clone() };
+    assert_eq!(store.purge(&ended, &old_only).await.expect("purge"), Purged::Skipped);
+    match store.purge(&ended, &all).await.expect("purge") {
+        Purged::Deleted { issuer, subject } => {
+            assert_eq!((issuer.as_str(), subject.as_str()), ("https://issuer.example.com", owner.as_str()));
+        }
+        other => panic!("deleted: {other:?}"),
+    }
+    assert!(store.get(&ended, Read::Full).await.expect("get").is_none(), "purged");
+    assert_eq!(store.purge(&ended, &all).await.expect("purge"), Purged::NotFound);
+    store.forget_quota("ann", &ended).await.expect("forget quota");
+    // A listing no longer shows it.
+    let listed = store.list(&owner, None, 10).await.expect("list");
+    assert!(listed.tasks.iter().all(|t| t.id != ended), "purged tasks are not listed");
 }
 
 async fn the_bytes_quota_counts_creations_and_charged_results<S: TaskStore>(store: &S) {

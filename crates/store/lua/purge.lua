@@ -1,0 +1,38 @@
+-- purge.lua: delete a task that has ended, if the operator's filter selects it; never one
+-- that is working or waiting for input (the check and the delete are one atomic step, so a
+-- task cannot start or resume in between). Its owner-index entry is left to be dropped the
+-- next time a listing meets it; its job, if any, finds no task and is acknowledged.
+--
+-- KEYS[1]  task record (hash)
+-- ARGV[1]  statuses that may be deleted, as ",completed,failed,cancelled,"
+-- ARGV[2]  delete only if its last change is at least this many ms old (0 = any age)
+-- returns  {'deleted', issuer, subject}  deleted (its creator, for the quotas it counted in)
+--          {'live', status}              not ended: kept
+--          {'skipped'}                   another status, or changed too recently: kept
+--          {'notfound'}                  no such task (or it expired)
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local f = redis.call('HMGET', KEYS[1], 'status', 'updated', 'created', 'ttl', 'iss', 'sub')
+if not f[1] then
+  return {'notfound'}
+end
+local ttl = tonumber(f[4])
+if ttl and ttl >= 0 and now >= tonumber(f[3]) + ttl then
+  redis.call('DEL', KEYS[1])
+  return {'notfound'}
+end
+local status = f[1]
+if status ~= 'completed' and status ~= 'failed' and status ~= 'cancelled' then
+  return {'live', status}
+end
+if not string.find(ARGV[1], ',' .. status .. ',', 1, true) then
+  return {'skipped'}
+end
+local older = tonumber(ARGV[2])
+if older > 0 and now - tonumber(f[2]) < older then
+  return {'skipped'}
+end
+redis.call('DEL', KEYS[1])
+return {'deleted', f[5] or '', f[6] or ''}
