@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 
-use mcpgate_e2e::{Client, Cluster};
+use mcpgate_e2e::{Client, Cluster, next_request};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -27,31 +27,9 @@ async fn collector() -> anyhow::Result<(String, Received)> {
             let store = store.clone();
             tokio::spawn(async move {
                 let mut buffer = Vec::new();
-                let mut chunk = [0u8; 8192];
-                loop {
-                    let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk)).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buffer.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
-                    let head = String::from_utf8_lossy(&buffer[..end]).to_string();
-                    let length = head
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
-                        })
-                        .and_then(|v| v.parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if buffer.len() < end + 4 + length {
-                        continue;
-                    }
-                    let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
-                    let body = buffer[end + 4..end + 4 + length].to_vec();
-                    buffer.drain(..end + 4 + length);
-                    store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((path, body));
+                while let Some(request) = next_request(&mut socket, &mut buffer, Duration::from_secs(5)).await {
+                    let path = request.path().to_owned();
+                    store.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((path, request.body));
                     let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
                     if socket.write_all(ok).await.is_err() {
                         return;
@@ -61,6 +39,18 @@ async fn collector() -> anyhow::Result<(String, Received)> {
         }
     });
     Ok((url, received))
+}
+
+/// Starts a one-second `slow_report` task on `url`; its id.
+async fn start_report(client: &Client, url: &str, topic: &str) -> anyhow::Result<String> {
+    let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
+    let params = json!({"name": "slow_report", "arguments": {"topic": topic, "seconds": 1}, "_meta": caps});
+    let created = client.modern(url, "tools/call", params).await?.json()?;
+    created["result"]["taskId"]
+        .as_str()
+        .or_else(|| created["result"]["task"]["taskId"].as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))
 }
 
 fn contains(haystack: &[u8], needle: &str) -> bool {
@@ -78,13 +68,7 @@ async fn every_replica_exports_the_spans_of_a_task_with_its_id() -> anyhow::Resu
         .start()?;
     let client = Client::new()?;
     let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
-    let params = json!({"name": "slow_report", "arguments": {"topic": "spans", "seconds": 1}, "_meta": caps});
-    let created = client.modern(&cluster.replica_url(0), "tools/call", params).await?.json()?;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .or_else(|| created["result"]["task"]["taskId"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))?
-        .to_owned();
+    let id = start_report(&client, &cluster.replica_url(0), "spans").await?;
     // Read it on the other replica until it is done.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -211,15 +195,7 @@ async fn a_queued_task_run_links_to_its_creation_and_settles_in_its_trace() -> a
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
         .replica_env(0, "MCPGATE_TASKS_MAX_RUNNING", "0")
         .start()?;
-    let client = Client::new()?;
-    let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
-    let params = json!({"name": "slow_report", "arguments": {"topic": "links", "seconds": 1}, "_meta": caps});
-    let created = client.modern(&cluster.replica_url(0), "tools/call", params).await?.json()?;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .or_else(|| created["result"]["task"]["taskId"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no task: {created}"))?
-        .to_owned();
+    let id = start_report(&Client::new()?, &cluster.replica_url(0), "links").await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let all: Vec<Span> = {

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 
-use mcpgate_e2e::{Client, Cluster, HttpServer};
+use mcpgate_e2e::{Client, Cluster, HttpServer, next_request};
 
 const CLIENT_ID: &str = "mcpgate";
 const CLIENT_SECRET: &str = "tx-s3cret";
@@ -81,30 +81,11 @@ async fn token_endpoint(subjects: HashMap<String, String>) -> anyhow::Result<(St
             let base = issued;
             tokio::spawn(async move {
                 let mut buffer = Vec::new();
-                let mut chunk = [0u8; 8192];
                 let mut served = 0;
-                loop {
-                    let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut chunk)).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buffer.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
-                    let head = String::from_utf8_lossy(&buffer[..end]).to_string();
-                    let header = |name: &str| {
-                        head.lines().find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-                        })
-                    };
-                    let length = header("content-length").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
-                    if buffer.len() < end + 4 + length {
-                        continue;
-                    }
-                    let body = String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).to_string();
-                    buffer.drain(..end + 4 + length);
+                while let Some(request) = next_request(&mut socket, &mut buffer, Duration::from_secs(10)).await {
+                    let head = &request.head;
+                    let header = |name: &str| request.header(name);
+                    let body = String::from_utf8_lossy(&request.body).to_string();
                     served += 1;
                     let fields = form(&body);
                     let field = |k: &str| fields.get(k).map(String::as_str);

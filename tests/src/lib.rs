@@ -8,10 +8,12 @@ mod client;
 mod cluster;
 mod gateway;
 mod nginx;
+mod stand_in;
 mod upstreams;
 
 pub use client::{Client, EventStream, Reply};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binary, run_to_end};
 pub use nginx::Nginx;
+pub use stand_in::{StandInRequest, next_request};
 pub use upstreams::{HttpServer, fastmcp_python, fixture, free_port, server_everything};
