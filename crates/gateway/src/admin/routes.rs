@@ -98,7 +98,11 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-async fn list(State(state): State<AppState>, Query(query): Query<ListQuery>) -> Result<Json<Value>, Failed> {
+async fn list(
+    State(state): State<AppState>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, Failed> {
+    let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(GatewayError::AdminInvalid { detail: format!("limit must be 1 to {MAX_LIMIT}") }.into());
@@ -162,8 +166,14 @@ struct PurgeBody {
     cursor: Option<String>,
 }
 
-async fn purge(State(state): State<AppState>, body: Option<Json<PurgeBody>>) -> Result<Json<Value>, Failed> {
-    let body = body.map(|Json(b)| b).unwrap_or_default();
+async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result<Json<Value>, Failed> {
+    // No body: every ended task.
+    let body: PurgeBody = if body.is_empty() {
+        PurgeBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| GatewayError::AdminInvalid { detail: format!("invalid purge request: {e}") })?
+    };
     let statuses = match &body.status {
         None => vec![TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled],
         Some(list) => parse_statuses(&list.join(","))?,
