@@ -241,7 +241,7 @@ pub trait JobQueue: Send + Sync {
     /// Ends a blocking read this worker left in flight (its reader stopped waiting, e.g. at
     /// shutdown): a read the server still holds would otherwise take the next job for a
     /// worker that never runs it, and the job would wait until reclaimed. Call once no more
-    /// reads will be made.
+    /// reads will be made for now (shutdown, or a drain); a later `read` resumes reading.
     fn stop_reading(&self) -> impl Future<Output = ()> + Send;
 
     /// Forgets workers (queue consumers) that hold no jobs and were last seen longer than

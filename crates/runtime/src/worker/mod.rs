@@ -300,6 +300,9 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
     let mut draining = shared.draining.subscribe();
     loop {
         if *draining.borrow_and_update() {
+            // A read the server still holds (or a cluster's shard readers) would take jobs for
+            // a worker that runs none: end it, hand back what was taken; a later read resumes.
+            shared.store.stop_reading().await;
             tokio::select! {
                 biased;
                 () = shared.stopping.cancelled() => break,

@@ -5,7 +5,9 @@
 //!
 //! Invariants: a shard task reads one job at a time and only after reserving room in the
 //! channel, so at most `2 × shards` jobs are delivered to this worker and not yet taken;
-//! the tasks end once the reader is dropped (within one blocking read).
+//! the tasks end once the reader is dropped (within one blocking read). Paused (the worker
+//! stopped reading, e.g. it drains), they start no read, and a job a read in flight still
+//! brings is handed back to the queue at once; the next read resumes them.
 
 use std::time::Duration;
 
@@ -22,20 +24,38 @@ use crate::model::{Job, TaskId};
 /// The shard reader tasks of one worker, and the jobs they deliver.
 pub(super) struct ClusterReader {
     jobs: Mutex<mpsc::Receiver<Job>>,
+    /// Whether the shard tasks hold off (a watch, so they wake when it changes).
+    paused: tokio::sync::watch::Sender<bool>,
 }
 
 impl ClusterReader {
     /// Starts one reader task per stream for consumer `worker`.
     pub(super) fn start(client: ClusterClient, streams: Vec<String>, worker: &str, block: Duration) -> Self {
         let (tx, rx) = mpsc::channel(streams.len().max(1));
+        let paused = tokio::sync::watch::Sender::new(false);
         for stream in streams {
-            tokio::spawn(shard_loop(client.clone(), stream, worker.to_owned(), block, tx.clone()));
+            let shard = Shard { client: client.clone(), stream, worker: worker.to_owned(), block };
+            tokio::spawn(shard_loop(shard, tx.clone(), paused.subscribe()));
         }
-        Self { jobs: Mutex::new(rx) }
+        Self { jobs: Mutex::new(rx), paused }
     }
 
-    /// Waits up to `block` for a job, then takes what else is ready, up to `max`.
+    /// Stops the shard tasks reading and returns the jobs they had delivered and nobody took,
+    /// for the caller to hand back.
+    pub(super) async fn pause(&self) -> Vec<Job> {
+        self.paused.send_replace(true);
+        let mut jobs = self.jobs.lock().await;
+        let mut held = Vec::new();
+        while let Ok(job) = jobs.try_recv() {
+            held.push(job);
+        }
+        held
+    }
+
+    /// Waits up to `block` for a job, then takes what else is ready, up to `max` (resuming
+    /// the shard tasks if they were paused).
     pub(super) async fn read(&self, max: usize, block: Duration) -> Result<Vec<Job>, StoreError> {
+        self.paused.send_if_modified(|paused| std::mem::replace(paused, false));
         let mut jobs = self.jobs.lock().await;
         let first = match tokio::time::timeout(block, jobs.recv()).await {
             Err(_) => return Ok(Vec::new()),
@@ -53,8 +73,17 @@ impl ClusterReader {
     }
 }
 
+/// What one shard task reads, and as whom.
+struct Shard {
+    client: ClusterClient,
+    stream: String,
+    worker: String,
+    block: Duration,
+}
+
 /// Reads one shard's stream until the reader is dropped.
-async fn shard_loop(client: ClusterClient, stream: String, worker: String, block: Duration, tx: mpsc::Sender<Job>) {
+async fn shard_loop(shard: Shard, tx: mpsc::Sender<Job>, mut paused: tokio::sync::watch::Receiver<bool>) {
+    let Shard { client, stream, worker, block } = shard;
     let mut conn: Option<ClusterConnection> = None;
     let mut backoff = Duration::from_millis(100);
     let options = StreamReadOptions::default()
@@ -62,6 +91,9 @@ async fn shard_loop(client: ClusterClient, stream: String, worker: String, block
         .count(1)
         .block(usize::try_from(block.as_millis()).unwrap_or(usize::MAX));
     loop {
+        if paused.wait_for(|paused| !paused).await.is_err() {
+            return;
+        }
         // Room first: a job read is always handed over.
         let Ok(permit) = tx.reserve().await else { return };
         let c = match &mut conn {
@@ -86,6 +118,16 @@ async fn shard_loop(client: ClusterClient, stream: String, worker: String, block
                     Some(Job { task: TaskId::parse(&task)?, entry: entry.id })
                 });
                 match job {
+                    // Paused while the read was in flight: back to the queue, for any worker.
+                    Some(job) if *paused.borrow() => {
+                        drop(permit);
+                        let mut back = super::scripts::HAND_BACK.prepare_invoke();
+                        back.key(&stream).arg(&job.entry).arg(job.task.as_str());
+                        if let Err(e) = back.invoke_async::<i64>(c).await {
+                            // Still pending here: reclaimed by another worker once idle.
+                            tracing::warn!(error = %e, %stream, "handing back a job read while paused failed");
+                        }
+                    }
                     Some(job) => permit.send(job),
                     None => drop(permit),
                 }

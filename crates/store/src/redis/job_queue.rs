@@ -165,7 +165,17 @@ impl JobQueue for RedisStore {
     }
 
     async fn stop_reading(&self) {
-        // (A cluster's per-shard readers stop with the store.)
+        // A cluster's per-shard readers pause (the next read resumes them); the jobs they had
+        // delivered go back to the queue.
+        if let Some(reader) = self.inner.cluster_reader.get() {
+            let held = reader.pause().await;
+            if !held.is_empty()
+                && let Err(e) = self.hand_back(&held).await
+            {
+                tracing::warn!(error = %e, "handing back jobs held by the paused cluster readers failed");
+            }
+            return;
+        }
         let id = self.inner.reader_client.swap(0, std::sync::atomic::Ordering::AcqRel);
         if id == 0 {
             return;

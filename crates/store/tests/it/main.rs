@@ -3,5 +3,6 @@
 //! operation, recovery after a restart).
 
 mod at_rest;
+mod drain;
 mod memory;
 mod redis;

@@ -1,0 +1,76 @@
+//! A worker that stops reading (a drained replica, or one shutting down) holds no job created
+//! afterwards: on one Redis server its blocking read is ended, on a Redis Cluster its per-shard
+//! readers pause and hand back what they had taken; another worker gets every job at once,
+//! not after a reclaim.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use mcpgate_store::testing::{RedisCluster, RedisServer};
+use mcpgate_store::{JobQueue as _, RedisOptions, RedisStore, TaskStore as _};
+
+fn task(n: u8) -> mcpgate_store::NewTask {
+    mcpgate_store::NewTask {
+        owner: "drainer".to_owned(),
+        issuer: String::new(),
+        subject: "drainer".to_owned(),
+        era: mcpgate_protocol::Era::Modern,
+        tool: "t".to_owned(),
+        arguments: "{}".to_owned(),
+        capabilities: "{}".to_owned(),
+        ttl_ms: Some(60_000),
+        poll_interval_ms: 100,
+        scopes: Vec::new(),
+        // Distinct scopes spread the tasks over the shards.
+        idempotency: Some(mcpgate_store::Idempotency { scope: [n; 32], call: [0; 32], window_ms: 0 }),
+        index_horizon_ms: None,
+        indexed: false,
+        quota: None,
+        input_responses: mcpgate_store::RawAnswers::new(),
+        state: None,
+        credential: None,
+        trace: None,
+    }
+}
+
+async fn stopped_readers_take_no_new_job(options: RedisOptions) {
+    let stopped = RedisStore::connect(options.clone()).await.expect("connects");
+    let active = RedisStore::connect(options).await.expect("connects");
+    let block = Duration::from_millis(200);
+    assert!(stopped.read("stopped", 4, block).await.expect("read").is_empty(), "nothing queued yet");
+    stopped.stop_reading().await;
+    let mut created = BTreeSet::new();
+    for n in 0..8 {
+        created.insert(active.create(task(n)).await.expect("create").record().expect("a task").id.clone());
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut seen = BTreeSet::new();
+    while seen != created {
+        assert!(tokio::time::Instant::now() < deadline, "jobs stuck with the stopped worker: {seen:?} of {created:?}");
+        for job in active.read("active", 16, block).await.expect("read") {
+            seen.insert(job.task.clone());
+            active.ack(&job).await.expect("ack");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_worker_takes_no_new_job_on_one_server() {
+    let server = RedisServer::start();
+    stopped_readers_take_no_new_job(crate::redis::options(&server)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_takes_no_new_job_on_a_cluster() {
+    let cluster = RedisCluster::start(3);
+    stopped_readers_take_no_new_job(RedisOptions {
+        url: cluster.urls(),
+        cluster: true,
+        prefix: format!("drain{}", std::process::id()),
+        shards: 8,
+        pool_size: 2,
+        command_timeout: Duration::from_secs(2),
+        at_rest: None,
+    })
+    .await;
+}
