@@ -144,6 +144,8 @@ async fn operators_list_cancel_purge_and_drain_a_running_fleet() -> anyhow::Resu
     }
     let status = admin(&api(0), TOKEN, &["status"])?;
     anyhow::ensure!(status["draining"] == true && status["running"] == 0, "{status}");
+    let (_, metrics) = client.get(&format!("http://{}/metrics", cluster.replica(0).addr())).await?;
+    anyhow::ensure!(metrics.contains("mcpgate_worker_draining 1"), "the drain shows in the metrics");
 
     // Undrained, it runs what it creates again.
     let undrained = admin(&api(0), TOKEN, &["undrain"])?;

@@ -34,6 +34,10 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         "# HELP mcpgate_tasks_running Tasks executing on this replica.\n# TYPE mcpgate_tasks_running gauge\n",
     );
     text.push_str(&format!("mcpgate_tasks_running {}\n", state.workers.running()));
+    text.push_str(
+        "# HELP mcpgate_worker_draining 1 while an operator has drained this replica (it claims no jobs).\n# TYPE mcpgate_worker_draining gauge\n",
+    );
+    text.push_str(&format!("mcpgate_worker_draining {}\n", u8::from(state.workers.is_draining())));
     state.task_metrics.render(&mut text);
     // The queue is shared: every replica reports the same depth (absent while Redis is down).
     match state.store.queue_depth().await {
