@@ -9,28 +9,9 @@ use std::time::Duration;
 use mcpgate_store::testing::{RedisCluster, RedisServer};
 use mcpgate_store::{JobQueue as _, RedisOptions, RedisStore, TaskStore as _};
 
+/// A task of its own call: distinct idempotency scopes spread the tasks over the shards.
 fn task(n: u8) -> mcpgate_store::NewTask {
-    mcpgate_store::NewTask {
-        owner: "drainer".to_owned(),
-        issuer: String::new(),
-        subject: "drainer".to_owned(),
-        era: mcpgate_protocol::Era::Modern,
-        tool: "t".to_owned(),
-        arguments: "{}".to_owned(),
-        capabilities: "{}".to_owned(),
-        ttl_ms: Some(60_000),
-        poll_interval_ms: 100,
-        scopes: Vec::new(),
-        // Distinct scopes spread the tasks over the shards.
-        idempotency: Some(mcpgate_store::Idempotency { scope: [n; 32], call: [0; 32], window_ms: 0 }),
-        index_horizon_ms: None,
-        indexed: false,
-        quota: None,
-        input_responses: mcpgate_store::RawAnswers::new(),
-        state: None,
-        credential: None,
-        trace: None,
-    }
+    mcpgate_store::NewTask { indexed: false, ..crate::redis::new_task("drainer", [n; 32]) }
 }
 
 async fn stopped_readers_take_no_new_job(options: RedisOptions) {

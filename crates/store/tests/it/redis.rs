@@ -26,7 +26,7 @@ pub(crate) fn at_rest(write: bool) -> std::sync::Arc<mcpgate_seal::AtRest> {
 
 /// A task to create: `owner`'s call with this idempotency digest (its first byte picks the
 /// shard), a minute to live, no idempotency window unless a test sets one.
-fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
+pub(crate) fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::NewTask {
     mcpgate_store::NewTask {
         owner: owner.to_owned(),
         issuer: String::new(),
