@@ -57,20 +57,28 @@ impl Payloads {
     /// `record` with its payload fields opened (a record read with less than `Read::Full`
     /// has only those it fetched).
     pub(super) fn open(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
-        let id = record.id.clone();
-        let open = |field: &str, value: String| self.open_field(&id, field, value);
-        record.arguments = open("args", std::mem::take(&mut record.arguments))?;
-        record.state = record.state.map(|s| open("state", s)).transpose()?;
-        record.credential = record.credential.map(|c| open("cred", c)).transpose()?;
-        record.outcome = match record.outcome {
-            Some(TaskOutcome::Result(r)) => Some(TaskOutcome::Result(open("result", r)?)),
-            Some(TaskOutcome::Error(e)) => Some(TaskOutcome::Error(open("error", e)?)),
-            None => None,
-        };
-        for (key, answer) in &mut record.input_responses {
-            if AtRest::is_sealed(&answer.json) {
-                answer.json = open(&format!("ans:{key}"), std::mem::take(&mut answer.json))?;
+        // Disjoint borrows: no copy of the id on every read (most reads carry no payload).
+        let TaskRecord { id, arguments, state, credential, outcome, input_responses, .. } = &mut record;
+        let open = |field: &str, value: &mut String| -> Result<(), StoreError> {
+            if AtRest::is_sealed(value) {
+                *value = self.open_field(id, field, std::mem::take(value))?;
             }
+            Ok(())
+        };
+        open("args", arguments)?;
+        if let Some(state) = state {
+            open("state", state)?;
+        }
+        if let Some(credential) = credential {
+            open("cred", credential)?;
+        }
+        match outcome {
+            Some(TaskOutcome::Result(r)) => open("result", r)?,
+            Some(TaskOutcome::Error(e)) => open("error", e)?,
+            None => {}
+        }
+        for (key, answer) in input_responses.iter_mut().filter(|(_, a)| AtRest::is_sealed(&a.json)) {
+            open(&format!("ans:{key}"), &mut answer.json)?;
         }
         Ok(record)
     }
