@@ -1,5 +1,5 @@
 //! Bearer JWT verification: algorithm allow-list, issuer, audience, `exp`/`nbf` with leeway,
-//! required `sub`, optional required scopes. Keys come from HS256 secrets, PEM files and a
+//! required non-empty `sub`, optional required scopes. Keys come from HS256 secrets, PEM files and a
 //! JWKS (file or URL).
 //!
 //! Invariants: the algorithm is checked against the allow-list before any key is tried, and
@@ -164,6 +164,11 @@ impl JwtAuthenticator {
             Attempt::Invalid(kind) => return Err(self.invalid(reason(&kind))),
         };
 
+        // An empty subject names nobody: every such token would share one principal (and its
+        // tasks, sessions and quotas).
+        if claims.sub.trim().is_empty() {
+            return Err(self.invalid("token subject is empty"));
+        }
         let scopes = claims.scope.or(claims.scp).map(Scopes::into_vec).unwrap_or_default();
         if !self.required_scopes.iter().all(|r| scopes.contains(r)) {
             return Err(GatewayError::InsufficientScope {

@@ -122,6 +122,10 @@ async fn invalid_tokens_are_401_invalid_token() {
     no_sub.as_object_mut().expect("object").remove("sub");
     let mut no_aud = claims("alice");
     no_aud.as_object_mut().expect("object").remove("aud");
+    let mut empty_sub = claims("alice");
+    empty_sub["sub"] = json!("");
+    let mut blank_sub = claims("alice");
+    blank_sub["sub"] = json!("  ");
     for (what, token) in [
         ("expired", hs(&expired)),
         ("wrong audience", hs(&wrong_aud)),
@@ -129,6 +133,8 @@ async fn invalid_tokens_are_401_invalid_token() {
         ("not yet valid", hs(&not_yet)),
         ("no subject", hs(&no_sub)),
         ("no audience", hs(&no_aud)),
+        ("empty subject", hs(&empty_sub)),
+        ("blank subject", hs(&blank_sub)),
         (
             "bad signature",
             sign(
@@ -145,11 +151,13 @@ async fn invalid_tokens_are_401_invalid_token() {
         ),
     ] {
         let resp = call(&app, Some(&token)).await;
+        assert_eq!(resp.status.as_u16(), 401, "{what}");
         assert_unauthorized(&resp, true);
-        let _ = what;
     }
     let expired = call(&app, Some(&hs(&expired))).await;
     assert!(expired.header("www-authenticate").expect("challenge").contains("token expired"));
+    let empty = call(&app, Some(&hs(&empty_sub))).await;
+    assert!(empty.header("www-authenticate").expect("challenge").contains("subject is empty"));
 }
 
 #[tokio::test]
@@ -246,6 +254,43 @@ async fn jwks_url_is_fetched_and_refreshed_on_an_unknown_kid() {
         call(&app, Some(&es(Some("es-2"), "es256-other-private.pem", &claims("a")))).await.result()["tools"].is_array()
     );
     assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2);
+    server.abort();
+}
+
+/// A JWKS URL that redirects to a plain-HTTP URL: the redirect is not followed, so no key is
+/// learnt from it and the token is refused.
+#[tokio::test]
+async fn jwks_redirects_to_plain_http_are_not_followed() {
+    let doc = std::fs::read_to_string(fixture("jwks-es256.json")).expect("jwks");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let followed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = followed.clone();
+    let jwks = Router::new()
+        .route(
+            "/jwks.json",
+            axum::routing::get(move || async move {
+                (axum::http::StatusCode::FOUND, [("location", format!("http://{addr}/keys.json"))])
+            }),
+        )
+        .route(
+            "/keys.json",
+            axum::routing::get(move || {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let doc = doc.clone();
+                async move { ([("content-type", "application/json")], doc) }
+            }),
+        );
+    let server = tokio::spawn(async move { axum::serve(listener, jwks).await });
+
+    let mut c = jwt_config();
+    c.auth.jwt.public_key_files.clear();
+    c.auth.jwt.hs256_secrets.clear();
+    c.auth.jwt.algorithms = vec!["ES256".to_owned()];
+    c.auth.jwt.jwks_url = Some(format!("http://{addr}/jwks.json"));
+    let app = app(c).await;
+    assert_unauthorized(&call(&app, Some(&es(Some("es-1"), "es256-private.pem", &claims("a")))).await, true);
+    assert_eq!(followed.load(std::sync::atomic::Ordering::SeqCst), 0, "the redirect was followed");
     server.abort();
 }
 
