@@ -71,7 +71,7 @@ impl Jwks {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::limited(3))
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| GatewayError::Startup {
                 what: "building the JWKS HTTP client".to_owned(),
@@ -188,6 +188,21 @@ fn parse(bytes: &[u8]) -> Result<Vec<NamedKey>, String> {
         }
     }
     Ok(keys)
+}
+
+/// Redirects are followed (at most 3) only to `https` URLs: a redirect to plain HTTP would let
+/// anyone on the path between us and that URL hand us keys to accept their own tokens with.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() > 3 {
+            attempt.error("more than 3 redirects")
+        } else if attempt.url().scheme() != "https" {
+            let scheme = attempt.url().scheme().to_owned();
+            attempt.error(format!("a redirect to a non-https ({scheme}) URL is not followed"))
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// reqwest is built without a bundled TLS crypto provider; install ring once per process.
