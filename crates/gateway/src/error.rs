@@ -507,6 +507,7 @@ impl GatewayError {
             Self::AdminUnauthorized => StatusCode::UNAUTHORIZED,
             Self::AdminInvalid { .. } => StatusCode::BAD_REQUEST,
             Self::AdminNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::ForbiddenOrigin { .. } | Self::ForbiddenHost { .. } => StatusCode::FORBIDDEN,
             Self::Store { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }

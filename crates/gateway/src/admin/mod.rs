@@ -4,8 +4,11 @@
 //! Threat model: anyone who can reach the admin port may send anything. The admin token
 //! (`admin.token`, at least 32 characters) is the only authority: it is compared through
 //! digests in constant time, never logged, and without it every route answers 401 and does
-//! nothing. The MCP listener never serves these routes and this listener serves nothing else,
-//! so an MCP client's credentials never reach it. Task payloads (arguments, answers, state,
+//! nothing — except `/metrics` and `/upstreams`, read-only as on any operations port, so a
+//! scraper needs no token that could also cancel tasks. The MCP listener never serves the
+//! admin routes, so an MCP client's credentials never reach them. No browser has business
+//! here: a request with an `Origin` is refused, and so is a foreign `Host` on a loopback
+//! listener (DNS rebinding). Task payloads (arguments, answers, state,
 //! results) are never read, let alone shown, unless `admin.show_payloads` is set. Every action
 //! that changes something is logged with the task it touched.
 
@@ -22,13 +25,29 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::error::GatewayError;
+use crate::http::origin::OriginPolicy;
 use crate::state::AppState;
 
 pub use client::{AdminArgs, run as run_command};
 
-/// The admin routes behind the token check.
+/// The admin routes behind the token check, and `/metrics` and `/upstreams` beside them; all
+/// behind the admin listener's Host/Origin policy.
 pub fn router(state: AppState) -> Router {
-    routes::routes().layer(axum::middleware::from_fn_with_state(state.clone(), authorize)).with_state(state)
+    let loopback = state.config.admin.listen.is_none_or(|addr| addr.ip().is_loopback());
+    let policy = std::sync::Arc::new(OriginPolicy::admin(loopback));
+    routes::routes()
+        .layer(axum::middleware::from_fn_with_state(state.clone(), authorize))
+        .merge(crate::http::ops::observability())
+        .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+            let policy = policy.clone();
+            async move {
+                match policy.check(request.headers(), request.uri()) {
+                    Ok(()) => next.run(request).await,
+                    Err(error) => failure(&error),
+                }
+            }
+        }))
+        .with_state(state)
 }
 
 /// Serves the admin API on `listener` until the replica starts shutting down.

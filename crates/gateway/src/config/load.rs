@@ -532,6 +532,12 @@ pub(crate) fn is_loopback_authority(authority: &str) -> bool {
 /// `[admin]`: a token worth the name, and a listener of its own.
 fn validate_admin(c: &Config) -> Result<(), GatewayError> {
     let Some(listen) = c.admin.listen else {
+        if c.admin.private_metrics {
+            return Err(invalid_key(
+                "admin.private_metrics",
+                "needs admin.listen: /metrics and /upstreams would be served nowhere",
+            ));
+        }
         return Ok(());
     };
     match &c.admin.token {

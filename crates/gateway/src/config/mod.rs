@@ -441,6 +441,8 @@ pub struct AdminConfig {
     pub token: Option<Secret>,
     /// Whether inspecting a task shows its payloads (arguments, answers, state, result).
     pub show_payloads: bool,
+    /// Whether `/metrics` and `/upstreams` are served only here, not on the MCP listener.
+    pub private_metrics: bool,
 }
 
 /// `[shutdown]`.

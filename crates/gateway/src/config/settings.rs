@@ -308,6 +308,11 @@ pub const SETTINGS: &[Setting] = &[
         "Whether the admin API's task inspection shows arguments, answers, state and result (decrypted) [false]",
     ),
     s(
+        "admin.private_metrics",
+        Kind::Bool,
+        "Serve /metrics and /upstreams only on the admin listener (without its token), not on the MCP listener; needs admin.listen [false]",
+    ),
+    s(
         "shutdown.drain_secs",
         Kind::Int,
         "On SIGTERM/SIGINT, how long /readyz reports 503 before the listener closes, so load balancers stop routing first [0]",

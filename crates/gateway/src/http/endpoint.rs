@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use tokio::time::Instant;
 use tracing::Span;
@@ -26,7 +26,7 @@ use crate::state::AppState;
 /// and the task it creates or touches (filled in as they become known), so every log line and
 /// exported span of the request has them.
 #[tracing::instrument(name = "mcp", skip_all, fields(method = Empty, era = Empty, principal = Empty, task = Empty))]
-pub(super) async fn post_mcp(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+pub(super) async fn post_mcp(State(state): State<AppState>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
     let Ok(permit) = state.limiter.clone().try_acquire_owned() else {
         state.metrics.record(MethodLabel::NONE, None, Outcome::ServerError, started.elapsed());
@@ -34,7 +34,7 @@ pub(super) async fn post_mcp(State(state): State<AppState>, headers: HeaderMap, 
     };
     let ticket = Ticket { permit: Some(permit), in_flight: state.metrics.start(), started };
     let mut label = MethodLabel::NONE;
-    match handle(&state, &headers, body, ticket, &mut label).await {
+    match handle(&state, &uri, &headers, body, ticket, &mut label).await {
         Ok((response, Record::ByStream)) => response,
         Ok((response, Record::Now(era))) => {
             state.metrics.record(label, era, Outcome::Ok, started.elapsed());
@@ -62,12 +62,13 @@ enum Record {
 /// Returns the response and who records it.
 async fn handle(
     state: &AppState,
+    uri: &Uri,
     headers: &HeaderMap,
     body: Body,
     ticket: Ticket,
     label: &mut MethodLabel,
 ) -> Result<(Response, Record), ErrorReply> {
-    state.origin.check(headers)?;
+    state.origin.check(headers, uri)?;
     let principal = state.auth.authenticate(headers).await?;
     let span = Span::current();
     if !span.is_disabled() {
@@ -158,12 +159,12 @@ pub(super) async fn not_allowed() -> Response {
 
 /// `GET /mcp`: a 2025-11-25 session's stream of server notifications (list changes). Without
 /// a session id (a 2026-07-28 client, or none at all) the method is not allowed.
-pub(super) async fn get_mcp(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(super) async fn get_mcp(State(state): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
     if !headers.contains_key(MCP_SESSION_ID) {
         return not_allowed().await;
     }
     let opened = async {
-        state.origin.check(&headers)?;
+        state.origin.check(&headers, &uri)?;
         let principal = state.auth.authenticate(&headers).await?;
         if !Accept::from_headers(&headers)?.sse {
             return Err(GatewayError::NotAcceptable);

@@ -3,12 +3,13 @@
 mod endpoint;
 pub mod headers;
 pub mod negotiate;
-mod ops;
+pub(crate) mod ops;
 pub mod origin;
 pub mod reply;
 mod well_known;
 
 use axum::Router;
+use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 
 use crate::state::AppState;
@@ -16,15 +17,18 @@ use crate::state::AppState;
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
 
-/// All routes of a replica.
+/// All routes of a replica's MCP listener. `/metrics` and `/upstreams` answer only requests
+/// the Host/Origin policy admits, and not at all with `admin.private_metrics` (then the admin
+/// listener serves them).
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route(MCP_PATH, post(endpoint::post_mcp).get(endpoint::get_mcp).fallback(endpoint::not_allowed))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/upstreams", get(ops::upstreams))
         .route("/.well-known/oauth-protected-resource", get(well_known::protected_resource))
-        .route("/.well-known/oauth-protected-resource/{*resource}", get(well_known::protected_resource))
-        .with_state(state)
+        .route("/.well-known/oauth-protected-resource/{*resource}", get(well_known::protected_resource));
+    if !state.config.admin.private_metrics {
+        router = router.merge(ops::observability().route_layer(from_fn_with_state(state.clone(), origin::guard)));
+    }
+    router.with_state(state)
 }

@@ -1,10 +1,18 @@
 //! Operational endpoints: liveness, readiness, Prometheus metrics and upstream status.
 
+use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
 use crate::state::AppState;
+
+/// `/metrics` and `/upstreams`, for the MCP listener or the admin listener to mount behind
+/// their own Host/Origin policy.
+pub(crate) fn observability() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics)).route("/upstreams", get(upstreams))
+}
 
 /// `/healthz`: the process is alive and serving HTTP.
 pub(super) async fn healthz() -> &'static str {

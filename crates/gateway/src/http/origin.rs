@@ -1,19 +1,25 @@
 //! DNS-rebinding and cross-origin protection: which `Host` and `Origin` values may reach the
-//! MCP endpoint.
+//! MCP endpoint, `/metrics` and `/upstreams` (and, with a policy of its own, the admin
+//! listener).
 //!
 //! Threat model: a web page in the user's browser (foreign origin) POSTs to a gateway the
 //! user can reach, directly or through a DNS name rebound to a loopback address. Browsers
 //! always send `Origin` on such requests and the rebound request carries the attacker's host
 //! name in `Host`, so a loopback-bound gateway accepts only loopback host names, and any
 //! request with an `Origin` must come from an allowed origin. Non-browser clients send no
-//! `Origin` and are governed by authentication alone.
+//! `Origin` and are governed by authentication alone. The host is the request's authority:
+//! the `:authority` of an HTTP/2 request (h2c carries no `Host`), else the `Host` header.
 
 use std::net::IpAddr;
 
-use axum::http::{HeaderMap, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
 use crate::config::Config;
-use crate::error::{GatewayError, clip};
+use crate::error::{ErrorReply, GatewayError, clip};
+use crate::state::AppState;
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -47,10 +53,26 @@ impl OriginPolicy {
         }
     }
 
-    /// Checks one request's `Host` and `Origin`.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), GatewayError> {
+    /// The policy of the admin listener: no browser has business there, so any `Origin` is
+    /// refused, and a loopback listener accepts only loopback host names.
+    pub fn admin(loopback: bool) -> Self {
+        Self {
+            any_origin: false,
+            origins: Vec::new(),
+            loopback_origins: false,
+            hosts: loopback.then(|| LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect()),
+        }
+    }
+
+    /// Checks one request's host (its URI's authority, else `Host`) and `Origin`.
+    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), GatewayError> {
         if let Some(allowed) = &self.hosts {
-            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+            // HTTP/2 puts the host in `:authority`, which arrives as the URI's authority; an
+            // HTTP/1.1 absolute-form target's authority wins over `Host` as RFC 9112 says.
+            let host = match uri.authority() {
+                Some(authority) => authority.as_str(),
+                None => headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or(""),
+            };
             let name = host_name(host).to_ascii_lowercase();
             if !allowed.contains(&name) {
                 return Err(GatewayError::ForbiddenHost { host: clip(host) });
@@ -79,6 +101,16 @@ pub fn parse_origin(origin: &str) -> Option<String> {
         return None;
     }
     Some(format!("{scheme}://{}", authority.to_ascii_lowercase()))
+}
+
+/// Middleware for the operational routes of the MCP listener (`/metrics`, `/upstreams`): the
+/// same Host/Origin policy as the MCP endpoint, so a page in the user's browser cannot read
+/// them from a loopback deployment.
+pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match state.origin.check(request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => ErrorReply::bare(error).into_response(),
+    }
 }
 
 fn origin_authority(origin: &str) -> &str {
@@ -112,5 +144,19 @@ mod tests {
         assert_eq!(parse_origin("HTTP://LocalHost:3000").as_deref(), Some("http://localhost:3000"));
         assert!(parse_origin("null").is_none());
         assert!(parse_origin("http://a/b").is_none());
+    }
+
+    #[test]
+    fn the_host_of_an_http2_request_is_its_authority() {
+        let policy = OriginPolicy::admin(true);
+        let none = HeaderMap::new();
+        let h2: Uri = "http://localhost:8080/mcp".parse().expect("uri");
+        assert!(policy.check(&none, &h2).is_ok());
+        let foreign: Uri = "http://evil.example.com/mcp".parse().expect("uri");
+        assert!(policy.check(&none, &foreign).is_err());
+        let mut host = HeaderMap::new();
+        host.insert(header::HOST, "127.0.0.1:1".parse().expect("header"));
+        assert!(policy.check(&host, &Uri::from_static("/mcp")).is_ok());
+        assert!(policy.check(&host, &foreign).is_err(), "the authority wins over Host");
     }
 }

@@ -75,3 +75,81 @@ async fn protected_resource_metadata_is_absent_without_auth() {
     let app = app(config()).await;
     assert_eq!(Req::get("/.well-known/oauth-protected-resource").send(&app).await.status.as_u16(), 404);
 }
+
+/// `/metrics` and `/upstreams` obey the MCP endpoint's Host/Origin policy: a page in the
+/// user's browser cannot read them from a loopback deployment.
+#[tokio::test]
+async fn metrics_and_upstreams_refuse_foreign_hosts_and_origins() {
+    let app = app(config()).await;
+    for path in ["/metrics", "/upstreams"] {
+        assert_eq!(Req::get(path).send(&app).await.status.as_u16(), 200, "{path}");
+        let foreign = Req::get(path).header("host", "evil.example.com").send(&app).await;
+        assert_eq!(foreign.status.as_u16(), 403, "{path} with a foreign Host");
+        let origin = Req::get(path).header("origin", "https://evil.example.com").send(&app).await;
+        assert_eq!(origin.status.as_u16(), 403, "{path} with a foreign Origin");
+    }
+    // Probes carry whatever Host the orchestrator uses: liveness and readiness say nothing.
+    assert_eq!(Req::get("/healthz").header("host", "10.1.2.3:8080").send(&app).await.status.as_u16(), 200);
+}
+
+/// With `admin.private_metrics`, `/metrics` and `/upstreams` leave the MCP listener for the
+/// admin listener, where they need no token (the admin routes still do) and no browser may
+/// reach anything.
+#[tokio::test]
+async fn private_metrics_are_served_on_the_admin_listener_only() {
+    let mut c = config();
+    c.admin.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    c.admin.token = Some(mcpgate::config::Secret::new("an-admin-token-of-at-least-32-characters"));
+    c.admin.private_metrics = true;
+    let (app, state) = app_with(c, |_| {}).await;
+    let admin = mcpgate::admin::router(state);
+    for path in ["/metrics", "/upstreams"] {
+        assert_eq!(Req::get(path).send(&app).await.status.as_u16(), 404, "{path} on the MCP listener");
+        assert_eq!(Req::get(path).send(&admin).await.status.as_u16(), 200, "{path} on the admin listener");
+        let foreign = Req::get(path).header("host", "evil.example.com").send(&admin).await;
+        assert_eq!(foreign.status.as_u16(), 403, "{path} with a foreign Host");
+        let origin = Req::get(path).header("origin", "http://localhost:1").send(&admin).await;
+        assert_eq!(origin.status.as_u16(), 403, "{path} with an Origin");
+    }
+    assert_eq!(Req::get("/admin/status").send(&admin).await.status.as_u16(), 401, "the API still needs the token");
+    let metrics = String::from_utf8_lossy(&Req::get("/metrics").send(&admin).await.body).into_owned();
+    assert!(metrics.contains("mcpgate_in_flight_requests"), "{metrics}");
+}
+
+/// HTTP/2 without TLS (h2c) carries the host as `:authority`, not `Host`: a loopback
+/// listener admits it by that authority.
+#[tokio::test]
+async fn h2c_requests_are_checked_by_their_authority() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let state = mcpgate::AppState::new(config()).await.expect("state");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
+    let server = tokio::spawn(mcpgate::serve(listener, state, async move { stopped.cancelled().await }));
+    let client = reqwest::Client::builder().http2_prior_knowledge().build().expect("client");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+        "_meta": crate::support::meta(json!({}))}});
+    for (host, status) in [("localhost", 200), ("127.0.0.1", 200)] {
+        let resp = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            client
+                .post(format!("http://{host}:{port}/mcp"))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", crate::support::MODERN)
+                .header("mcp-method", "tools/list")
+                .body(body.to_string())
+                .send(),
+        )
+        .await
+        .expect("answered in time")
+        .expect("sent");
+        assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+        assert_eq!(resp.status().as_u16(), status, "{host}");
+        let metrics = client.get(format!("http://{host}:{port}/metrics")).send().await.expect("sent");
+        assert_eq!(metrics.status().as_u16(), status, "/metrics at {host}");
+    }
+    stop.cancel();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
+}
