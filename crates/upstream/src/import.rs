@@ -2,7 +2,8 @@
 //! upstream configurations: `command/args/env/cwd` → stdio, `url` (+ `type`, `headers`) →
 //! http or sse, the key → the name (lower-cased, other characters replaced by `-`).
 //!
-//! Invariant: the import yields configurations that still go through `expand` and `validate`
+//! Invariant: the import yields configurations that still go through `expand` (from only the
+//! variables the operator allows: the file may be a third party's) and `validate`
 //! like `[[upstream]]` tables; errors name the server key, never a value.
 
 use std::collections::BTreeMap;

@@ -29,9 +29,15 @@ mod upstream {
 
     use crate::error::GatewayError;
 
+    /// The upstreams of the `[[upstream]]` tables and of the imported `mcpServers` file, each
+    /// with its `${VAR}`s expanded. A table is the operator's own text and expands from the
+    /// whole environment; an imported file is often a third party's, so it may name only the
+    /// variables `import_env` lists (else it could pull any secret of the replica's
+    /// environment, such as the admin token, into a child's env or a header sent to its URL).
     pub(super) fn resolve(
         tables: Vec<Value>,
         mcp_servers_file: Option<&str>,
+        import_env: &[String],
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Vec<UpstreamConfig>, GatewayError> {
         let mut parsed = Vec::with_capacity(tables.len());
@@ -54,10 +60,30 @@ mod upstream {
             }
             None => Vec::new(),
         };
-        let mut all = merge(imported, parsed);
-        for u in &mut all {
+        for u in &mut parsed {
             u.expand(env).map_err(config_error)?;
         }
+        let allowed = |var: &str| {
+            if import_env.iter().any(|name| name == var) { env(var) } else { None }
+        };
+        let mut imported = imported;
+        for u in &mut imported {
+            // Only the servers a table does not replace are used (and so expanded).
+            if parsed.iter().any(|t| t.name == u.name) {
+                continue;
+            }
+            u.expand(&allowed).map_err(|e| match config_error(e) {
+                GatewayError::Config { setting, problem } => GatewayError::Config {
+                    setting,
+                    problem: format!(
+                        "{problem} (an imported mcpServers file may expand only the variables \
+                         federation.import_env lists)"
+                    ),
+                },
+                other => other,
+            })?;
+        }
+        let all = merge(imported, parsed);
         mcpgate_upstream::config::validate_all(&all).map_err(config_error)?;
         Ok(all)
     }
@@ -143,7 +169,9 @@ fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<Stri
     let toolset_given = table.contains_key("toolset");
     let mut config = Config::deserialize(Value::Table(table))
         .map_err(|e| GatewayError::Config { setting: "configuration".to_owned(), problem: e.to_string() })?;
-    config.upstream = upstream::resolve(upstreams, config.federation.mcp_servers_file.as_deref(), env)?;
+    let federation = &config.federation;
+    config.upstream =
+        upstream::resolve(upstreams, federation.mcp_servers_file.as_deref(), &federation.import_env, env)?;
     // Upstreams replace the demo tools unless the operator asked for them.
     if !toolset_given && !config.upstream.is_empty() {
         config.toolset.clear();

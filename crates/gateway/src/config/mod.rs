@@ -471,13 +471,22 @@ pub struct FederationConfig {
     pub list_refresh_secs: u64,
     /// A Claude-Desktop-style JSON file whose `mcpServers` become upstreams.
     pub mcp_servers_file: Option<String>,
+    /// The environment variables that file's `${VAR}`s may name (it may be a third party's:
+    /// no other variable of the replica's environment is expanded into it).
+    pub import_env: Vec<String>,
     /// How long start-up waits for the upstreams' lists.
     pub startup_wait_secs: u64,
 }
 
 impl Default for FederationConfig {
     fn default() -> Self {
-        Self { separator: "_".to_owned(), list_refresh_secs: 60, mcp_servers_file: None, startup_wait_secs: 30 }
+        Self {
+            separator: "_".to_owned(),
+            list_refresh_secs: 60,
+            mcp_servers_file: None,
+            import_env: Vec::new(),
+            startup_wait_secs: 30,
+        }
     }
 }
 

@@ -329,6 +329,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Str,
         "A Claude-Desktop-style JSON file whose mcpServers become upstreams (also --mcp-servers)",
     ),
+    s(
+        "federation.import_env",
+        Kind::List,
+        "Environment variables an imported mcpServers file's ${VAR} may name; any other ${VAR} in it stops start-up (the operator's own [[upstream]] tables expand any) [none]",
+    ),
     s("federation.startup_wait_secs", Kind::Int, "How long start-up waits for the upstreams' lists [30]"),
 ];
 
