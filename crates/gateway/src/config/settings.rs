@@ -247,7 +247,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "limits.upstream_calls_per_minute",
         Kind::Int,
-        "Calls a minute per principal to one upstream's tools (an upstream's limits.calls_per_minute overrides it); 0 = no limit [0]",
+        "Requests a minute per principal to one upstream: calls of its tools, prompts/get of its prompts, resources/read of its resources (an upstream's limits.calls_per_minute overrides it); 0 = no limit [0]",
     ),
     s(
         "limits.upstream_tasks_per_minute",
