@@ -94,6 +94,10 @@ pub enum GatewayError {
         /// The per-principal limit.
         max: u64,
     },
+    /// A call that would become a task running here (it asked for input, or ran long) found
+    /// every task worker of this replica taken.
+    #[error("Service Unavailable: every task worker of this replica is busy, retry shortly")]
+    NoFreeWorker,
     /// A rate limit of the caller's is exhausted (counted across every replica).
     #[error("Too Many Requests: rate limit of {limit} exceeded; retry after {} s", retry_after_secs(.retry_after))]
     RateLimited {
@@ -392,7 +396,7 @@ impl GatewayError {
             E::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::INVALID_REQUEST, None, None),
             E::BodyRead { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, ErrorCode::INVALID_REQUEST, None, None),
-            E::Overloaded => (
+            E::Overloaded | E::NoFreeWorker => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::INTERNAL_ERROR,
                 None,

@@ -65,6 +65,12 @@ pub enum Charge<'a> {
         /// Whether the call creates a task.
         task: bool,
     },
+    /// A task made of a call that was already charged as a plain call (it became a task while
+    /// it ran): the task buckets only.
+    Task {
+        /// The upstream of the tool, if any.
+        upstream: Option<&'a str>,
+    },
     /// Another request that goes to an upstream (`prompts/get` of its prompt, `resources/read`
     /// of its resource): that upstream's call bucket.
     Upstream {
@@ -152,6 +158,9 @@ impl Limits {
                 upstream(u).and_then(|l| l.calls.as_ref()),
                 upstream(u).and_then(|l| l.tasks.as_ref()).filter(|_| task),
             ],
+            Charge::Task { upstream: u } => {
+                [self.tasks.as_ref(), upstream(u).and_then(|l| l.tasks.as_ref()), None, None]
+            }
             Charge::Upstream { upstream: u } => [upstream(Some(u)).and_then(|l| l.calls.as_ref()), None, None, None],
             Charge::Poll => [self.polls.as_ref(), None, None, None],
         };
@@ -250,7 +259,7 @@ mod tests {
     }
 
     #[test]
-    fn upstream_reads_are_charged_to_the_upstreams_call_bucket() {
+    fn tasks_made_of_running_calls_and_upstream_reads_are_charged_to_their_own_buckets() {
         let limits = Limits::from_config(&config(
             r#"
             toolset = []
@@ -265,6 +274,9 @@ mod tests {
             "#,
         ));
         let names = |charge| limits.applying(charge).into_iter().map(|l| l.bucket.name.clone()).collect::<Vec<_>>();
+        // The call was charged already: only the task buckets.
+        assert_eq!(names(Charge::Task { upstream: None }), ["tasks"]);
+        assert_eq!(names(Charge::Task { upstream: Some("files") }), ["tasks", "tasks:files"]);
         // A prompt or resource of the upstream: its call bucket, not the tool-call one.
         assert_eq!(names(Charge::Upstream { upstream: "files" }), ["calls:files"]);
         assert!(names(Charge::Upstream { upstream: "unknown" }).is_empty());

@@ -192,7 +192,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "tasks.max_running",
         Kind::Int,
-        "Tasks executing at once per replica; 0 = this replica serves tasks but runs none (needs redis_url) [256]",
+        "Tasks executing at once per replica, including calls that became tasks while they ran (a 2025-11-25 call waiting for input holds one while it waits); 0 = this replica serves tasks but runs none (needs redis_url) [256]",
     ),
     s(
         "tasks.lease_ms",

@@ -14,6 +14,7 @@ pub mod listeners;
 mod render;
 mod request_state;
 pub mod session;
+mod task_admission;
 mod task_input;
 pub mod task_view;
 

@@ -12,6 +12,7 @@ mod mrtr;
 mod ops;
 mod streaming;
 mod support;
+mod task_admission;
 mod task_input;
 mod tasks;
 mod transport;
