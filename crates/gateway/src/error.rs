@@ -94,6 +94,15 @@ pub enum GatewayError {
         /// The per-principal limit.
         max: u64,
     },
+    /// This principal already has as many legacy `tasks/result` requests waiting on this
+    /// replica as it may.
+    #[error(
+        "Too Many Requests: at most {max} tasks/result requests per caller wait at once; wait for one to end first"
+    )]
+    TooManyResultWaiters {
+        /// The per-principal limit.
+        max: u64,
+    },
     /// A call that would become a task running here (it asked for input, or ran long) found
     /// every task worker of this replica taken.
     #[error("Service Unavailable: every task worker of this replica is busy, retry shortly")]
@@ -402,7 +411,7 @@ impl GatewayError {
                 None,
                 Some((header::RETRY_AFTER, "1".to_owned())),
             ),
-            E::TooManyListeners { .. } => (
+            E::TooManyListeners { .. } | E::TooManyResultWaiters { .. } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 ErrorCode::INVALID_REQUEST,
                 None,

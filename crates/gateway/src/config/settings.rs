@@ -206,6 +206,11 @@ pub const SETTINGS: &[Setting] = &[
         "Legacy tasks/result requests waiting at once per replica; beyond it 503 [10000]",
     ),
     s(
+        "tasks.max_result_waiters_per_principal",
+        Kind::Int,
+        "Legacy tasks/result requests one authenticated principal may have waiting at once on one replica (a 2025-11-25 call waiting for its client's answers counts too); beyond it 429 [64]",
+    ),
+    s(
         "tasks.anonymous_scope",
         Kind::Str,
         "Under auth.mode = none, whom a task belongs to: session (a 2025-11-25 session's tasks are seen only in that session) or server (every anonymous caller sees every task) [session]",

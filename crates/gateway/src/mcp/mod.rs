@@ -10,7 +10,7 @@ mod dispatch;
 mod handlers;
 pub mod idempotency;
 pub mod listen;
-pub mod listeners;
+pub mod principal_slots;
 mod render;
 mod request_state;
 pub mod session;

@@ -16,4 +16,5 @@ mod task_admission;
 mod task_input;
 mod tasks;
 mod transport;
+mod waiters;
 mod workers;

@@ -7,7 +7,7 @@
 //! same call retried within the idempotency window returns the same task; every task is
 //! created through [`create_record`] or [`create_adopted`], so admitted by `task_admission`
 //! (quotas, task rate limits, worker slots); a legacy `tasks/result` waits on the task's
-//! events, not by polling.
+//! events, not by polling, within its caller's share of the replica's waiters.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -323,7 +323,8 @@ pub(in crate::mcp) async fn list(
 
 /// `tasks/result` (2025-11-25): waits, without polling, until the task is terminal, then
 /// answers with its result (or its error). Waiters do not hold a request slot; their own
-/// limit is `tasks.max_result_waiters`.
+/// limits are `tasks.max_result_waiters` (503 past it) and, per principal,
+/// `tasks.max_result_waiters_per_principal` (429).
 pub(in crate::mcp) fn result(
     state: &AppState,
     cx: &CallContext,
@@ -348,7 +349,7 @@ pub(in crate::mcp) fn wait(
     params: TaskIdParams,
     relation: Relation,
 ) -> Result<Prepared, GatewayError> {
-    let waiter = state.result_waiters.clone().try_acquire_owned().map_err(|_| GatewayError::Overloaded)?;
+    let waiter = state.result_waiters.acquire(cx.principal.caller_key())?;
     let state = state.clone();
     let cx = cx.clone();
     Ok(Box::new(move |notifier, cancel| -> Work {
