@@ -1,8 +1,9 @@
 //! The admin API against a running fleet (three replicas behind nginx, Redis, JWT auth),
-//! driven through the `mcpgate admin` command: listing every owner's tasks by owner, status
-//! and tool; inspecting one without its payloads; cancelling another principal's running task
-//! (its owner sees it cancelled); purging only ended tasks; draining one replica (it claims no
-//! new jobs while a task it was running finishes) and undraining it. A wrong token gets 401.
+//! driven through the `mcpgate admin` command: listing every owner's tasks by owner (the
+//! token's subject, optionally with its issuer; listings show both), status and tool;
+//! inspecting one without its payloads; cancelling another principal's running task (its owner
+//! sees it cancelled); purging only ended tasks, by owner too; draining one replica (it claims
+//! no new jobs while a task it was running finishes) and undraining it. A wrong token gets 401.
 
 use std::time::Duration;
 
@@ -89,15 +90,21 @@ async fn operators_list_cancel_purge_and_drain_a_running_fleet() -> anyhow::Resu
     let mut expected = vec![a1.clone(), a2.clone(), b1.clone()];
     expected.sort();
     anyhow::ensure!(ids(&all) == expected, "all tasks: {all}");
-    let alice = all["tasks"]
+    // Owners are shown as operators know them: the token's issuer and subject.
+    let alices_first = all["tasks"]
         .as_array()
         .and_then(|t| t.iter().find(|t| t["taskId"] == a1.as_str()))
-        .and_then(|t| t["owner"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no owner: {all}"))?
-        .to_owned();
+        .ok_or_else(|| anyhow::anyhow!("no task {a1}: {all}"))?;
+    anyhow::ensure!(alices_first["owner"]["subject"] == "alice", "{alices_first}");
+    anyhow::ensure!(alices_first["owner"]["issuer"] == crate::jwt::ISSUER, "{alices_first}");
+    // And found by subject, of any issuer or of the one named.
     let mut alices = vec![a1.clone(), a2.clone()];
     alices.sort();
-    anyhow::ensure!(ids(&admin(&api(2), TOKEN, &["tasks", "list", "--owner", &alice])?) == alices, "by owner");
+    anyhow::ensure!(ids(&admin(&api(2), TOKEN, &["tasks", "list", "--owner", "alice"])?) == alices, "by owner");
+    let by_issuer = admin(&api(2), TOKEN, &["tasks", "list", "--owner", "alice", "--issuer", crate::jwt::ISSUER])?;
+    anyhow::ensure!(ids(&by_issuer) == alices, "by owner and issuer: {by_issuer}");
+    let elsewhere = admin(&api(2), TOKEN, &["tasks", "list", "--owner", "alice", "--issuer", "https://other.example"])?;
+    anyhow::ensure!(ids(&elsewhere).is_empty(), "another issuer's alice is another owner: {elsewhere}");
     anyhow::ensure!(ids(&admin(&api(0), TOKEN, &["tasks", "list", "--status", "completed"])?) == vec![b1.clone()]);
     anyhow::ensure!(ids(&admin(&api(0), TOKEN, &["tasks", "list", "--tool", "slow_report"])?) == expected);
     anyhow::ensure!(ids(&admin(&api(0), TOKEN, &["tasks", "list", "--tool", "echo"])?).is_empty());
@@ -112,9 +119,11 @@ async fn operators_list_cancel_purge_and_drain_a_running_fleet() -> anyhow::Resu
     anyhow::ensure!(cancelled["status"] == "cancelled", "{cancelled}");
     anyhow::ensure!(status_of(&client, &lb, "alice", &a1).await? == "cancelled");
 
-    // A purge deletes the ended tasks only.
+    // A purge deletes the ended tasks only: bob's by his subject, then the rest.
+    let purged = admin(&api(1), TOKEN, &["tasks", "purge", "--owner", "bob"])?;
+    anyhow::ensure!(purged["purged"] == 1, "{purged}");
     let purged = admin(&api(1), TOKEN, &["tasks", "purge"])?;
-    anyhow::ensure!(purged["purged"] == 2, "{purged}");
+    anyhow::ensure!(purged["purged"] == 1, "{purged}");
     anyhow::ensure!(
         ids(&admin(&api(0), TOKEN, &["tasks", "list"])?) == vec![a2.clone()],
         "only the working task is left"

@@ -6,7 +6,7 @@ use serde_json::json;
 use mcpgate_e2e::ClusterBuilder;
 
 const SECRET: &str = "e2e-shared-secret-of-at-least-32-bytes!";
-const ISSUER: &str = "https://auth.example.com";
+pub(crate) const ISSUER: &str = "https://auth.example.com";
 const RESOURCE: &str = "https://mcp.example.com/mcp";
 
 /// Replicas that require a JWT from [`bearer`].

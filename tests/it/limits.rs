@@ -5,7 +5,8 @@
 //! other limits, and polls past their burst are answered with a longer `pollIntervalMs` before
 //! they are refused. Task quotas: a creation over a caller's running or retained quota is
 //! refused clearly and creates nothing; an ended task frees its running place at once. With
-//! Redis paused, a call that needs no Redis is admitted unchecked (and counted).
+//! Redis paused, a call that needs no Redis is admitted unchecked (and counted). An upstream's
+//! limit counts every request that goes to it: prompts and resource reads as well as calls.
 
 use serde_json::{Value, json};
 
@@ -152,6 +153,41 @@ async fn an_upstreams_own_limit_counts_only_calls_to_its_tools() -> anyhow::Resu
     anyhow::ensure!(echo.status == 200 && echo.json()?["result"].is_object(), "{}", echo.body);
     let frank = call(&client, &url, "frank", "tools/call", add).await?;
     anyhow::ensure!(frank.json()?["result"]["content"][0]["text"] == "5", "{}", frank.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_limit_counts_its_prompts_and_resources_too() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let evh = HttpServer::everything()?;
+    let config = dir.path().join("mcpgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"evh\"\ntransport = \"http\"\nurl = \"{}\"\n\
+             [upstream.limits]\ncalls_per_minute = 6\ncalls_burst = 2\n",
+            evh.url()
+        ),
+    )?;
+    let cluster = crate::jwt::with_jwt(Cluster::builder(1)).args(&["--config", &config.to_string_lossy()]).start()?;
+    let client = Client::new()?;
+    let url = cluster.url();
+    // Prompts of the upstream are requests to it: its limit counts them.
+    let prompt = json!({"name": "evh_simple-prompt"});
+    for i in 0..2 {
+        let reply = call(&client, &url, "kim", "prompts/get", prompt.clone()).await?;
+        anyhow::ensure!(reply.json()?["result"]["messages"].is_array(), "prompt {i}: {}", reply.body);
+    }
+    let refused = call(&client, &url, "kim", "prompts/get", prompt.clone()).await?;
+    assert_limited(&refused, "calls to upstream evh per caller", 30)?;
+    // So are reads of its resources, here by another caller with a budget of its own.
+    let read = json!({"uri": "demo://resource/static/document/architecture.md"});
+    for i in 0..2 {
+        let reply = call(&client, &url, "lee", "resources/read", read.clone()).await?;
+        anyhow::ensure!(reply.json()?["result"]["contents"].is_array(), "read {i}: {}", reply.body);
+    }
+    let refused = call(&client, &url, "lee", "resources/read", read).await?;
+    assert_limited(&refused, "calls to upstream evh per caller", 30)?;
     Ok(())
 }
 

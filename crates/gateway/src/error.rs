@@ -94,6 +94,19 @@ pub enum GatewayError {
         /// The per-principal limit.
         max: u64,
     },
+    /// This principal already has as many legacy `tasks/result` requests waiting on this
+    /// replica as it may.
+    #[error(
+        "Too Many Requests: at most {max} tasks/result requests per caller wait at once; wait for one to end first"
+    )]
+    TooManyResultWaiters {
+        /// The per-principal limit.
+        max: u64,
+    },
+    /// A call that would become a task running here (it asked for input, or ran long) found
+    /// every task worker of this replica taken.
+    #[error("Service Unavailable: every task worker of this replica is busy, retry shortly")]
+    NoFreeWorker,
     /// A rate limit of the caller's is exhausted (counted across every replica).
     #[error("Too Many Requests: rate limit of {limit} exceeded; retry after {} s", retry_after_secs(.retry_after))]
     RateLimited {
@@ -392,13 +405,13 @@ impl GatewayError {
             E::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::INVALID_REQUEST, None, None),
             E::BodyRead { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, ErrorCode::INVALID_REQUEST, None, None),
-            E::Overloaded => (
+            E::Overloaded | E::NoFreeWorker => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::INTERNAL_ERROR,
                 None,
                 Some((header::RETRY_AFTER, "1".to_owned())),
             ),
-            E::TooManyListeners { .. } => (
+            E::TooManyListeners { .. } | E::TooManyResultWaiters { .. } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 ErrorCode::INVALID_REQUEST,
                 None,

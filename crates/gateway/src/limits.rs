@@ -1,5 +1,6 @@
 //! Rate limits per caller, shared by every replica: which buckets a request is charged to
-//! (per principal; per principal and upstream), and what the store's answer means for it.
+//! (per principal; per principal and upstream, for every request that goes to the upstream:
+//! its tools' calls, its prompts, its resources), and what the store's answer means for it.
 //!
 //! Invariants: a request is checked once, against all of its buckets in one store round trip
 //! (all or nothing); with no limit configured nothing touches the store; a store that cannot
@@ -63,6 +64,18 @@ pub enum Charge<'a> {
         upstream: Option<&'a str>,
         /// Whether the call creates a task.
         task: bool,
+    },
+    /// A task made of a call that was already charged as a plain call (it became a task while
+    /// it ran): the task buckets only.
+    Task {
+        /// The upstream of the tool, if any.
+        upstream: Option<&'a str>,
+    },
+    /// Another request that goes to an upstream (`prompts/get` of its prompt, `resources/read`
+    /// of its resource): that upstream's call bucket.
+    Upstream {
+        /// The upstream.
+        upstream: &'a str,
     },
     /// A `tasks/get`.
     Poll,
@@ -145,6 +158,10 @@ impl Limits {
                 upstream(u).and_then(|l| l.calls.as_ref()),
                 upstream(u).and_then(|l| l.tasks.as_ref()).filter(|_| task),
             ],
+            Charge::Task { upstream: u } => {
+                [self.tasks.as_ref(), upstream(u).and_then(|l| l.tasks.as_ref()), None, None]
+            }
+            Charge::Upstream { upstream: u } => [upstream(Some(u)).and_then(|l| l.calls.as_ref()), None, None, None],
             Charge::Poll => [self.polls.as_ref(), None, None, None],
         };
         candidates.into_iter().flatten().collect()
@@ -239,6 +256,30 @@ mod tests {
         assert_eq!(tasks.label, "task creations per caller (12 a minute, 3 at once)");
         // The default burst is ten seconds' worth.
         assert_eq!(limits.applying(Charge::Call { upstream: None, task: false })[0].bucket.burst, 10);
+    }
+
+    #[test]
+    fn tasks_made_of_running_calls_and_upstream_reads_are_charged_to_their_own_buckets() {
+        let limits = Limits::from_config(&config(
+            r#"
+            toolset = []
+            [limits]
+            calls_per_minute = 60
+            tasks_per_minute = 12
+            upstream_calls_per_minute = 30
+            upstream_tasks_per_minute = 6
+            [[upstream]]
+            name = "files"
+            command = "true"
+            "#,
+        ));
+        let names = |charge| limits.applying(charge).into_iter().map(|l| l.bucket.name.clone()).collect::<Vec<_>>();
+        // The call was charged already: only the task buckets.
+        assert_eq!(names(Charge::Task { upstream: None }), ["tasks"]);
+        assert_eq!(names(Charge::Task { upstream: Some("files") }), ["tasks", "tasks:files"]);
+        // A prompt or resource of the upstream: its call bucket, not the tool-call one.
+        assert_eq!(names(Charge::Upstream { upstream: "files" }), ["calls:files"]);
+        assert!(names(Charge::Upstream { upstream: "unknown" }).is_empty());
     }
 
     #[test]

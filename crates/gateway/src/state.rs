@@ -27,7 +27,7 @@ use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;
 use crate::http::origin::OriginPolicy;
 use crate::mcp::discover_result;
-use crate::mcp::listeners::Listeners;
+use crate::mcp::principal_slots::PrincipalSlots;
 use crate::metrics::Metrics;
 use mcpgate_runtime::catalog::{CatalogBuilder, ListRendering, SharedCatalog};
 use mcpgate_runtime::toolsets;
@@ -51,10 +51,10 @@ pub struct Inner {
     pub store: AnyStore,
     /// This replica's task workers.
     pub workers: Workers,
-    /// Legacy `tasks/result` waiters at once.
-    pub result_waiters: Arc<Semaphore>,
+    /// Legacy `tasks/result` waiters, in all and per principal.
+    pub result_waiters: PrincipalSlots,
     /// Open listen streams, in all and per principal.
-    pub listeners: Listeners,
+    pub listeners: PrincipalSlots,
     /// Seals legacy session ids (and requestState).
     pub sealer: Sealer,
     /// Authenticates requests.
@@ -160,19 +160,20 @@ impl AppState {
             stopping.clone(),
             shutdown.clone(),
         );
-        let waiters = usize::try_from(config.tasks.max_result_waiters).unwrap_or(Semaphore::MAX_PERMITS);
+        // Without authentication every caller is the one anonymous principal: only the
+        // replica's limits can apply.
+        let anonymous = config.auth.mode == AuthMode::None;
+        let (tasks, http) = (&config.tasks, &config.http);
         let state = Self(Arc::new(Inner {
             store,
             workers,
-            result_waiters: Arc::new(Semaphore::new(waiters.min(Semaphore::MAX_PERMITS))),
-            // Without authentication every caller is the one anonymous principal: only the
-            // replica's limit can apply.
-            listeners: Listeners::new(
-                config.http.max_listeners,
-                match config.auth.mode {
-                    AuthMode::None => config.http.max_listeners,
-                    AuthMode::Jwt => config.http.max_listeners_per_principal,
-                },
+            result_waiters: PrincipalSlots::result_waiters(
+                tasks.max_result_waiters,
+                if anonymous { tasks.max_result_waiters } else { tasks.max_result_waiters_per_principal },
+            ),
+            listeners: PrincipalSlots::listeners(
+                http.max_listeners,
+                if anonymous { http.max_listeners } else { http.max_listeners_per_principal },
             ),
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),

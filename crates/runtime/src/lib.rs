@@ -15,4 +15,4 @@ pub mod toolsets;
 pub mod worker;
 
 pub use error::RuntimeError;
-pub use principal::{Credential, Principal};
+pub use principal::{Credential, KeyOwner, Principal};

@@ -138,11 +138,38 @@ impl Principal {
         }
     }
 
+    /// Who a key made by [`Principal::key`] names, read back from the key alone (an operator
+    /// looking at stored tasks knows callers by issuer and subject, not by key); `None` for a
+    /// string no principal's key looks like.
+    pub fn parse_key(key: &str) -> Option<KeyOwner<'_>> {
+        let (narrowed, plain) = match key.strip_prefix('s') {
+            Some(rest) => (true, rest.split_once('/')?.1),
+            None => (false, key),
+        };
+        let (length, rest) = plain.split_once(':')?;
+        if length.is_empty() || !length.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let length: usize = length.parse().ok()?;
+        Some(KeyOwner { issuer: rest.get(..length)?, subject: rest.get(length..)?, narrowed })
+    }
+
     /// A short pseudonymous id for logs (no subject in clear text).
     pub fn log_id(&self) -> String {
         let digest = Sha256::digest(self.0.key.as_bytes());
         digest[..6].iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The issuer and subject a principal key names (see [`Principal::parse_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyOwner<'a> {
+    /// Token issuer (empty for anonymous).
+    pub issuer: &'a str,
+    /// Subject.
+    pub subject: &'a str,
+    /// Whether the key is narrowed to one scope (see [`Principal::within`]).
+    pub narrowed: bool,
 }
 
 impl fmt::Debug for Principal {
@@ -153,7 +180,19 @@ impl fmt::Debug for Principal {
 
 #[cfg(test)]
 mod tests {
-    use super::{Credential, Principal};
+    use super::{Credential, KeyOwner, Principal};
+
+    #[test]
+    fn a_key_names_its_issuer_and_subject() {
+        let owner = |issuer, subject, narrowed| Some(KeyOwner { issuer, subject, narrowed });
+        let caller = Principal::new("https://auth.example:8443/t1", "12:carol", Vec::new());
+        assert_eq!(Principal::parse_key(caller.key()), owner("https://auth.example:8443/t1", "12:carol", false));
+        let narrowed = Principal::anonymous().within(b"session");
+        assert_eq!(Principal::parse_key(narrowed.key()), owner("", "anonymous", true));
+        for garbage in ["", "carol", "x:carol", "+3:abcd", "99:short", "s0123/", "sabc", "2:a\u{e9}b"] {
+            assert_eq!(Principal::parse_key(garbage), None, "{garbage:?}");
+        }
+    }
 
     #[test]
     fn the_credential_is_no_part_of_identity_and_never_shown() {

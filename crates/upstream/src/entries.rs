@@ -307,6 +307,10 @@ impl PromptHandler for UpstreamPrompt {
         &self.descriptor
     }
 
+    fn upstream(&self) -> Option<&str> {
+        Some(self.upstream.name())
+    }
+
     fn get<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<GetPromptResult>> {
         Box::pin(async move {
             let name = self.upstream.name();
@@ -384,6 +388,10 @@ impl UpstreamResource {
 }
 
 impl ResourceHandler for UpstreamResource {
+    fn upstream(&self) -> Option<&str> {
+        Some(self.upstream.name())
+    }
+
     fn resource(&self) -> Option<&Resource> {
         match &self.kind {
             ResourceKind::Fixed(r) => Some(r),

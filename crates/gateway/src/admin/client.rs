@@ -40,9 +40,12 @@ enum AdminCommand {
 enum TasksCommand {
     /// Lists tasks (metadata only), following every cursor unless --limit is given.
     List {
-        /// Owner key, as listings show it.
+        /// The owner: its token's subject (sub), of any issuer unless --issuer is given.
         #[arg(long)]
         owner: Option<String>,
+        /// The owner's token issuer (iss).
+        #[arg(long)]
+        issuer: Option<String>,
         /// Statuses, comma-separated (working, input_required, completed, failed, cancelled).
         #[arg(long)]
         status: Option<String>,
@@ -63,8 +66,12 @@ enum TasksCommand {
         /// Terminal statuses, comma-separated [completed,failed,cancelled].
         #[arg(long)]
         status: Option<String>,
+        /// The owner: its token's subject (sub), of any issuer unless --issuer is given.
         #[arg(long)]
         owner: Option<String>,
+        /// The owner's token issuer (iss).
+        #[arg(long)]
+        issuer: Option<String>,
         #[arg(long)]
         tool: Option<String>,
         #[arg(long)]
@@ -100,9 +107,9 @@ async fn execute(url: &str, token: &str, command: AdminCommand) -> anyhow::Resul
         AdminCommand::Tasks(TasksCommand::Cancel { id }) => {
             api.send(reqwest::Method::POST, &format!("/admin/tasks/{}/cancel", encode(&id)), None).await
         }
-        AdminCommand::Tasks(TasksCommand::List { owner, status, tool, upstream, limit }) => {
+        AdminCommand::Tasks(TasksCommand::List { owner, issuer, status, tool, upstream, limit }) => {
             let mut query: Vec<(&str, String)> =
-                [("owner", owner), ("status", status), ("tool", tool), ("upstream", upstream)]
+                [("owner", owner), ("issuer", issuer), ("status", status), ("tool", tool), ("upstream", upstream)]
                     .into_iter()
                     .filter_map(|(k, v)| v.map(|v| (k, v)))
                     .collect();
@@ -127,8 +134,9 @@ async fn execute(url: &str, token: &str, command: AdminCommand) -> anyhow::Resul
             }
             Ok(json!({ "tasks": tasks }))
         }
-        AdminCommand::Tasks(TasksCommand::Purge { status, owner, tool, upstream, older_than }) => {
-            let mut body = json!({ "owner": owner, "tool": tool, "upstream": upstream, "olderThanSecs": older_than });
+        AdminCommand::Tasks(TasksCommand::Purge { status, owner, issuer, tool, upstream, older_than }) => {
+            let mut body = json!({ "owner": owner, "issuer": issuer, "tool": tool, "upstream": upstream,
+                "olderThanSecs": older_than });
             if let Some(status) = status {
                 body["status"] = status.split(',').map(|s| Value::String(s.trim().to_owned())).collect();
             }

@@ -3,10 +3,10 @@
 //! or this replica.
 //!
 //! ```text
-//! GET  /admin/tasks?owner=&status=&tool=&upstream=&limit=&cursor=   list (metadata only)
-//! GET  /admin/tasks/{id}                                            inspect
-//! POST /admin/tasks/{id}/cancel                                     cancel, whoever owns it
-//! POST /admin/tasks/purge   {"status":[…],"owner","tool","olderThanSecs","cursor"}
+//! GET  /admin/tasks?owner=&issuer=&status=&tool=&upstream=&limit=&cursor=   list (metadata)
+//! GET  /admin/tasks/{id}                                                    inspect
+//! POST /admin/tasks/{id}/cancel                                             cancel, any owner's
+//! POST /admin/tasks/purge   {"status":[…],"owner","issuer","tool","olderThanSecs","cursor"}
 //! POST /admin/drain | /admin/undrain,  GET /admin/status            this replica's workers
 //! ```
 
@@ -49,8 +49,11 @@ pub(super) fn routes() -> Router<AppState> {
 /// Which tasks a listing or a purge is about.
 #[derive(Debug, Default)]
 struct Filter {
-    /// The owner key (as listings show it).
+    /// The owner: the token's subject (of any issuer, unless `issuer` is given), or an owner
+    /// key as the store has it.
     owner: Option<String>,
+    /// The owner's token issuer.
+    issuer: Option<String>,
     /// Statuses, comma-separated.
     status: Option<String>,
     tool: Option<String>,
@@ -63,7 +66,9 @@ impl Filter {
     }
 
     fn selects(&self, state: &AppState, task: &TaskRecord, statuses: Option<&[TaskStatus]>) -> bool {
-        self.owner.as_ref().is_none_or(|o| *o == task.owner)
+        let named = Principal::parse_key(&task.owner);
+        self.owner.as_ref().is_none_or(|o| *o == task.owner || named.is_some_and(|n| n.subject == o))
+            && self.issuer.as_ref().is_none_or(|i| named.is_some_and(|n| n.issuer == i))
             && statuses.is_none_or(|s| s.contains(&task.status))
             && self.tool.as_ref().is_none_or(|t| *t == task.tool)
             && self.upstream.as_ref().is_none_or(|u| upstream_of(state, &task.tool).as_ref() == Some(u))
@@ -91,6 +96,7 @@ fn parse_statuses(list: &str) -> Result<Vec<TaskStatus>, GatewayError> {
 #[serde(deny_unknown_fields)]
 struct ListQuery {
     owner: Option<String>,
+    issuer: Option<String>,
     status: Option<String>,
     tool: Option<String>,
     upstream: Option<String>,
@@ -107,7 +113,13 @@ async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(GatewayError::AdminInvalid { detail: format!("limit must be 1 to {MAX_LIMIT}") }.into());
     }
-    let filter = Filter { owner: query.owner, status: query.status, tool: query.tool, upstream: query.upstream };
+    let filter = Filter {
+        owner: query.owner,
+        issuer: query.issuer,
+        status: query.status,
+        tool: query.tool,
+        upstream: query.upstream,
+    };
     let statuses = filter.statuses()?;
     let mut tasks = Vec::new();
     let mut cursor = query.cursor;
@@ -159,6 +171,7 @@ struct PurgeBody {
     /// Terminal statuses to delete (default: all three).
     status: Option<Vec<String>>,
     owner: Option<String>,
+    issuer: Option<String>,
     tool: Option<String>,
     upstream: Option<String>,
     /// Only tasks whose last change is at least this old.
@@ -185,7 +198,8 @@ async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result
         .into());
     }
     let filter = PurgeFilter { statuses, older_than_ms: body.older_than_secs.unwrap_or(0).saturating_mul(1000) };
-    let select = Filter { owner: body.owner, status: None, tool: body.tool, upstream: body.upstream };
+    let select =
+        Filter { owner: body.owner, issuer: body.issuer, status: None, tool: body.tool, upstream: body.upstream };
     let quotas = {
         let l = &state.config.limits;
         l.max_running_tasks > 0 || l.max_retained_tasks > 0 || l.max_stored_bytes > 0

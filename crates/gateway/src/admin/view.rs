@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use mcpgate_runtime::{KeyOwner, Principal};
 use mcpgate_store::{TaskOutcome, TaskRecord};
 
 use crate::state::AppState;
@@ -12,11 +13,24 @@ pub(super) fn upstream_of(state: &AppState, tool: &str) -> Option<String> {
     state.catalog.load().tool(tool).and_then(|(t, _)| t.descriptor().upstream.as_deref().map(str::to_owned))
 }
 
+/// Who owns a task, as operators know callers: the token's issuer and subject (read from the
+/// owner key, so nothing sealed is read), and whether the task belongs to one anonymous
+/// session only (`tasks.anonymous_scope = "session"`).
+pub(super) fn owner(key: &str) -> Value {
+    match Principal::parse_key(key) {
+        Some(KeyOwner { issuer, subject, narrowed: false }) => json!({ "issuer": issuer, "subject": subject }),
+        Some(KeyOwner { issuer, subject, narrowed: true }) => {
+            json!({ "issuer": issuer, "subject": subject, "session": true })
+        }
+        None => Value::String(key.to_owned()),
+    }
+}
+
 /// A task's metadata: what every listing shows.
 pub(super) fn summary(state: &AppState, task: &TaskRecord) -> Value {
     let mut out = json!({
         "taskId": task.id.as_str(),
-        "owner": task.owner,
+        "owner": owner(&task.owner),
         "status": task.status.as_str(),
         "tool": task.tool,
         "createdAtMs": task.created_ms,
@@ -43,13 +57,12 @@ pub(super) fn summary(state: &AppState, task: &TaskRecord) -> Value {
     out
 }
 
-/// One task in full: its metadata, and, from a full read, who created it and its payloads.
+/// One task in full: its metadata, and, from a full read, the scopes it runs with and its
+/// payloads.
 pub(super) fn detail(state: &AppState, task: &TaskRecord, payloads: bool) -> Value {
     let mut out = summary(state, task);
     let Value::Object(fields) = &mut out else { return out };
     if payloads {
-        fields.insert("issuer".to_owned(), task.issuer.clone().into());
-        fields.insert("subject".to_owned(), task.subject.clone().into());
         fields.insert("scopes".to_owned(), task.scopes.clone().into());
         fields.insert("attempts".to_owned(), task.attempts.into());
         fields.insert("arguments".to_owned(), raw(&task.arguments));

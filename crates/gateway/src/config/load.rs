@@ -340,6 +340,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
         ("tasks.lease_ms", c.tasks.lease_ms, 300),
         ("tasks.max_attempts", c.tasks.max_attempts, 1),
         ("tasks.max_result_waiters", c.tasks.max_result_waiters, 1),
+        ("tasks.max_result_waiters_per_principal", c.tasks.max_result_waiters_per_principal, 1),
         ("tasks.max_answer_bytes", c.tasks.max_answer_bytes, 1024),
         ("tasks.max_task_answer_bytes", c.tasks.max_task_answer_bytes, c.tasks.max_answer_bytes),
         ("store.shards", c.store.shards, 1),

@@ -275,6 +275,8 @@ pub struct TasksConfig {
     pub max_attempts: u64,
     /// Legacy `tasks/result` requests waiting at once per replica.
     pub max_result_waiters: u64,
+    /// Of those, how many one authenticated principal may hold.
+    pub max_result_waiters_per_principal: u64,
     /// Whom a task belongs to under `auth.mode = none`.
     pub anonymous_scope: AnonymousScope,
 }
@@ -368,6 +370,7 @@ impl Default for TasksConfig {
             lease_ms: 30_000,
             max_attempts: 3,
             max_result_waiters: 10_000,
+            max_result_waiters_per_principal: 64,
             anonymous_scope: AnonymousScope::Session,
         }
     }

@@ -192,7 +192,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "tasks.max_running",
         Kind::Int,
-        "Tasks executing at once per replica; 0 = this replica serves tasks but runs none (needs redis_url) [256]",
+        "Tasks executing at once per replica, including calls that became tasks while they ran (a 2025-11-25 call waiting for input holds one while it waits); 0 = this replica serves tasks but runs none (needs redis_url) [256]",
     ),
     s(
         "tasks.lease_ms",
@@ -204,6 +204,11 @@ pub const SETTINGS: &[Setting] = &[
         "tasks.max_result_waiters",
         Kind::Int,
         "Legacy tasks/result requests waiting at once per replica; beyond it 503 [10000]",
+    ),
+    s(
+        "tasks.max_result_waiters_per_principal",
+        Kind::Int,
+        "Legacy tasks/result requests one authenticated principal may have waiting at once on one replica (a 2025-11-25 call waiting for its client's answers counts too); beyond it 429 [64]",
     ),
     s(
         "tasks.anonymous_scope",
@@ -247,7 +252,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "limits.upstream_calls_per_minute",
         Kind::Int,
-        "Calls a minute per principal to one upstream's tools (an upstream's limits.calls_per_minute overrides it); 0 = no limit [0]",
+        "Requests a minute per principal to one upstream: calls of its tools, prompts/get of its prompts, resources/read of its resources (an upstream's limits.calls_per_minute overrides it); 0 = no limit [0]",
     ),
     s(
         "limits.upstream_tasks_per_minute",

@@ -1,7 +1,8 @@
 //! Dispatch: method name → admission with the method's params type → handler, and the choice
 //! between a JSON response and an SSE stream (made up front, or, for a 2025-11-25 session's
 //! `tools/call` that accepts both, when its first message is ready: the result alone is JSON,
-//! a question to the client first makes it a stream).
+//! an error alone is answered with its own HTTP status, a question to the client first makes
+//! it a stream).
 //!
 //! Invariants: a streamed call runs in its own task that owns everything it needs (including
 //! the request's concurrency permit), stops when the client closes the stream or the replica
@@ -14,7 +15,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse as _, Response};
 use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
@@ -204,13 +205,19 @@ pub async fn dispatch(
     let keepalive = state.sse_keepalive();
     let id = cx.id.clone();
     let eager = streaming || !accept.json;
-    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared, !eager);
+    let (error_tx, mut error_rx) = tokio::sync::oneshot::channel();
+    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared, (!eager).then_some(error_tx));
     if eager {
         return Ok((Reply::Stream(reply::sse(rx, None, guard, keepalive)), era));
     }
     // Dropping `guard` (here when the client leaves, or with the response) cancels the work.
     let response = match rx.recv().await {
-        Some(Frame::Final(envelope)) => reply::json(envelope),
+        // Nothing was sent before the error: it is answered like any, with its own HTTP status
+        // (say, 429 for a call refused as a task).
+        Some(Frame::Final(envelope)) => match error_rx.try_recv() {
+            Ok(error) => ErrorReply { error, id: Some(id), era: Some(era) }.into_response(),
+            Err(_) => reply::json(envelope),
+        },
         Some(first) => reply::sse(rx, Some(first), guard, keepalive),
         // The work ended without a word (it cannot, while we wait): say so rather than hang.
         None => {
@@ -222,14 +229,16 @@ pub async fn dispatch(
 }
 
 /// Runs a call in a task feeding an SSE stream; returns the stream's frames and the guard that
-/// cancels the work when dropped.
+/// cancels the work when dropped. A lazy call (JSON unless it sends something first) is given
+/// `lazy_error`, where its error goes (before its final frame) should it fail.
 fn spawn_stream(
     state: &AppState,
     cx: CallContext,
     ticket: Ticket,
     prepared: Prepared,
-    lazy: bool,
+    lazy_error: Option<tokio::sync::oneshot::Sender<GatewayError>>,
 ) -> (mpsc::Receiver<Frame>, tokio_util::sync::DropGuard) {
+    let lazy = lazy_error.is_some();
     let (tx, rx) = mpsc::channel::<Frame>(32);
     let cancel = state.shutdown.child_token();
     let guard = cancel.clone().drop_guard();
@@ -279,7 +288,11 @@ fn spawn_stream(
                 if e.is_server_fault() {
                     tracing::error!(error = ?e, "streamed request failed");
                 }
-                (Some(reply::error_envelope(&cx.id, &e, Some(cx.era))), kind)
+                let envelope = reply::error_envelope(&cx.id, &e, Some(cx.era));
+                if let Some(to) = lazy_error {
+                    let _ = to.send(e);
+                }
+                (Some(envelope), kind)
             }
             None if shutdown.is_cancelled() => {
                 tracing::warn!(id = %cx.id, "streamed request cut off by shutdown");

@@ -26,7 +26,7 @@ use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{Change, EventBus as _, Read, Subscription, TaskEvent, TaskId, TaskStore as _};
 
 use super::context::CallContext;
-use super::listeners::ListenSlot;
+use super::principal_slots::PrincipalSlot;
 use super::task_view;
 use crate::auth::Principal;
 use crate::error::GatewayError;
@@ -149,7 +149,7 @@ fn next_event(id: TaskId, mut subscription: Subscription) -> TaskWait {
 fn spawn(
     state: &AppState,
     feed: Feed,
-    slot: ListenSlot,
+    slot: PrincipalSlot,
     mut changes: broadcast::Receiver<Change>,
     watched: Vec<(TaskId, Subscription)>,
     first: Option<Bytes>,

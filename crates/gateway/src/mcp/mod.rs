@@ -10,10 +10,11 @@ mod dispatch;
 mod handlers;
 pub mod idempotency;
 pub mod listen;
-pub mod listeners;
+pub mod principal_slots;
 mod render;
 mod request_state;
 pub mod session;
+mod task_admission;
 mod task_input;
 pub mod task_view;
 

@@ -233,6 +233,25 @@ impl SseStream {
         Self { body: response.into_body(), buffer: String::new() }
     }
 
+    /// Sends `req`: its response stream when the answer is SSE, else the whole response.
+    pub(crate) async fn open_or_reply(app: &Router, req: Req) -> Result<Self, Resp> {
+        let response = tokio::time::timeout(Duration::from_secs(20), app.clone().oneshot(req.into_request()))
+            .await
+            .expect("answered within 20 s")
+            .expect("infallible");
+        let status = response.status();
+        let headers = response.headers().clone();
+        if headers.get("content-type").and_then(|v| v.to_str().ok()) == Some("text/event-stream") {
+            return Ok(Self { body: response.into_body(), buffer: String::new() });
+        }
+        let body = tokio::time::timeout(Duration::from_secs(20), response.into_body().collect())
+            .await
+            .expect("body within 20 s")
+            .expect("body")
+            .to_bytes();
+        Err(Resp { status, headers, body })
+    }
+
     /// The next JSON message (comments and empty events skipped); `None` once the stream
     /// ended. Each wait is bounded.
     pub(crate) async fn next(&mut self) -> Option<Value> {

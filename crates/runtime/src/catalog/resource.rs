@@ -24,6 +24,12 @@ pub trait ResourceHandler: Send + Sync + 'static {
     /// Reads `uri` if this handler serves it; `None` when it does not.
     fn read<'a>(&'a self, uri: &'a str, cx: &'a ToolContext) -> Option<BoxFuture<'a, Outcome<ReadResourceResult>>>;
 
+    /// The upstream server the resources come from (`None` for resources of this gateway):
+    /// reading one counts against that upstream's rate limits.
+    fn upstream(&self) -> Option<&str> {
+        None
+    }
+
     /// Completion values for a template variable.
     fn complete(&self, _variable: &str, _value: &str) -> Vec<String> {
         Vec::new()

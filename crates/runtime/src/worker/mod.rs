@@ -185,10 +185,16 @@ impl Workers {
     }
 
     /// Takes over a call that became a task while it ran (`TaskStore::create_running`, sent at
-    /// `sent_at`): from now on it is watched like any run (its lease renewed, cancellation,
-    /// expiry and shutdown obeyed through `cancel`) and its outcome recorded. `status` carries
-    /// its progress messages.
-    pub fn adopt(&self, adopted: Adopted, call: impl Future<Output = Outcome<CallToolResult>> + Send + 'static) {
+    /// `sent_at`) on `slot`, held until the run ends (so adopted runs count against
+    /// `max_running` like any other): from now on it is watched like any run (its lease
+    /// renewed, cancellation, expiry and shutdown obeyed through `cancel`) and its outcome
+    /// recorded. `status` carries its progress messages.
+    pub fn adopt(
+        &self,
+        slot: Slot,
+        adopted: Adopted,
+        call: impl Future<Output = Outcome<CallToolResult>> + Send + 'static,
+    ) {
         let shared = self.shared.clone();
         let counted = Counted::new(shared.running.clone());
         let span = tracing::info_span!("task", task = %adopted.task.id, tool = %adopted.task.tool, attempt = 1);
@@ -214,16 +220,18 @@ impl Workers {
                 };
                 execution::supervise(&shared, run, call).await;
                 drop(counted);
+                drop(slot);
             },
             span,
         ));
     }
 
     /// Takes a free run slot for a task this replica is about to create and run at once
-    /// (`TaskStore::create_running`, then [`Workers::run_created`]); `None` when every slot is
-    /// taken, the replica runs no tasks, or it is shutting down: the task then goes to the
-    /// queue. (The queue reader holds one slot while it waits for jobs, so a replica with one
-    /// slot runs everything through the queue.)
+    /// (`TaskStore::create_running`, then [`Workers::run_created`] or [`Workers::adopt`]);
+    /// `None` when every slot is taken, the replica runs no tasks, is drained or is shutting
+    /// down: a created task then goes to the queue, and a call cannot become a task here. (The
+    /// queue reader holds one slot while it waits for jobs, so a replica with one slot runs
+    /// everything through the queue.)
     pub fn reserve(&self) -> Option<Slot> {
         if self.shared.stopping.is_cancelled() || self.is_draining() {
             return None;

@@ -8,9 +8,12 @@
 //! as they appear, then the result). Answers reach the task through the store from whichever
 //! replica they land on.
 //!
-//! Invariants: a call that needs no input answers as before (JSON, no task); each question
-//! waits at most `HOLD_LIMIT`, then the call fails saying so; a client that leaves cancels the
-//! task; the client never needs the task id (it sees it only as related-task metadata).
+//! Invariants: a call that needs no input answers as before (JSON, no task); a call that does
+//! becomes a task only when admitted like any task (`task_admission`: the caller's quotas and
+//! task rate limits, a free worker slot here, held while the task waits), else it fails with
+//! the refusal (429 or 503) and nothing is created; each question waits at most `HOLD_LIMIT`,
+//! then the call fails saying so; a client that leaves cancels the task; the client never
+//! needs the task id (it sees it only as related-task metadata).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -29,7 +32,7 @@ use mcpgate_store::{TaskId, TaskStore as _};
 use serde_json::Value;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::{TaskPlan, TtlRequest, create_adopted, new_task};
+use super::tasks::{Adoption, TaskPlan, TtlRequest, create_adopted, new_task};
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
@@ -135,7 +138,9 @@ async fn become_task(
         keeps_credential: state.keeps_credential(tool.descriptor()),
     };
     let sent_at = tokio::time::Instant::now();
-    let (record, lease, job) = create_adopted(state, new_task(state, cx, plan)?).await?;
+    let upstream = tool.descriptor().upstream.clone();
+    let Adoption { record, lease, job, slot } =
+        create_adopted(state, cx, upstream.as_deref(), new_task(state, cx, plan)?).await?;
     state.task_metrics.count(&record.tool, TaskMetric::Created);
     tracing::info!(task = %record.id, "a 2025-11-25 call asking for input became a task");
     let (status_tx, status) = watch::channel(None);
@@ -172,6 +177,6 @@ async fn become_task(
     };
     let id = record.id.clone();
     let adopted = Adopted { job, lease, task: record, sent_at, status, cancel: run_cancel, retry_safe, checkpointed };
-    state.workers.adopt(adopted, rounds);
+    state.workers.adopt(slot, adopted, rounds);
     Ok(id)
 }

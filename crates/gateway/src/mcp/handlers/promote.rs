@@ -6,9 +6,10 @@
 //!
 //! Invariants: the call runs once, here; if this replica dies, the task's job is reclaimed
 //! once the lease lapses and the tool's retry rule decides (run again, or fail saying it was
-//! interrupted); if no task can be created (the store is down), the call simply stays
-//! synchronous. Progress goes to the request while it is open and to the task's status
-//! message.
+//! interrupted); if no task can be created (the store is down) or none is admitted (the
+//! caller is at a task quota or task rate limit, or every worker slot here is taken: see
+//! `task_admission`), the call simply stays synchronous, bounded by its request. Progress goes
+//! to the request while it is open and to the task's status message.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::{TaskPlan, TtlRequest, create_adopted, new_task, render_created};
+use super::tasks::{Adoption, TaskPlan, TtlRequest, create_adopted, new_task, render_created};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::Round;
@@ -54,6 +55,7 @@ pub(super) fn prepare(
                 keeps_credential: state.keeps_credential(tool.descriptor()),
             };
             let retry_safe = tool.descriptor().retry_safe;
+            let upstream = tool.descriptor().upstream.clone();
             let mut running = tokio::spawn(async move { tool.call(call, &tcx).await });
             // Until promoted, the call ends with the request (dropped: the client left).
             let stop_with_request = own.clone().drop_guard();
@@ -70,13 +72,14 @@ pub(super) fn prepare(
             }
             let task = new_task(&state, &cx, plan)?;
             let sent_at = tokio::time::Instant::now();
-            match create_adopted(&state, task).await {
-                Ok((record, lease, job)) => {
+            match create_adopted(&state, &cx, upstream.as_deref(), task).await {
+                Ok(Adoption { record, lease, job, slot }) => {
                     state.task_metrics.count(&record.tool, TaskMetric::Created);
                     let reply = render_created(&state, &cx, &record);
                     let cancel = stop_with_request.disarm();
                     tracing::info!(task = %record.id, after_ms = after.as_millis(), "long call became a task");
                     state.workers.adopt(
+                        slot,
                         Adopted {
                             job,
                             lease,
@@ -93,7 +96,12 @@ pub(super) fn prepare(
                     reply
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "a long call could not become a task; it stays synchronous");
+                    if e.is_server_fault() {
+                        tracing::warn!(error = %e, "a long call could not become a task; it stays synchronous");
+                    } else {
+                        // Refused by the caller's quotas or limits, or no free worker here.
+                        tracing::debug!(error = %e, "a long call was not admitted as a task; it stays synchronous");
+                    }
                     let outcome = async {
                         tokio::select! {
                             r = &mut running => joined(r),

@@ -1,4 +1,5 @@
-//! `prompts/get`.
+//! `prompts/get`: a prompt of this gateway, or of an upstream (then counted against the
+//! upstream's rate limits, like a call of its tools).
 
 use serde_json::{Map, Value};
 
@@ -6,6 +7,7 @@ use mcpgate_protocol::prompt::GetPromptParams;
 
 use super::invoke::prepare;
 use crate::error::{GatewayError, clip};
+use crate::limits::{self, Charge};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
@@ -29,6 +31,11 @@ pub(in crate::mcp) async fn get_prompt(
         if arg.required == Some(true) && !arguments.contains_key(&arg.name) {
             return Err(GatewayError::invalid_params(format!("missing required argument: {}", arg.name)));
         }
+    }
+    // A prompt of an upstream is a request to it: charged to the upstream's limit, once the
+    // request is known to be valid and before anything is stored or sent.
+    if let Some(upstream) = prompt.upstream() {
+        limits::admit(state, &cx.principal, Charge::Upstream { upstream }).await?;
     }
     let arguments = Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>());
     let target = Target::new(cx, &params.name, &arguments, Mode::Now)?;

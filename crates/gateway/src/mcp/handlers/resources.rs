@@ -1,18 +1,21 @@
-//! `resources/read`.
+//! `resources/read`: the first handler (in registration order) that serves the URI reads it; a
+//! resource of an upstream is counted against the upstream's rate limits, like a call of its
+//! tools.
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
 
-use super::invoke::prepare;
+use super::invoke::{finish, tool_context};
 use crate::error::GatewayError;
+use crate::limits::{self, Charge};
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::state::AppState;
-use mcpgate_runtime::catalog::{Failure, Outcome};
+use mcpgate_runtime::catalog::Outcome;
 
-/// Prepares a read (after opening an echoed requestState); the first handler (in
-/// registration order) that serves the URI reads it.
+/// Prepares a read (after opening an echoed requestState). The read is charged to its
+/// upstream, if it has one, before the requestState is committed or anything is sent.
 pub(in crate::mcp) async fn read_resource(
     state: &AppState,
     cx: &CallContext,
@@ -20,31 +23,41 @@ pub(in crate::mcp) async fn read_resource(
 ) -> Result<Prepared, GatewayError> {
     let target = Target::new(cx, &params.uri, &mcpgate_protocol::JsonObject::new(), Mode::Now)?;
     let mut round = Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref())?;
-    round.commit(state).await?;
     let uri = params.uri;
-    let catalog_state = state.clone();
-    let modern = cx.era == Era::Modern;
-    Ok(prepare(state, cx, round, move |tcx| {
+    let state = state.clone();
+    let cx = cx.clone();
+    Ok(Box::new(move |notifier, cancel| {
         Box::pin(async move {
-            let catalog = catalog_state.catalog.load();
-            let Some(read) = catalog.resources().iter().find_map(|h| h.read(&uri, &tcx)) else {
-                return Outcome::Failed(Failure::ResourceNotFound(uri.clone()));
+            let tcx = tool_context(&state, &cx, notifier, cancel);
+            let catalog = state.catalog.load();
+            let found = catalog.resources().iter().find_map(|h| h.read(&uri, &tcx).map(|read| (h.upstream(), read)));
+            let Some((upstream, read)) = found else {
+                return Err(GatewayError::ResourceNotFound { uri: uri.clone() });
             };
-            match read.await {
-                Outcome::Complete(mut result) if modern => {
-                    // Cache hints are required on modern results: default to "do not cache", and
-                    // never let a shared cache serve what sits behind authentication.
-                    result.ttl_ms.get_or_insert(0);
-                    result.cache_scope = Some(catalog_state.cache_scope_for(result.cache_scope));
-                    Outcome::Complete(result)
-                }
-                Outcome::Complete(mut result) => {
-                    result.ttl_ms = None;
-                    result.cache_scope = None;
-                    Outcome::Complete(result)
-                }
-                other => other,
+            if let Some(upstream) = upstream {
+                limits::admit(&state, &cx.principal, Charge::Upstream { upstream }).await?;
             }
+            round.commit(&state).await?;
+            let modern = cx.era == Era::Modern;
+            let read = async {
+                match read.await {
+                    Outcome::Complete(mut result) if modern => {
+                        // Cache hints are required on modern results: default to "do not
+                        // cache", and never let a shared cache serve what sits behind
+                        // authentication.
+                        result.ttl_ms.get_or_insert(0);
+                        result.cache_scope = Some(state.cache_scope_for(result.cache_scope));
+                        Outcome::Complete(result)
+                    }
+                    Outcome::Complete(mut result) => {
+                        result.ttl_ms = None;
+                        result.cache_scope = None;
+                        Outcome::Complete(result)
+                    }
+                    other => other,
+                }
+            };
+            finish(&state, &cx, &round, read).await
         })
     }))
 }

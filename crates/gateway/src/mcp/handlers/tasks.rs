@@ -4,8 +4,10 @@
 //!
 //! Invariants: a task is found only by its owner (anyone else gets "not found", never
 //! "forbidden"); `CreateTaskResult` is sent only after the store made the task durable; the
-//! same call retried within the idempotency window returns the same task; a legacy
-//! `tasks/result` waits on the task's events, not by polling.
+//! same call retried within the idempotency window returns the same task; every task is
+//! created through [`create_record`] or [`create_adopted`], so admitted by `task_admission`
+//! (quotas, task rate limits, worker slots); a legacy `tasks/result` waits on the task's
+//! events, not by polling, within its caller's share of the replica's waiters.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -36,6 +38,7 @@ use mcpgate_runtime::task_metrics::TaskMetric;
 use crate::mcp::render;
 use crate::mcp::request_state::MAX_ANSWERS;
 use crate::mcp::session::now_ms;
+use crate::mcp::task_admission::{self, Way};
 use crate::mcp::{answers, idempotency, task_input, task_view};
 use crate::state::AppState;
 
@@ -103,7 +106,7 @@ pub(in crate::mcp) async fn create_record(
     plan: TaskPlan,
 ) -> Result<TaskRecord, GatewayError> {
     let task = new_task(state, cx, plan)?;
-    let created = match state.workers.reserve() {
+    let created = match task_admission::admit(state, cx, Way::Created).await?.slot {
         Some(slot) => {
             let sent_at = tokio::time::Instant::now();
             let (created, run) =
@@ -128,16 +131,30 @@ pub(in crate::mcp) async fn create_record(
     Ok(record)
 }
 
-/// Creates a task that runs on this replica from now on, never deduplicated (a call that
-/// became a task while it ran): its record, lease and job.
+/// A task made of a running call: what [`create_adopted`] hands to `Workers::adopt`.
+pub(in crate::mcp) struct Adoption {
+    pub(in crate::mcp) record: TaskRecord,
+    pub(in crate::mcp) lease: mcpgate_store::Lease,
+    pub(in crate::mcp) job: mcpgate_store::Job,
+    /// The worker slot its run holds.
+    pub(in crate::mcp) slot: mcpgate_runtime::worker::Slot,
+}
+
+/// Creates a task that runs on this replica from now on, never deduplicated (a call of a tool
+/// of `upstream`, if any, that became a task while it ran), once admitted like any task (see
+/// `task_admission`): refused, it creates nothing.
 pub(in crate::mcp) async fn create_adopted(
     state: &AppState,
+    cx: &CallContext,
+    upstream: Option<&str>,
     task: NewTask,
-) -> Result<(TaskRecord, mcpgate_store::Lease, mcpgate_store::Job), GatewayError> {
-    // Not refused by quotas: the call is already running (it became a task while it ran).
-    let task = NewTask { idempotency: None, quota: None, ..task };
+) -> Result<Adoption, GatewayError> {
+    let admitted = task_admission::admit(state, cx, Way::Adopted { upstream }).await?;
+    let slot = admitted.slot.ok_or_else(|| GatewayError::internal("an adopted task was admitted without a slot"))?;
+    // A retry of the call is a new call (it ran before its task existed): no deduplication.
+    let task = NewTask { idempotency: None, ..task };
     match state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await? {
-        (mcpgate_store::Created::New(record), Some((lease, job))) => Ok((record, lease, job)),
+        (mcpgate_store::Created::New(record), Some((lease, job))) => Ok(Adoption { record, lease, job, slot }),
         _ => Err(GatewayError::internal("a task created without deduplication was not new")),
     }
 }
@@ -178,23 +195,11 @@ pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPla
         index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
         // Only tasks/list reads the owner index, and it is served only behind authentication.
         indexed: state.config.auth.mode != AuthMode::None,
-        quota: quota(state, cx),
+        quota: task_admission::quota(state, cx),
         input_responses,
         state: plan.state.map(|s| s.to_string()),
         credential: plan.keeps_credential.then(|| cx.principal.credential().map(|c| c.expose().to_owned())).flatten(),
         trace: crate::telemetry::traceparent(),
-    })
-}
-
-/// The caller's task quotas, if any are configured (counted per caller, across sessions).
-fn quota(state: &AppState, cx: &CallContext) -> Option<mcpgate_store::Quota> {
-    let limits = &state.config.limits;
-    let any = limits.max_running_tasks > 0 || limits.max_retained_tasks > 0 || limits.max_stored_bytes > 0;
-    any.then(|| mcpgate_store::Quota {
-        scope: cx.principal.caller_key().to_owned(),
-        max_running: limits.max_running_tasks,
-        max_retained: limits.max_retained_tasks,
-        max_bytes: limits.max_stored_bytes,
     })
 }
 
@@ -318,7 +323,8 @@ pub(in crate::mcp) async fn list(
 
 /// `tasks/result` (2025-11-25): waits, without polling, until the task is terminal, then
 /// answers with its result (or its error). Waiters do not hold a request slot; their own
-/// limit is `tasks.max_result_waiters`.
+/// limits are `tasks.max_result_waiters` (503 past it) and, per principal,
+/// `tasks.max_result_waiters_per_principal` (429).
 pub(in crate::mcp) fn result(
     state: &AppState,
     cx: &CallContext,
@@ -343,7 +349,7 @@ pub(in crate::mcp) fn wait(
     params: TaskIdParams,
     relation: Relation,
 ) -> Result<Prepared, GatewayError> {
-    let waiter = state.result_waiters.clone().try_acquire_owned().map_err(|_| GatewayError::Overloaded)?;
+    let waiter = state.result_waiters.acquire(cx.principal.caller_key())?;
     let state = state.clone();
     let cx = cx.clone();
     Ok(Box::new(move |notifier, cancel| -> Work {

@@ -18,10 +18,11 @@ use super::invoke::ask;
 use super::tasks::{TaskPlan, TtlRequest};
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
-use crate::limits::{self, Charge};
+use crate::limits;
 use crate::mcp::context::CallContext;
 use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
+use crate::mcp::task_admission;
 use crate::state::AppState;
 
 /// What to do with a tool call.
@@ -50,11 +51,12 @@ pub(in crate::mcp) async fn call_tool(
         check_params(headers, header_params, params.arguments.as_ref())?;
     }
     let as_task = task_decision(cx, &params, tool.descriptor().task_policy)?;
-    // Charged once the call is known to be valid, before anything runs or is stored.
-    let charge = Charge::Call {
-        upstream: tool.descriptor().upstream.as_deref(),
-        task: as_task.is_some() || tool.descriptor().background,
-    };
+    // Charged once the call is known to be valid, before anything runs or is stored (a call
+    // that becomes a task later is charged for its task then).
+    let charge = task_admission::call_charge(
+        tool.descriptor().upstream.as_deref(),
+        as_task.is_some() || tool.descriptor().background,
+    );
     limits::admit(state, &cx.principal, charge).await?;
     let arguments = Value::Object(params.arguments.take().unwrap_or_default());
     let mode = if as_task.is_some() { Mode::BeforeTask } else { Mode::Now };
