@@ -247,6 +247,7 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Gat
         command_timeout: Duration::from_millis(config.store.command_timeout_ms),
         // Always there to open what was sealed, even once writing sealed values is turned off.
         at_rest: Some(Arc::new(AtRest::new(sealer, config.store.encrypt_at_rest))),
+        at_rest_window: Duration::from_secs(config.store.at_rest_window_secs),
     };
     // A replica may start before Redis: keep trying for a while rather than crash-looping.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mcpgate_seal::{AtRest, Binding, DEFAULT_MAX_TOKEN_LEN, KeyRing, Purpose, Sealer, context_digest};
+use mcpgate_seal::{AtRest, Binding, DEFAULT_MAX_TOKEN_LEN, KeyRing, Purpose, RecordBinding, Sealer, context_digest};
 
 fn seal_open(c: &mut Criterion) {
     let ring = KeyRing::parse(&["k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="]).expect("key");
@@ -38,16 +38,18 @@ fn seal_open(c: &mut Criterion) {
 fn at_rest(c: &mut Criterion) {
     let ring = KeyRing::parse(&["k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="]).expect("key");
     let at_rest = AtRest::new(&Sealer::new(ring, DEFAULT_MAX_TOKEN_LEN), true);
+    let id = "t03-AAAAAAAAAAAAAAAAAAAAAA";
+    let binding = RecordBinding::new(id, &["owner-key", "modern", "tool"]);
     let mut group = c.benchmark_group("at_rest");
     for size in [256_usize, 4096, 65_536] {
         let payload = format!("{{\"text\":\"{}\"}}", "x".repeat(size - 11));
         group.throughput(Throughput::Bytes(payload.len() as u64));
         group.bench_function(format!("seal {size} B"), |b| {
-            b.iter(|| at_rest.seal("t03-AAAAAAAAAAAAAAAAAAAAAA", "result", black_box(payload.clone())).expect("seal"))
+            b.iter(|| at_rest.seal(id, &binding, "result", black_box(payload.clone())).expect("seal"))
         });
-        let stored = at_rest.seal("t03-AAAAAAAAAAAAAAAAAAAAAA", "result", payload.clone()).expect("seal");
+        let stored = at_rest.seal(id, &binding, "result", payload.clone()).expect("seal");
         group.bench_function(format!("open {size} B"), |b| {
-            b.iter(|| at_rest.open("t03-AAAAAAAAAAAAAAAAAAAAAA", "result", black_box(stored.clone())).expect("open"))
+            b.iter(|| at_rest.open(id, &binding, "result", black_box(stored.clone())).expect("open"))
         });
     }
     group.finish();

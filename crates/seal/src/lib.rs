@@ -23,7 +23,9 @@ mod format;
 mod key;
 mod sealer;
 
-pub use at_rest::{AtRest, MARKER as AT_REST_MARKER};
+pub use at_rest::{
+    AtRest, Format as AtRestFormat, LEGACY_MARKER as AT_REST_LEGACY_MARKER, MARKER as AT_REST_MARKER, RecordBinding,
+};
 pub use binding::{Binding, Purpose, context_digest};
 pub use error::{OpenFailure, SealError};
 pub use key::{KeyId, KeyRing};

@@ -415,6 +415,10 @@ pub struct Lease {
     pub entry: String,
     /// The worker holding the lease.
     pub worker: String,
+    /// What the task's sealed values are bound to (its id, owner, era and tool), computed
+    /// from the record when the lease was handed out, so the values written under the lease
+    /// are sealed with it without reading the record again.
+    pub(crate) binding: mcpgate_seal::RecordBinding,
 }
 
 /// Why a job is not run.

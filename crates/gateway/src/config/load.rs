@@ -378,6 +378,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
         ("shutdown.grace_secs", c.shutdown.grace_secs, 3600),
         ("server.tool_timeout_secs", c.server.tool_timeout_secs, 86_400),
         ("store.shards", c.store.shards, 256),
+        ("store.at_rest_window_secs", c.store.at_rest_window_secs, 30 * 86_400),
         ("tasks.max_attempts", c.tasks.max_attempts, 100),
         ("tasks.max_running", c.tasks.max_running, 100_000),
     ] {

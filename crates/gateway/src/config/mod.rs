@@ -392,6 +392,10 @@ pub struct StoreConfig {
     pub cluster: bool,
     /// Task arguments, answers, state and results are sealed in Redis with the seal keys.
     pub encrypt_at_rest: bool,
+    /// With `encrypt_at_rest`: for how long after the first replica started with it tasks
+    /// may still be created holding plain (or older-format) payloads; later ones are refused
+    /// them.
+    pub at_rest_window_secs: u64,
 }
 
 impl Default for StoreConfig {
@@ -403,6 +407,7 @@ impl Default for StoreConfig {
             command_timeout_ms: 2_000,
             cluster: false,
             encrypt_at_rest: true,
+            at_rest_window_secs: 900,
         }
     }
 }

@@ -292,8 +292,16 @@ pub const SETTINGS: &[Setting] = &[
         "store.encrypt_at_rest",
         Kind::Bool,
         "Seal task arguments, input answers, continuation state and results in Redis with seal.keys (AES-256-GCM \
-         bound to the task and field); status, owner, tool and timestamps stay readable. Off writes them in plain \
-         text but still reads sealed ones [true]",
+         bound to the task, the field, and the owner, era and tool); status, owner, tool and timestamps stay \
+         readable. Off writes them in plain text but still reads sealed ones [true]",
+    ),
+    s(
+        "store.at_rest_window_secs",
+        Kind::Int,
+        "With store.encrypt_at_rest: how long after the first replica started with it (a time kept in Redis) \
+         tasks may still be created holding plain payloads or payloads sealed by an older release, so a rolling \
+         change runs without losing tasks; a task created later whose payload is not sealed in the current format \
+         reads as an error [900]",
     ),
     s("log.format", Kind::Str, "text or json [text]"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info [info]"),

@@ -278,7 +278,14 @@ impl State {
         entry.lease_token = 1;
         entry.lease_until = now.saturating_add(lease);
         entry.record.attempts = 1;
-        let lease = Lease { task: record.id.clone(), token: 1, entry: job.entry.clone(), worker: worker.to_owned() };
+        let lease = Lease {
+            task: record.id.clone(),
+            token: 1,
+            entry: job.entry.clone(),
+            worker: worker.to_owned(),
+            // The memory store seals nothing.
+            binding: mcpgate_seal::RecordBinding::default(),
+        };
         Ok((Created::New(entry.record.clone()), Some((lease, job))))
     }
 
@@ -366,6 +373,7 @@ impl State {
                 token: entry.lease_token,
                 entry: job.entry.clone(),
                 worker: worker.to_owned(),
+                binding: mcpgate_seal::RecordBinding::default(),
             },
             task: Box::new(entry.record.clone()),
         }

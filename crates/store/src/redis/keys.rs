@@ -16,6 +16,8 @@
 //! <p>:once:<id>                   string  a single-use token that was used (until its expiry)
 //! <p>:{<p>:catalog}:lists:<name>  string  the last lists upstream <name> served (JSON)
 //! <p>:{<p>:catalog}:generation    integer advanced whenever any upstream's lists change
+//! <p>:at-rest:cutover             string  Unix ms from which records hold payloads sealed in
+//!                                         the current format only (see `at_rest`)
 //! ```
 
 use std::fmt::Write as _;
@@ -105,6 +107,11 @@ impl Keys {
         push_hashed(&mut key, scope);
         key.push('}');
         key
+    }
+
+    /// The encryption-at-rest cutover (see `at_rest`).
+    pub(super) fn at_rest_cutover(&self) -> String {
+        format!("{}:at-rest:cutover", self.prefix)
     }
 
     pub(super) fn once(&self, id: &str) -> String {

@@ -62,6 +62,11 @@ pub struct RedisOptions {
     /// Seals task payloads (arguments, answers, state, results) when writing, if it says so,
     /// and opens sealed ones when reading; `None` stores and reads them as they are.
     pub at_rest: Option<Arc<mcpgate_seal::AtRest>>,
+    /// With sealing on: how long after the first replica started with it tasks may still be
+    /// created holding plain values (or values sealed the older way), so replicas that do not
+    /// seal yet can run alongside during a rolling change; records created later are refused
+    /// such values. The first replica to start records the moment; later ones read it.
+    pub at_rest_window: Duration,
 }
 
 /// The Redis implementation of the store contracts.
@@ -170,6 +175,7 @@ impl RedisStore {
             }),
         };
         store.prepare().await?;
+        store.settle_cutover(options.at_rest_window).await?;
         Ok(store)
     }
 

@@ -22,9 +22,10 @@ pub(super) static RATE_LIMIT: LazyLock<Script> = LazyLock::new(|| Script::new(in
 pub(super) static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/quota.lua")));
 pub(super) static CHARGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/charge.lua")));
 pub(super) static PURGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/purge.lua")));
+pub(super) static CUTOVER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/cutover.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 16] {
+pub(super) fn all() -> [&'static Script; 17] {
     [
         &CREATE,
         &CANCEL,
@@ -42,5 +43,6 @@ pub(super) fn all() -> [&'static Script; 16] {
         &QUOTA,
         &CHARGE,
         &PURGE,
+        &CUTOVER,
     ]
 }

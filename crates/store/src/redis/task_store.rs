@@ -8,6 +8,7 @@ use redis::Value;
 
 use mcpgate_protocol::task::TaskStatus;
 
+use super::at_rest::Payloads;
 use super::record::{
     CONTROL_FIELDS, OUTCOME_FIELDS, RequestKeys, decode, decode_fields, decode_named, item, parse_status, request_keys,
 };
@@ -35,8 +36,13 @@ impl TaskStore for RedisStore {
             Created::New(mut record) => {
                 record.attempts = 1;
                 let job = Job { task: record.id.clone(), entry: String::new() };
-                let lease =
-                    Lease { task: record.id.clone(), token: 1, entry: String::new(), worker: worker.to_owned() };
+                let lease = Lease {
+                    task: record.id.clone(),
+                    token: 1,
+                    entry: String::new(),
+                    worker: worker.to_owned(),
+                    binding: Payloads::binding_of(&record),
+                };
                 (Created::New(record), Some((lease, job)))
             }
             other => (other, None),
@@ -177,9 +183,15 @@ impl TaskStore for RedisStore {
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a token".to_owned() })?;
                 let record = decode(out.split_off(2))?
                     .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a record".to_owned() })?;
+                let binding = Payloads::binding_of(&record);
                 let record = self.inner.payloads.open(record)?;
-                let lease =
-                    Lease { task: job.task.clone(), token, entry: job.entry.clone(), worker: worker.to_owned() };
+                let lease = Lease {
+                    task: job.task.clone(),
+                    token,
+                    entry: job.entry.clone(),
+                    worker: worker.to_owned(),
+                    binding,
+                };
                 Claim::Run { lease, task: Box::new(record) }
             }
             Some("gone") => Claim::Skip(Skip::Gone),
@@ -229,7 +241,9 @@ impl TaskStore for RedisStore {
         let (change, json) = match state {
             None => ("keep", String::new()),
             Some(None) => ("none", String::new()),
-            Some(Some(json)) => ("set", self.inner.payloads.seal(&lease.task, "state", json.to_owned())?),
+            Some(Some(json)) => {
+                ("set", self.inner.payloads.seal(&lease.task, &lease.binding, "state", json.to_owned())?)
+            }
         };
         let mut args =
             vec![lease.token.to_string(), self.inner.keys.channel(&lease.task), names, change.to_owned(), json];
@@ -244,7 +258,10 @@ impl TaskStore for RedisStore {
                 Retry::No,
                 &scripts::CHECKPOINT,
                 vec![self.inner.keys.task(&lease.task)],
-                vec![lease.token.to_string(), self.inner.payloads.seal(&lease.task, "state", state.to_owned())?],
+                vec![
+                    lease.token.to_string(),
+                    self.inner.payloads.seal(&lease.task, &lease.binding, "state", state.to_owned())?,
+                ],
             )
             .await?;
         renewal(&out, "checkpoint")
@@ -262,7 +279,9 @@ impl TaskStore for RedisStore {
             TaskOutcome::Result(r) => ("result", r),
             TaskOutcome::Error(e) => ("error", e),
         };
-        let json = self.inner.payloads.seal(&lease.task, field, json)?;
+        // A result is bound to its isError flag too: it decides how the result is rendered.
+        let bound_as = if field == "result" { Payloads::result_field(tool_error) } else { field };
+        let json = self.inner.payloads.seal_as(&lease.task, &lease.binding, field, bound_as, json)?;
         let flag = if tool_error { "1" } else { "0" };
         self.settle(lease, job, status, vec![field.to_owned(), json, flag.to_owned()]).await
     }
@@ -277,7 +296,8 @@ impl TaskStore for RedisStore {
         let names: Vec<&String> = input_requests.keys().collect();
         let names =
             serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
-        let state = self.inner.payloads.seal(&lease.task, "state", state.unwrap_or_default().to_owned())?;
+        let state =
+            self.inner.payloads.seal(&lease.task, &lease.binding, "state", state.unwrap_or_default().to_owned())?;
         let mut args = vec![state, names];
         args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
         self.settle(lease, job, TaskStatus::InputRequired, args).await
@@ -301,7 +321,7 @@ impl TaskStore for RedisStore {
             }
             // The budget counts what was answered, not what sealing makes of it.
             let size = a.json.len().to_string();
-            args.extend([k.clone(), fits, self.inner.payloads.seal_answer(id, k, a.json.clone())?, size]);
+            args.extend([k.clone(), fits, self.inner.payloads.seal_answer(id, owner, k, a.json.clone())?, size]);
         }
         let out = reply(
             self.script(
@@ -350,7 +370,7 @@ impl TaskStore for RedisStore {
                     lease.token.to_string(),
                     job.entry.clone(),
                     millis(grace).to_string(),
-                    error.to_owned(),
+                    self.inner.payloads.seal(&lease.task, &lease.binding, "error", error.to_owned())?,
                     keys.channel(&lease.task),
                     "Failed: no replica can run its tool".to_owned(),
                 ],
@@ -445,9 +465,14 @@ impl RedisStore {
             }
             let ttl = task.ttl_ms.map_or_else(|| "-1".to_owned(), |t| t.to_string());
             let payloads = &self.inner.payloads;
+            let binding = Payloads::binding(&id, &task.owner, task.era, &task.tool);
             let mut answers = Vec::with_capacity(3 * task.input_responses.len());
             for (k, a) in &task.input_responses {
-                answers.extend([k.clone(), a.method.clone(), payloads.seal_answer(&id, k, a.json.clone())?]);
+                answers.extend([
+                    k.clone(),
+                    a.method.clone(),
+                    payloads.seal_answer(&id, &task.owner, k, a.json.clone())?,
+                ]);
             }
             // A task that runs at once waits in the lease index, any other in the job stream.
             let waits = if running.is_some() { keys.leases(shard) } else { keys.jobs(shard) };
@@ -467,21 +492,21 @@ impl RedisStore {
                         task.subject.clone(),
                         era_name(task.era).to_owned(),
                         task.tool.clone(),
-                        payloads.seal(&id, "args", task.arguments.clone())?,
+                        payloads.seal(&id, &binding, "args", task.arguments.clone())?,
                         task.capabilities.clone(),
                         ttl,
                         task.poll_interval_ms.to_string(),
                         window.to_string(),
                         if force { "1" } else { "0" }.to_owned(),
                         if task.indexed { task.index_horizon_ms.unwrap_or(0).to_string() } else { "-1".to_owned() },
-                        payloads.seal(&id, "state", task.state.clone().unwrap_or_default())?,
+                        payloads.seal(&id, &binding, "state", task.state.clone().unwrap_or_default())?,
                         call.clone(),
                         task.scopes.join(" "),
                         answer_bytes.to_string(),
                         running.map(|r| r.0.to_owned()).unwrap_or_default(),
                         running.map_or(0, |r| r.1).to_string(),
                         match &task.credential {
-                            Some(credential) => payloads.seal_secret(&id, "cred", credential)?,
+                            Some(credential) => payloads.seal_secret(&id, &binding, "cred", credential)?,
                             None => String::new(),
                         },
                         task.trace.clone().unwrap_or_default(),

@@ -52,6 +52,7 @@ async fn a_stopped_worker_takes_no_new_job_on_a_cluster() {
         pool_size: 2,
         command_timeout: Duration::from_secs(2),
         at_rest: None,
+        at_rest_window: Duration::ZERO,
     })
     .await;
 }

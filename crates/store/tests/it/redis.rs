@@ -13,8 +13,10 @@ pub(crate) fn options(server: &RedisServer) -> RedisOptions {
         shards: 4,
         pool_size: 4,
         command_timeout: Duration::from_secs(2),
-        // The suite runs with payloads sealed at rest, as deployments do by default.
+        // The suite runs with payloads sealed at rest, as deployments do by default, and
+        // past the migration window: every payload the store writes must be sealed.
         at_rest: Some(at_rest(true)),
+        at_rest_window: Duration::ZERO,
     }
 }
 
@@ -75,6 +77,7 @@ async fn a_redis_cluster_store_honours_the_contract() {
             pool_size: 4,
             command_timeout: Duration::from_secs(2),
             at_rest: Some(at_rest(true)),
+            at_rest_window: Duration::ZERO,
         };
         RedisStore::connect(options).await.expect("connects to the cluster")
     })
