@@ -1,12 +1,13 @@
 //! Upstreams that answer with event streams meant to exhaust the replica: a stand-in server on
-//! loopback answers a tool call with an endless stream of empty `data` lines, an event that
-//! never ends, over Streamable HTTP and over a 2024-11-05 HTTP+SSE session. Each call fails
-//! with a clear error, and the replica's resident memory stays within a few MB of its idle
-//! size while the stream runs (it grew by hundreds of MB before the SSE reader counted every
-//! byte against `max_message_bytes`).
+//! loopback sends an endless stream of empty `data` lines, an event that never ends, as the
+//! answer to a tool call over Streamable HTTP and over a 2024-11-05 HTTP+SSE session, and on
+//! a 2025-11-25 session's GET stream (which no call bounds). Each call fails with a clear
+//! error, the GET stream is dropped and opened again, and the replica's resident memory stays
+//! within a few MB of its idle size while the streams run (it grew without bound before the SSE
+//! reader counted every byte against `max_message_bytes`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -56,21 +57,31 @@ async fn respond(socket: &mut TcpStream, status: &str, content_type: &str, body:
     socket.write_all(format!("{head}{body}").as_bytes()).await
 }
 
-/// A stand-in upstream on loopback serving both transports: Streamable HTTP at `/mcp`
-/// (2026-07-28, answering `tools/call` with the flood), and 2024-11-05 HTTP+SSE at `/sse`
-/// (answers on the session's stream, where a `tools/call` starts the flood). Returns its
-/// address and the bytes it flooded.
-async fn hostile() -> anyhow::Result<(String, Arc<AtomicU64>)> {
+/// What the stand-in did, for the test to see.
+#[derive(Default)]
+struct Seen {
+    /// Bytes of floods sent.
+    flooded: AtomicU64,
+    /// GET streams opened at `/session`.
+    gets: AtomicU64,
+    /// Set by the test: GET streams at `/session` flood (before: keep-alive comments).
+    armed: AtomicBool,
+}
+
+/// A stand-in upstream on loopback serving three transports: Streamable HTTP at `/mcp`
+/// (2026-07-28, answering `tools/call` with the flood); 2024-11-05 HTTP+SSE at `/sse`
+/// (answers on the session's stream, where a `tools/call` starts the flood); and a 2025-11-25
+/// session at `/session` whose GET stream floods once armed. Returns its address.
+async fn hostile(seen: Arc<Seen>) -> anyhow::Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?.to_string();
-    let sent = Arc::new(AtomicU64::new(0));
-    let flooded = sent.clone();
     // The current HTTP+SSE session's stream: what to send on it (`None`: the flood).
     let session: Arc<std::sync::Mutex<Option<mpsc::Sender<Option<Value>>>>> = Arc::default();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let (sent, session) = (sent.clone(), session.clone());
+            let (seen, session) = (seen.clone(), session.clone());
             tokio::spawn(async move {
+                let sent = &seen.flooded;
                 let mut buffer = Vec::new();
                 while let Some(request) = next_request(&mut socket, &mut buffer, Duration::from_secs(30)).await {
                     let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
@@ -83,7 +94,7 @@ async fn hostile() -> anyhow::Result<(String, Arc<AtomicU64>)> {
                                 .write_all(format!("{head}event: endpoint\ndata: /messages\n\n").as_bytes())
                                 .await;
                             while let Some(message) = rx.recv().await {
-                                let Some(message) = message else { return flood(&mut socket, &sent).await };
+                                let Some(message) = message else { return flood(&mut socket, sent).await };
                                 if socket.write_all(format!("data: {message}\n\n").as_bytes()).await.is_err() {
                                     return;
                                 }
@@ -103,11 +114,34 @@ async fn hostile() -> anyhow::Result<(String, Arc<AtomicU64>)> {
                             let head =
                                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
                             if socket.write_all(head.as_bytes()).await.is_ok() {
-                                flood(&mut socket, &sent).await;
+                                flood(&mut socket, sent).await;
                             }
                             return;
                         }
-                        (Some("POST"), "/mcp") => match answer(&body) {
+                        (Some("GET"), "/session") => {
+                            seen.gets.fetch_add(1, Ordering::Relaxed);
+                            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+                            let until = tokio::time::Instant::now() + FLOOD_FOR * 4;
+                            let mut out = socket.write_all(head.as_bytes()).await;
+                            while out.is_ok() && tokio::time::Instant::now() < until {
+                                if seen.armed.load(Ordering::Relaxed) {
+                                    return flood(&mut socket, sent).await;
+                                }
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                                out = socket.write_all(b": keep-alive\n\n").await;
+                            }
+                            return;
+                        }
+                        (Some("POST"), "/session") if body["method"] == "initialize" => {
+                            let answer = answer(&body).unwrap_or_default().to_string();
+                            let head = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\n\
+                                 Content-Length: {}\r\n\r\n",
+                                answer.len()
+                            );
+                            socket.write_all(format!("{head}{answer}").as_bytes()).await
+                        }
+                        (Some("POST"), "/mcp" | "/session") => match answer(&body) {
                             Some(answer) => {
                                 respond(&mut socket, "200 OK", "application/json", &answer.to_string()).await
                             }
@@ -122,7 +156,7 @@ async fn hostile() -> anyhow::Result<(String, Arc<AtomicU64>)> {
             });
         }
     });
-    Ok((addr, flooded))
+    Ok(addr)
 }
 
 /// Runs `work` while sampling `gateway`'s RSS every 50 ms; returns its output and the peak.
@@ -146,11 +180,15 @@ async fn call(client: &Client, url: &str, tool: &str) -> anyhow::Result<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endless_events_fail_the_call_and_leave_memory_flat() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let (addr, flooded) = hostile().await?;
+    let seen = Arc::new(Seen::default());
+    let addr = hostile(seen.clone()).await?;
+    let flooded = &seen.flooded;
     let config = format!(
         "[[upstream]]\nname = \"h\"\ntransport = \"http\"\nurl = \"http://{addr}/mcp\"\nmax_message_bytes = {MAX_MESSAGE}\n\n\
          [[upstream]]\nname = \"old\"\ntransport = \"sse\"\nurl = \"http://{addr}/sse\"\nmax_message_bytes = {MAX_MESSAGE}\n\
-         event_timeout_secs = 2\n"
+         event_timeout_secs = 2\n\n\
+         [[upstream]]\nname = \"s\"\ntransport = \"http\"\nurl = \"http://{addr}/session\"\nera = \"2025-11-25\"\n\
+         max_message_bytes = {MAX_MESSAGE}\nevent_timeout_secs = 2\n"
     );
     let path = dir.path().join("mcpgate.toml");
     std::fs::write(&path, config)?;
@@ -161,7 +199,8 @@ async fn endless_events_fail_the_call_and_leave_memory_flat() -> anyhow::Result<
         let list = client.modern(&url, "tools/list", json!({})).await?.json()?;
         let names: Vec<&str> =
             list["result"]["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
-        if names.contains(&"h_flood") && names.contains(&"old_flood") {
+        let listening = seen.gets.load(Ordering::Relaxed) > 0;
+        if names.contains(&"h_flood") && names.contains(&"old_flood") && names.contains(&"s_flood") && listening {
             break;
         }
         anyhow::ensure!(
@@ -194,5 +233,22 @@ async fn endless_events_fail_the_call_and_leave_memory_flat() -> anyhow::Result<
     assert!(flooded.load(Ordering::Relaxed) - before > MAX_MESSAGE, "the stand-in flooded too little to tell");
     assert_eq!(result["isError"], true, "{result}");
     assert!(text.contains("left an event unfinished for 2 s (event_timeout_secs)"), "{result}");
+
+    // A 2025-11-25 session's GET stream, which no call bounds: flooded, it is dropped once it
+    // has left the event unfinished for event_timeout_secs, and opened again.
+    let (before, gets) = (flooded.load(Ordering::Relaxed), seen.gets.load(Ordering::Relaxed));
+    seen.armed.store(true, Ordering::Relaxed);
+    let reopened = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while seen.gets.load(Ordering::Relaxed) == gets && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let ((), peak) = peak_rss_during(&gateway, reopened).await?;
+    println!("RSS {idle} KiB idle, {peak} KiB at most while flooded ({} bytes sent)", flooded.load(Ordering::Relaxed));
+    assert!(peak.saturating_sub(idle) < FLAT_KIB, "RSS grew from {idle} KiB to {peak} KiB");
+    assert!(flooded.load(Ordering::Relaxed) - before > MAX_MESSAGE, "the stand-in flooded too little to tell");
+    assert!(seen.gets.load(Ordering::Relaxed) > gets, "the flooded GET stream was not dropped within 10 s");
+    assert!(gateway.logs().contains("left an event unfinished"), "{}", gateway.logs());
     Ok(())
 }
