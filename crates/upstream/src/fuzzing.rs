@@ -21,7 +21,7 @@ pub fn sse(stream: &[u8], chunk: usize, max: usize) -> usize {
 
 /// Reads `stream` `times` times over (at least once) as one upstream SSE body, cut into chunks
 /// whose sizes cycle through `sizes` (each plus one; 64 bytes when empty), and checks the
-/// reader's memory after every chunk: it never holds more than `max` plus [`LINE_SLACK`]
+/// reader's memory after every chunk: it never holds more than `max` plus `LINE_SLACK` (32)
 /// bytes, however long an unfinished event grows; no event read is over `max`, no oversized
 /// one is reported with more than 512 bytes. Returns the events read (panics on a breach).
 pub fn sse_memory(stream: &[u8], sizes: &[u8], times: usize, max: usize) -> usize {
