@@ -1,7 +1,7 @@
 """A FastMCP server (PyPI `fastmcp`, pinned by scripts/test) speaking 2026-07-28, used as an
 upstream behind mcpgate by the federation tests.
 
-Usage: fastmcp_server.py PORT MARKER_DIR
+Usage: fastmcp_server.py PORT MARKER_DIR, or fastmcp_server.py stdio [MARKER_DIR] (over stdio)
 Tools: add (fast), slow (progress, then a result; counts its starts in MARKER_DIR), slow_safe
 (the same, idempotentHint), wait (sleeps; writes MARKER_DIR/cancelled-<tag> when cancelled),
 grow (adds a tool of the given name: the server's tool list changes).
@@ -75,4 +75,7 @@ def grow(name: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False)
+    if sys.argv[1] == "stdio":
+        mcp.run(transport="stdio", show_banner=False)
+    else:
+        mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer, fixture, run_to_end, server_everything};
+use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer, fastmcp_python, fixture, run_to_end, server_everything};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -431,6 +431,42 @@ async fn changed_lists_reach_every_replica_and_survive_the_upstream() -> anyhow:
     let down = call(&client, &url, "fm_add", json!({"a": 1, "b": 1})).await?;
     assert_eq!(down["isError"], true, "{down}");
     assert!(text(&down).contains("Upstream fm"), "{down}");
+    Ok(())
+}
+
+/// A stdio server slow to start (5 s before it reads its input, as with a first `npx -y`
+/// download or a cold interpreter) that speaks 2026-07-28 reads the `server/discover` late,
+/// after the `initialize` that followed it on the same pipe, and refuses that one (-32022):
+/// mcpgate asks again and serves its tools, rather than restarting it into the same refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_slow_to_start_comes_up() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (python, script) = (fastmcp_python()?, fixture("fastmcp_server.py"));
+    let command = format!("sleep 5; exec '{}' '{}' stdio", python.display(), script.display());
+    let config = format!(
+        "[federation]\nlist_refresh_secs = 2\n\n[[upstream]]\nname = \"slow\"\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
+        serde_json::to_string(&command)?
+    );
+    let gateway = Gateway::builder()
+        .args(&["--listen", "127.0.0.1:0", "--config", &config_file(dir.path(), &config)?])
+        .start()?;
+    let (client, url) = (Client::new()?, gateway.url());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let names = tool_names(&modern(&client, &url, "tools/list", json!({}), false).await?);
+        if names.iter().any(|n| n == "slow_add") {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the slow server's tools were not served within 60 s: {names:?}\n{}",
+            gateway.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(text(&call(&client, &url, "slow_add", json!({"a": 2, "b": 3})).await?), "5");
+    let logs = gateway.logs();
+    assert!(logs.lines().any(|l| l.contains("upstream server started") && l.contains("2026-07-28")), "{logs}");
     Ok(())
 }
 

@@ -35,6 +35,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("max_concurrency", "Requests in flight to it, per replica [64]"),
     ("max_message_bytes", "Largest message accepted from it [16777216]"),
+    (
+        "event_timeout_secs",
+        "How long an event stream no call bounds (a session's GET stream, a 2024-11-05 session) may leave an event \
+         unfinished before it is dropped and opened again [60]",
+    ),
     ("tools", "{ include = [globs], exclude = [globs] } over its own tool names [all]"),
     ("task", "never | auto | optional | always: how its tools may become gateway tasks [auto]"),
     ("tool_task", "{ <tool> = never | auto | optional | always }: per-tool task policy [none]"),
@@ -176,6 +181,9 @@ pub struct UpstreamConfig {
     /// Largest message accepted from it.
     #[serde(default = "default_max_message_bytes")]
     pub max_message_bytes: u64,
+    /// How long an event stream that no call bounds may leave an event unfinished.
+    #[serde(default = "default_event_timeout_secs")]
+    pub event_timeout_secs: u64,
     /// Which tools are exposed.
     #[serde(default)]
     pub tools: ToolFilter,
@@ -377,6 +385,9 @@ fn default_max_concurrency() -> u32 {
 fn default_max_message_bytes() -> u64 {
     16 * 1024 * 1024
 }
+fn default_event_timeout_secs() -> u64 {
+    60
+}
 fn default_task_after_ms() -> u64 {
     1000
 }
@@ -443,6 +454,7 @@ impl UpstreamConfig {
             connect_timeout_secs: default_connect_timeout_secs(),
             max_concurrency: default_max_concurrency(),
             max_message_bytes: default_max_message_bytes(),
+            event_timeout_secs: default_event_timeout_secs(),
             tools: ToolFilter::default(),
             task: TaskMode::Auto,
             tool_task: BTreeMap::new(),
@@ -464,6 +476,11 @@ impl UpstreamConfig {
     /// The call timeout.
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout_secs)
+    }
+
+    /// How long an event stream that no call bounds may leave an event unfinished.
+    pub fn event_timeout(&self) -> Duration {
+        Duration::from_secs(self.event_timeout_secs)
     }
 
     /// The connect (start-up and handshake) timeout.
@@ -587,6 +604,7 @@ impl UpstreamConfig {
             ("connect_timeout_secs", self.connect_timeout_secs, 1, 600),
             ("max_concurrency", u64::from(self.max_concurrency), 1, 100_000),
             ("max_message_bytes", self.max_message_bytes, 1024, 1 << 30),
+            ("event_timeout_secs", self.event_timeout_secs, 1, 3600),
             ("task_after_ms", self.task_after_ms, 10, 3_600_000),
             ("breaker_failures", u64::from(self.breaker_failures), 1, 1000),
             ("breaker_cooldown_secs", self.breaker_cooldown_secs, 1, 3600),

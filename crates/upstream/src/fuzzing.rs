@@ -2,7 +2,7 @@
 
 use futures_util::FutureExt as _;
 
-use crate::transport::sse::SseReader;
+use crate::transport::sse::{Event, LINE_SLACK, SseReader};
 
 /// Reads `stream` as an upstream's SSE body (lines over `max` bytes skipped) twice, whole and
 /// in chunks of `chunk` bytes (at least 1): a frame boundary must never change what is read.
@@ -17,6 +17,35 @@ pub fn sse(stream: &[u8], chunk: usize, max: usize) -> usize {
     }
     assert_eq!(whole, pieces, "chunking changed the events");
     whole.len()
+}
+
+/// Reads `stream` `times` times over (at least once) as one upstream SSE body, cut into chunks
+/// whose sizes cycle through `sizes` (each plus one; 64 bytes when empty), and checks the
+/// reader's memory after every chunk: it never holds more than `max` plus `LINE_SLACK` (32)
+/// bytes, however long an unfinished event grows; no event read is over `max`, no oversized
+/// one is reported with more than 512 bytes. Returns the events read (panics on a breach).
+pub fn sse_memory(stream: &[u8], sizes: &[u8], times: usize, max: usize) -> usize {
+    let mut reader = SseReader::new(max);
+    let mut events = Vec::new();
+    let mut read = 0;
+    let mut sizes = sizes.iter().map(|&s| usize::from(s) + 1).cycle();
+    let body = stream.repeat(times.max(1));
+    let mut rest = &body[..];
+    while !rest.is_empty() {
+        let (chunk, after) = rest.split_at(sizes.next().unwrap_or(64).min(rest.len()));
+        rest = after;
+        reader.feed(chunk, &mut events);
+        let held = reader.buffered();
+        assert!(held <= max + LINE_SLACK, "{held} bytes buffered with a limit of {max}");
+        for event in events.drain(..) {
+            read += 1;
+            match event {
+                Event::Data(data) | Event::Endpoint(data) => assert!(data.len() <= max, "an event over the limit"),
+                Event::TooLarge(prefix) => assert!(prefix.len() <= 512, "a prefix of {} bytes", prefix.len()),
+            }
+        }
+    }
+    read
 }
 
 /// Reads `stream` as a stdio server's output (JSON-RPC messages one per line, lines over `max`

@@ -10,7 +10,10 @@
 //! Invariants: the client's credentials never travel upstream (only the configured
 //! `headers`, and, with token exchange, the caller's *exchanged* token on the requests made
 //! for that caller: never on the handshake, the GET stream or list reads); no body or event is
-//! buffered past `max_message_bytes`; URLs in errors carry no userinfo or query.
+//! buffered past `max_message_bytes`, and an event over it on a call's stream fails the call
+//! unless it is another message's; the GET stream is dropped (and opened again) when it
+//! leaves an event unfinished for `event_timeout_secs`; URLs in errors carry no userinfo or
+//! query.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +24,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::sse::{Event, SseReader};
+use super::sse::{Event, SseReader, Unfinished};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
@@ -259,6 +262,7 @@ impl Http {
             self.config.name.clone(),
         );
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
+        let event_timeout = self.config.event_timeout();
         async move {
             let mut backoff = Duration::from_secs(1);
             loop {
@@ -278,14 +282,24 @@ impl Http {
                     Ok(mut r) if r.status().is_success() => {
                         backoff = Duration::from_secs(1);
                         let mut reader = SseReader::new(max);
+                        let mut unfinished = Unfinished::new(event_timeout);
                         let mut events = Vec::new();
                         loop {
                             let chunk = tokio::select! {
                                 () = stop.cancelled() => return,
+                                () = unfinished.expired() => {
+                                    tracing::warn!(
+                                        upstream = %name,
+                                        secs = unfinished.limit().as_secs(),
+                                        "upstream GET stream left an event unfinished (event_timeout_secs); dropped"
+                                    );
+                                    break;
+                                }
                                 c = r.chunk() => c,
                             };
                             let Ok(Some(chunk)) = chunk else { break };
                             reader.feed(&chunk, &mut events);
+                            unfinished.fed(&reader, &events);
                             for event in events.drain(..) {
                                 let Event::Data(data) = event else { continue };
                                 match rpc::parse(&data) {
@@ -423,13 +437,21 @@ impl Http {
             reader.feed(&chunk, &mut events);
             for event in events.drain(..) {
                 match event {
-                    Event::TooLarge(prefix) => {
-                        if rpc::sniff_id(&prefix) == Some(id) {
+                    // Another message's is skipped; the answer's, or one that cannot be told
+                    // (a flood of empty `data` lines), fails the call.
+                    Event::TooLarge(prefix) => match rpc::sniff_id(&prefix) {
+                        Some(other) if other != id => {}
+                        Some(_) => {
                             return Ok(Posted::Answer(Err(UpstreamError::Protocol {
                                 detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
                             })));
                         }
-                    }
+                        None => {
+                            return Ok(Posted::Answer(Err(UpstreamError::Protocol {
+                                detail: format!("the server sent an event larger than max_message_bytes ({max} bytes)"),
+                            })));
+                        }
+                    },
                     Event::Endpoint(_) => {}
                     Event::Data(data) => match rpc::parse(&data) {
                         Ok(Inbound::Response { id: got, outcome }) if got == id => return Ok(Posted::Answer(outcome)),

@@ -4,7 +4,9 @@
 //!
 //! Invariants: the POST endpoint must be on the same origin as the configured URL (a server
 //! cannot send the gateway's credentials elsewhere); no event is buffered past
-//! `max_message_bytes`; when the stream ends, every call in flight on it fails with the reason.
+//! `max_message_bytes`; an event left unfinished for `event_timeout_secs` ends the stream (an
+//! upstream cannot hold it, and the calls on it, with an event that never completes); when the
+//! stream ends, every call in flight on it fails with the reason.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{client_for, describe};
 use super::mux::Mux;
-use super::sse::{Event, SseReader};
+use super::sse::{Event, SseReader, Unfinished};
 use super::stdio::negotiate;
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig, redact_url};
@@ -113,6 +115,7 @@ impl LegacySse {
         // Reader: the endpoint first, then every message to the connection.
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         let (reader_mux, stop) = (mux.clone(), self.stop.clone());
+        let mut unfinished = Unfinished::new(self.config.event_timeout());
         tokio::spawn(async move {
             let mut response = response;
             let mut reader = SseReader::new(max);
@@ -124,9 +127,16 @@ impl LegacySse {
                     c = response.chunk() => c,
                     () = closed.cancelled() => return,
                     () = stop.cancelled() => break "the gateway is shutting down".to_owned(),
+                    () = unfinished.expired() => break format!(
+                        "the server left an event unfinished for {} s (event_timeout_secs)",
+                        unfinished.limit().as_secs()
+                    ),
                 };
                 match chunk {
-                    Ok(Some(bytes)) => reader.feed(&bytes, &mut events),
+                    Ok(Some(bytes)) => {
+                        reader.feed(&bytes, &mut events);
+                        unfinished.fed(&reader, &events);
+                    }
                     Ok(None) => break "the server ended the event stream".to_owned(),
                     Err(e) => break format!("the event stream broke: {}", describe(e)),
                 }

@@ -7,7 +7,8 @@
 //! fails every call in flight on it with a clear error and is started again on the next call,
 //! no sooner than its backoff allows; a call that is dropped (timeout, cancellation) removes
 //! its pending entry and tells the child with `notifications/cancelled`; the child dies with
-//! the replica (killed on drop, and its stdin closes).
+//! the replica (killed on drop, and its stdin closes); a child slow to start is not taken for
+//! a legacy server because it answered `server/discover` late (see `negotiate`).
 
 use std::process::Stdio as Piped;
 use std::sync::Arc;
@@ -281,24 +282,23 @@ impl Stdio {
 /// `server/discover` (modern) or `initialize` + `notifications/initialized` (legacy), as
 /// `era` says, over a multiplexed connection; `auto` takes any error answer to
 /// `server/discover` (or none within a moment: some legacy servers never answer a request
-/// before `initialize`) as "legacy".
+/// before `initialize`) as "legacy". A discover left unanswered may only have come early: a
+/// server slow to start (a first `npx -y` download, a cold interpreter) reads it late, serves
+/// 2026-07-28 from then on and refuses the `initialize` that followed on the same connection
+/// (-32022); so an error answer to `initialize` after an unanswered discover asks
+/// `server/discover` once more, now that the server answers. The whole start is bounded by
+/// the caller (`connect_timeout_secs`).
 pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux) -> Result<Negotiated, UpstreamError> {
+    let mut unanswered = false;
     if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
-        let probe = Exchange {
-            method: "server/discover",
-            params: json!({}),
-            name: None,
-            param_headers: Vec::new(),
-            bearer: None,
-            progress: None,
-        };
         let wait = (config.connect_timeout() / 2).min(DISCOVER_WAIT);
-        let answer = tokio::time::timeout(wait, mux.request(probe, &Negotiated::Modern))
+        let answer = tokio::time::timeout(wait, mux.request(discover(), &Negotiated::Modern))
             .await
             .unwrap_or(Err(UpstreamError::Timeout { secs: wait.as_secs() }));
         match answer {
             Ok(result) if rpc::discover_offers_modern(&result) => return Ok(Negotiated::Modern),
-            Ok(_) | Err(UpstreamError::Rpc { .. } | UpstreamError::Timeout { .. }) if era == EraChoice::Auto => {}
+            Err(UpstreamError::Timeout { .. }) if era == EraChoice::Auto => unanswered = true,
+            Ok(_) | Err(UpstreamError::Rpc { .. }) if era == EraChoice::Auto => {}
             Ok(_) => return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() }),
             Err(e) => return Err(e),
         }
@@ -313,9 +313,29 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
         progress: None,
     };
     let opening = Negotiated::Legacy { version: version.to_owned() };
-    let negotiated = rpc::negotiated_from_initialize(&mux.request(init, &opening).await?)?;
+    let result = match mux.request(init, &opening).await {
+        Err(refused @ UpstreamError::Rpc { .. }) if unanswered => {
+            return match mux.request(discover(), &Negotiated::Modern).await {
+                Ok(result) if rpc::discover_offers_modern(&result) => Ok(Negotiated::Modern),
+                _ => Err(refused),
+            };
+        }
+        answer => answer?,
+    };
+    let negotiated = rpc::negotiated_from_initialize(&result)?;
     mux.notify(rpc::notification("notifications/initialized", json!({}))).await;
     Ok(negotiated)
+}
+
+fn discover() -> Exchange {
+    Exchange {
+        method: "server/discover",
+        params: json!({}),
+        name: None,
+        param_headers: Vec::new(),
+        bearer: None,
+        progress: None,
+    }
 }
 
 pub(crate) enum Line {
