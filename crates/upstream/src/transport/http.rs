@@ -1,6 +1,7 @@
 //! Streamable HTTP upstreams, both eras. 2026-07-28: stateless, every POST carries `_meta` and
-//! the `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent.
-//! Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
+//! the `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent;
+//! an unknown method comes back as HTTP 404 with a JSON-RPC error, which is that error (the
+//! method is not served), not a lost session nor an unreachable server. Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
 //! call, and opened again when the server answers 404 (the session expired) — the request is
 //! then sent once more, since a 404 means it never ran. Answers come as JSON or as an SSE
 //! stream (progress relayed as it arrives). A session also listens on the server's standalone
@@ -25,7 +26,7 @@ use super::sse::{Event, SseReader};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
-use crate::rpc::{self, Inbound, Negotiated};
+use crate::rpc::{self, Inbound, Negotiated, Offered};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -37,6 +38,8 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 struct Session {
     negotiated: Negotiated,
     id: Option<String>,
+    /// The lists the server's capabilities offer (`None`: it named none).
+    offered: Option<Offered>,
     generation: u64,
     /// Stops the session's GET-stream listener when the session is dropped.
     _listener: Option<Arc<tokio_util::sync::DropGuard>>,
@@ -163,35 +166,66 @@ impl Http {
         }
     }
 
+    /// The lists the server offers, as its capabilities say (`None`: unknown), negotiating a
+    /// session when there is none. A 2026-07-28 server is asked again (`server/discover`) when
+    /// the session was already open: its capabilities may have changed since.
+    pub(crate) async fn offered(&self) -> Result<Option<Offered>, UpstreamError> {
+        let existed = self.session.lock().await.is_some();
+        let session = self.session().await?;
+        if existed && session.negotiated == Negotiated::Modern {
+            let fresh = tokio::time::timeout(self.config.timeout(), self.discover(&session)).await;
+            if let Ok(Ok(Posted::Answer(Ok(result)))) = fresh {
+                return Ok(Offered::from_result(&result));
+            }
+        }
+        Ok(session.offered)
+    }
+
+    /// Sends `server/discover` on a modern session (declaring what the gateway can relay).
+    async fn discover(&self, modern: &Session) -> Result<Posted, UpstreamError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut probe = Exchange {
+            method: "server/discover",
+            params: rpc::discovery_params(json!({})),
+            name: None,
+            param_headers: Vec::new(),
+            progress: None,
+            bearer: None,
+        };
+        let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
+        self.post(modern, body, Some(id), &probe).await
+    }
+
     async fn negotiate(&self) -> Result<Session, UpstreamError> {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let era = self.config.era;
         if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
-            let modern = Session { negotiated: Negotiated::Modern, id: None, generation, _listener: None };
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let mut probe = Exchange {
-                method: "server/discover",
-                params: json!({}),
-                name: None,
-                param_headers: Vec::new(),
-                progress: None,
-                bearer: None,
-            };
-            let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
-            // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
-            match self.post(&modern, body, Some(id), &probe).await {
-                Ok(Posted::Answer(Ok(result))) if rpc::discover_offers_modern(&result) => return Ok(modern),
-                Ok(_) if era == EraChoice::Auto => {}
-                Ok(_) => {
-                    return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() });
+            let mut modern =
+                Session { negotiated: Negotiated::Modern, id: None, offered: None, generation, _listener: None };
+            // A 2026-07-28 server that refuses the version asked for (-32022, naming the ones it
+            // speaks) is asked once more: that is the retry SEP-2575 expects of a client.
+            for attempt in 0..2 {
+                // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
+                match self.discover(&modern).await? {
+                    Posted::Answer(Ok(result)) if rpc::discover_offers_modern(&result) => {
+                        modern.offered = Offered::from_result(&result);
+                        return Ok(modern);
+                    }
+                    Posted::Answer(Err(UpstreamError::Rpc { code: -32022, .. })) if attempt == 0 => {}
+                    _ if era == EraChoice::Auto => break,
+                    _ => {
+                        return Err(UpstreamError::Protocol {
+                            detail: "the server does not offer 2026-07-28".to_owned(),
+                        });
+                    }
                 }
-                Err(e) => return Err(e),
             }
         }
         let version = era.legacy_version();
         let opening = Session {
             negotiated: Negotiated::Legacy { version: version.to_owned() },
             id: None,
+            offered: None,
             generation,
             _listener: None,
         };
@@ -219,6 +253,7 @@ impl Http {
         let mut session = Session {
             negotiated: rpc::negotiated_from_initialize(&result)?,
             id: session_id,
+            offered: Offered::from_result(&result),
             generation,
             _listener: None,
         };
@@ -381,6 +416,15 @@ impl Http {
         let progress = ex.progress.as_ref();
         let status = response.status();
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
+        if status == reqwest::StatusCode::NOT_FOUND && session.negotiated == Negotiated::Modern {
+            // 2026-07-28 answers an unknown method with 404 and -32601: "not supported", not
+            // "down". A 404 without a JSON-RPC error (a wrong URL) is a failure to reach it.
+            let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
+            return Ok(Posted::Answer(Err(match rpc::parse(&body) {
+                Ok(Inbound::Response { outcome: Err(e @ UpstreamError::Rpc { .. }), .. }) => e,
+                _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
+            })));
+        }
         if status == reqwest::StatusCode::NOT_FOUND {
             // To a session request: the session is gone and nothing ran (`exchange` decides).
             return Ok(Posted::SessionGone);

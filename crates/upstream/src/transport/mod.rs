@@ -117,6 +117,15 @@ impl Link {
         }
     }
 
+    /// The lists the server offers, as its capabilities say; `None` when unknown (stdio and
+    /// HTTP+SSE upstreams are asked for every list).
+    pub(crate) async fn offered(&self) -> Result<Option<crate::rpc::Offered>, UpstreamError> {
+        match self {
+            Self::Http(h) => h.offered().await,
+            Self::Stdio(_) | Self::Sse(_) => Ok(None),
+        }
+    }
+
     /// Sends a message that expects no answer (a response to a server's request); `bearer`:
     /// the exchanged token of the caller it answers for (HTTP only).
     pub(crate) async fn send_only(
