@@ -4,7 +4,9 @@
 //! method is not served), not a lost session nor an unreachable server. Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
 //! call, and opened again when the server answers 404 (the session expired) — the request is
 //! then sent once more, since a 404 means it never ran. Answers come as JSON or as an SSE
-//! stream (progress relayed as it arrives). A session also listens on the server's standalone
+//! stream (progress relayed as it arrives); a session's stream that ends before the answer is
+//! resumed after its `retry` delay by a GET with `Last-Event-ID` (SEP-1699), a bounded number
+//! of times. A session also listens on the server's standalone
 //! GET stream, where servers announce list changes outside any request (a server that offers
 //! none answers 405 and is not asked again); the listener ends with its session.
 //!
@@ -32,6 +34,13 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Most bytes of an error body read (to find a JSON-RPC error in it).
 const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Times one answer's event stream is resumed (2025-11-25 `Last-Event-ID`) before the call
+/// fails; the call's timeout bounds them too.
+const MAX_RESUMES: u32 = 8;
+/// The wait before resuming a stream that named no `retry` delay.
+const DEFAULT_RETRY_MS: u64 = 1000;
+/// The longest `retry` delay honoured (a larger one is cut to this).
+const MAX_RETRY_MS: u64 = 30_000;
 
 /// The negotiated protocol and, for earlier versions, the session.
 #[derive(Debug, Clone)]
@@ -413,7 +422,6 @@ impl Http {
         id: u64,
         ex: &Exchange,
     ) -> Result<Posted, UpstreamError> {
-        let progress = ex.progress.as_ref();
         let status = response.status();
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         if status == reqwest::StatusCode::NOT_FOUND && session.negotiated == Negotiated::Modern {
@@ -454,29 +462,94 @@ impl Http {
                 Err(problem) => Err(UpstreamError::Protocol { detail: problem }),
             }));
         }
-        let mut reader = SseReader::new(max);
+        // A 2025-11-25 stream that ends before the answer is resumed (SEP-1699): after the
+        // `retry` delay it asked for, a GET with `Last-Event-ID` carries on where it stopped.
+        let (mut last_id, mut retry_ms) = (None::<String>, None::<u64>);
+        let mut resumed = 0;
+        loop {
+            let mut reader = SseReader::new(max);
+            let ended = self.read_events(session, response, &mut reader, id, ex).await;
+            last_id = reader.last_event_id().map(str::to_owned).or(last_id);
+            retry_ms = reader.retry_ms().or(retry_ms);
+            let cause = match ended {
+                Ok(Some(posted)) => return Ok(posted),
+                Ok(None) => UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() },
+                Err(e) => e,
+            };
+            let (Some(sid), Some(last)) = (session.id.as_deref(), last_id.as_deref()) else { return Err(cause) };
+            if resumed == MAX_RESUMES {
+                return Err(cause);
+            }
+            resumed += 1;
+            let delay = retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS);
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            response = self.resume(session, sid, last, ex).await?;
+        }
+    }
+
+    /// Asks to resume a session's event stream after `last` (a GET with `Last-Event-ID`).
+    async fn resume(
+        &self,
+        session: &Session,
+        sid: &str,
+        last: &str,
+        ex: &Exchange,
+    ) -> Result<reqwest::Response, UpstreamError> {
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header(VERSION_HEADER, session.negotiated.version())
+            .header(SESSION_HEADER, sid)
+            .header("last-event-id", last);
+        if let Some(value) = ex.bearer.as_ref().and_then(bearer_header) {
+            request = request.header(AUTHORIZATION, value);
+        }
+        let response = request.send().await.map_err(|e| UpstreamError::Closed {
+            detail: format!("the event stream ended and could not be resumed: {}", describe(e)),
+        })?;
+        if !response.status().is_success() {
+            return Err(UpstreamError::Closed {
+                detail: format!("the event stream ended and could not be resumed: HTTP {}", response.status()),
+            });
+        }
+        Ok(response)
+    }
+
+    /// Reads one event stream until the answer to request `id` (`Some`) or its end (`None`).
+    async fn read_events(
+        &self,
+        session: &Session,
+        mut response: reqwest::Response,
+        reader: &mut SseReader,
+        id: u64,
+        ex: &Exchange,
+    ) -> Result<Option<Posted>, UpstreamError> {
+        let progress = ex.progress.as_ref();
+        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         let mut events = Vec::new();
         loop {
             let chunk = response
                 .chunk()
                 .await
                 .map_err(|e| UpstreamError::Closed { detail: format!("the event stream broke: {}", describe(e)) })?;
-            let Some(chunk) = chunk else {
-                return Err(UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() });
-            };
+            let Some(chunk) = chunk else { return Ok(None) };
             reader.feed(&chunk, &mut events);
             for event in events.drain(..) {
                 match event {
                     Event::TooLarge(prefix) => {
                         if rpc::sniff_id(&prefix) == Some(id) {
-                            return Ok(Posted::Answer(Err(UpstreamError::Protocol {
+                            return Ok(Some(Posted::Answer(Err(UpstreamError::Protocol {
                                 detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
-                            })));
+                            }))));
                         }
                     }
                     Event::Endpoint(_) => {}
                     Event::Data(data) => match rpc::parse(&data) {
-                        Ok(Inbound::Response { id: got, outcome }) if got == id => return Ok(Posted::Answer(outcome)),
+                        Ok(Inbound::Response { id: got, outcome }) if got == id => {
+                            return Ok(Some(Posted::Answer(outcome)));
+                        }
                         Ok(Inbound::Progress { token, progress: p }) if token == id => {
                             if let Some(sink) = progress {
                                 let _ = sink.try_send(p);

@@ -1,8 +1,13 @@
 //! A server-sent events reader for upstream response streams: turns arriving byte chunks
-//! into the `data` of each event.
+//! into the `data` of each event, and keeps the stream's last event id and `retry` delay (a
+//! 2025-11-25 client resumes a stream that ended early with them, SEP-1699).
 //!
 //! Invariant: memory stays bounded: an event whose data exceeds the limit is reported as
-//! too large and skipped, never buffered past the limit.
+//! too large and skipped, never buffered past the limit; an event id longer than
+//! `MAX_EVENT_ID` is ignored.
+
+/// Longest event id kept (sent back as `Last-Event-ID`).
+const MAX_EVENT_ID: usize = 256;
 
 /// What one chunk of input yielded.
 #[derive(Debug, PartialEq, Eq)]
@@ -27,6 +32,10 @@ pub(crate) struct SseReader {
     endpoint: bool,
     /// The last byte seen was `\r` (a following `\n` belongs to the same line end).
     after_cr: bool,
+    /// The last `id:` seen (visible ASCII only, at most `MAX_EVENT_ID` bytes).
+    last_id: Option<String>,
+    /// The last `retry:` seen, in milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl SseReader {
@@ -39,7 +48,19 @@ impl SseReader {
             too_large: false,
             endpoint: false,
             after_cr: false,
+            last_id: None,
+            retry_ms: None,
         }
+    }
+
+    /// The stream's last event id, if it sent one.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The reconnection delay the stream asked for (`retry:`), in milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     /// Feeds a chunk; completed events are appended to `out`.
@@ -95,6 +116,19 @@ impl SseReader {
             self.endpoint = value == b"endpoint";
             return;
         }
+        if field == b"id" {
+            // Kept only when it can travel back as a header value.
+            if value.len() <= MAX_EVENT_ID && value.iter().all(|b| (0x20..0x7f).contains(b)) {
+                self.last_id = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            return;
+        }
+        if field == b"retry" {
+            if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
+            return;
+        }
         if field != b"data" {
             return;
         }
@@ -126,6 +160,19 @@ mod tests {
         assert_eq!(out, vec![Event::Data(b"{\"a\":1}".to_vec()), Event::Data(b"x\ny".to_vec())]);
         r.feed(b"event: endpoint\ndata: /messages?sessionId=1\n\n", &mut out);
         assert_eq!(out[2], Event::Endpoint(b"/messages?sessionId=1".to_vec()));
+    }
+
+    #[test]
+    fn the_last_event_id_and_retry_are_kept() {
+        let mut r = SseReader::new(1024);
+        let mut out = Vec::new();
+        r.feed(b"id: event-1\nretry: 500\ndata: \n\n", &mut out);
+        assert_eq!((r.last_event_id(), r.retry_ms()), (Some("event-1"), Some(500)));
+        r.feed(b"id: e\x01vil\nretry: soon\ndata: x\n\n", &mut out);
+        assert_eq!((r.last_event_id(), r.retry_ms()), (Some("event-1"), Some(500)), "unusable values ignored");
+        let long = format!("id: {}\n\n", "x".repeat(MAX_EVENT_ID + 1));
+        r.feed(long.as_bytes(), &mut out);
+        assert_eq!(r.last_event_id(), Some("event-1"));
     }
 
     #[test]
