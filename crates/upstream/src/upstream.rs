@@ -154,7 +154,15 @@ impl Request {
     /// A request made for a caller, by default one with no token (see [`Request::caller`]).
     pub fn new(method: &'static str, params: Value) -> Self {
         Self {
-            exchange: Exchange { method, params, name: None, param_headers: Vec::new(), progress: None, bearer: None },
+            exchange: Exchange {
+                method,
+                params,
+                name: None,
+                param_headers: Vec::new(),
+                progress: None,
+                bearer: None,
+                questions: None,
+            },
             on_behalf: OnBehalf::Caller(None),
         }
     }
@@ -183,6 +191,14 @@ impl Request {
     #[must_use]
     pub fn param_headers(mut self, headers: Vec<(String, String)>) -> Self {
         self.exchange.param_headers = headers;
+        self
+    }
+
+    /// Hands the server's requests sent on this request's own response stream to `sink`
+    /// (otherwise they are refused at once).
+    #[must_use]
+    pub(crate) fn questions(mut self, sink: tokio::sync::mpsc::Sender<crate::rpc::ServerRequest>) -> Self {
+        self.exchange.questions = Some(sink);
         self
     }
 

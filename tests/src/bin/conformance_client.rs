@@ -57,11 +57,10 @@ fn run() -> anyhow::Result<()> {
             .await
             .unwrap_or_else(|_| bail!("not done within {DEADLINE:?}"))
     });
-    if outcome.is_err() {
-        #[allow(clippy::print_stderr, reason = "mcpgate's log explains a failed run")]
-        {
-            eprintln!("--- mcpgate log ---\n{}", gateway.logs());
-        }
+    // Kept by the suite (stderr.txt of the scenario's results): what mcpgate did.
+    #[allow(clippy::print_stderr, reason = "mcpgate's log explains a run")]
+    {
+        eprintln!("--- mcpgate log ---\n{}", gateway.logs());
     }
     drop(gateway);
     outcome
@@ -69,8 +68,9 @@ fn run() -> anyhow::Result<()> {
 
 /// mcpgate's config: the scenario server as its only upstream (Streamable HTTP, era auto).
 fn upstream_config(url: &str, scenario: &str) -> String {
-    // The elicitation scenario's server asks mid-call: a task carries the question to us.
-    let task = if scenario == "elicitation-sep1034-client-defaults" { "task = \"optional\"\n" } else { "" };
+    // The elicitation scenario's server asks mid-call (2025-11-25 elicitation/create on the
+    // call's stream): only a gateway task can carry the question to the client and back.
+    let task = if scenario == "elicitation-sep1034-client-defaults" { "task = \"always\"\n" } else { "" };
     format!("[[upstream]]\nname = \"{UPSTREAM}\"\ntransport = \"http\"\nurl = {url:?}\n{task}")
 }
 
@@ -107,6 +107,10 @@ impl Session {
             let Some(remote) = name.strip_prefix(PREFIX) else { continue };
             let arguments = arguments_for(remote, tool, &tools, context);
             let result = self.call(tool, arguments).await.with_context(|| format!("calling {name}"))?;
+            #[allow(clippy::print_stderr, reason = "the suite keeps the client's stderr")]
+            {
+                eprintln!("{name}: {result}");
+            }
             anyhow::ensure!(result.get("content").is_some(), "{name}: not a tool result: {result}");
         }
         for resource in self.list("resources/list", "resources").await? {
@@ -149,6 +153,10 @@ impl Session {
         let headers = param_headers(&tool["inputSchema"], &arguments);
         let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut params = json!({"name": tool["name"], "arguments": arguments});
+        // A 2025-11-25 client asks for a task where the tool requires one.
+        if !self.modern && tool["execution"]["taskSupport"] == "required" {
+            params["task"] = json!({});
+        }
         for _ in 0..8 {
             let result = self.request("tools/call", params.clone(), &headers).await?;
             match result["resultType"].as_str() {
@@ -178,6 +186,7 @@ impl Session {
                 Some("completed" | "failed") if !self.modern => {
                     return self.request("tasks/result", json!({"taskId": id}), &[]).await;
                 }
+                Some("input_required") if !self.modern => return self.legacy_result(&id).await,
                 Some("failed" | "cancelled") => bail!("task {id} ended {got}"),
                 Some("input_required") if self.modern => {
                     if let Some(requests) = got.get("inputRequests") {
@@ -189,6 +198,28 @@ impl Session {
             }
             anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not done in time: {got}");
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A 2025-11-25 task's result from `tasks/result`, whose stream carries the task's
+    /// questions first (server→client requests, answered with POSTed responses).
+    async fn legacy_result(&self, id: &str) -> anyhow::Result<Value> {
+        let session = self.id.as_deref().context("no session")?;
+        let mut stream = self.client.legacy_stream(&self.url, "tasks/result", json!({"taskId": id}), session).await?;
+        loop {
+            let message = stream.next(Duration::from_secs(15)).await?.context("tasks/result ended early")?;
+            if let (Some(method), Some(asked)) = (message["method"].as_str(), message.get("id")) {
+                let answer = &answers(&json!({"q": {"method": method, "params": message["params"]}}))["q"];
+                let body = json!({"jsonrpc": "2.0", "id": asked, "result": answer}).to_string();
+                self.client.post(&self.url, &self.legacy_headers(), body).await?;
+                continue;
+            }
+            if let Some(error) = message.get("error") {
+                bail!("tasks/result: {error}");
+            }
+            if let Some(result) = message.get("result") {
+                return Ok(result.clone());
+            }
         }
     }
 

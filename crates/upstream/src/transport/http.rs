@@ -23,6 +23,7 @@ use base64::Engine as _;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::sse::{Event, SseReader};
 use super::{Exchange, Signals};
@@ -118,6 +119,8 @@ impl Http {
             let session = self.session().await?;
             let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
             let guard = CancelGuard { http: self, session: &session, id, bearer: ex.bearer.as_ref(), done: false };
+            // While in flight, it takes the server's questions sent on the session's GET stream.
+            let _taking = ex.questions.as_ref().map(|taker| self.signals.taking(id, taker.clone()));
             let posted = self.post(&session, body, Some(id), &ex).await;
             guard.finish();
             match posted? {
@@ -200,6 +203,7 @@ impl Http {
             param_headers: Vec::new(),
             progress: None,
             bearer: None,
+            questions: None,
         };
         let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
         self.post(modern, body, Some(id), &probe).await
@@ -246,6 +250,7 @@ impl Http {
             param_headers: Vec::new(),
             progress: None,
             bearer: None,
+            questions: None,
         };
         let body = rpc::request(id, init.method, &mut init.params, &opening.negotiated);
         let response = self.send(&opening, body, &init).await?;
@@ -273,6 +278,7 @@ impl Http {
             param_headers: Vec::new(),
             progress: None,
             bearer: None,
+            questions: None,
         };
         let body = rpc::notification(note.method, json!({}));
         if let Err(e) = self.post(&session, body, None, &note).await {
@@ -337,6 +343,11 @@ impl Http {
                                         signals.list_changed.notify_one();
                                     }
                                     Ok(Inbound::Request(request)) => {
+                                        let Some(request) =
+                                            signals.deliver(request).and_then(|r| signals.sole_taker(r))
+                                        else {
+                                            continue;
+                                        };
                                         // Answered on a POST of the session, like any response.
                                         let refusal = rpc::reply_to_server_request(&request.id, &request.method);
                                         let _ = client
@@ -559,9 +570,14 @@ impl Http {
                             self.signals.list_changed.notify_one();
                         }
                         // A request of the server's on the stream: to whoever tracks its task,
-                        // or refused at once (left unanswered, the server would wait for ever).
+                        // else to this call's own taker, or refused at once (left unanswered,
+                        // the server would wait for ever).
                         Ok(Inbound::Request(request)) => {
-                            if let Some(request) = self.signals.deliver(request) {
+                            let unrouted = self.signals.deliver(request).and_then(|r| match &ex.questions {
+                                Some(taker) => taker.try_send(r).err().map(mpsc::error::TrySendError::into_inner),
+                                None => Some(r),
+                            });
+                            if let Some(request) = unrouted {
                                 let refusal = rpc::reply_to_server_request(&request.id, &request.method);
                                 // For the caller whose request the stream answers.
                                 let reply = Exchange { bearer: ex.bearer.clone(), ..response_exchange() };
@@ -590,6 +606,7 @@ fn response_exchange() -> Exchange {
         param_headers: Vec::new(),
         progress: None,
         bearer: None,
+        questions: None,
     }
 }
 

@@ -291,6 +291,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
             param_headers: Vec::new(),
             bearer: None,
             progress: None,
+            questions: None,
         };
         let wait = (config.connect_timeout() / 2).min(DISCOVER_WAIT);
         let answer = tokio::time::timeout(wait, mux.request(probe, &Negotiated::Modern))
@@ -311,6 +312,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
         param_headers: Vec::new(),
         bearer: None,
         progress: None,
+        questions: None,
     };
     let opening = Negotiated::Legacy { version: version.to_owned() };
     let negotiated = rpc::negotiated_from_initialize(&mux.request(init, &opening).await?)?;
