@@ -71,7 +71,10 @@ fn upstream_config(url: &str, scenario: &str) -> String {
     // The elicitation scenario's server asks mid-call (2025-11-25 elicitation/create on the
     // call's stream): only a gateway task can carry the question to the client and back.
     let task = if scenario == "elicitation-sep1034-client-defaults" { "task = \"always\"\n" } else { "" };
-    format!("[[upstream]]\nname = \"{UPSTREAM}\"\ntransport = \"http\"\nurl = {url:?}\n{task}")
+    // Start-up waits at most 5 s for the upstream's lists, so the run stays within DEADLINE.
+    format!(
+        "[federation]\nstartup_wait_secs = 5\n\n[[upstream]]\nname = \"{UPSTREAM}\"\ntransport = \"http\"\nurl = {url:?}\n{task}"
+    )
 }
 
 /// A client of mcpgate, in one era.
