@@ -36,15 +36,20 @@ use crate::task_relay::{self, UpstreamTask};
 use crate::upstream::{Request, Upstream};
 
 /// Sends a request, relaying progress to the context and the context's cancellation upstream.
+/// Inside a gateway task, the server's requests on the call's own stream (a 2025-11-25 server
+/// asking mid-call) are asked of the client in place and answered upstream; outside one,
+/// nobody could answer them on this replica, so they are refused at once.
 async fn forward(
     upstream: &Upstream,
     request: Request,
     cx: &ToolContext,
 ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
     let (sink, mut progress) = mpsc::channel::<Progress>(16);
+    let (taker, mut questions) = mpsc::channel::<rpc::ServerRequest>(4);
     let cancel = CancellationToken::new();
     // A progress token makes many servers stream their answer: only when progress goes somewhere.
     let request = if cx.wants_progress() { request.progress(sink) } else { request };
+    let request = if cx.can_checkpoint() { request.questions(taker) } else { request };
     // For the caller: an upstream with token exchange gets this caller's exchanged token.
     let request = request.caller(cx.principal().credential());
     let call = upstream.request(request, &cancel);
@@ -54,6 +59,12 @@ async fn forward(
         tokio::select! {
             outcome = &mut call => return outcome,
             Some(p) = progress.recv() => cx.progress(p.progress, p.total, p.message.as_deref()).await,
+            Some(asked) = questions.recv() => {
+                // Unanswered, it was refused upstream: the server decides how its call ends.
+                if let Err(failure) = task_relay::answer_in_place(upstream, &asked, cx).await {
+                    tracing::debug!(upstream = upstream.name(), ?failure, "an upstream's question went unanswered");
+                }
+            }
             () = cx.cancelled(), if !cancelled => {
                 cancelled = true;
                 cancel.cancel();

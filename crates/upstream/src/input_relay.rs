@@ -36,6 +36,28 @@ pub(crate) fn declared_upstream(client: &ClientCapabilities) -> Option<Value> {
     serde_json::to_value(relayable).ok()
 }
 
+/// An answer to an upstream's `method` request (`params` as it asked) as sent upstream: an
+/// accepted form elicitation gets, for each field the client left out, the default its schema
+/// names (SEP-1034: the client applies defaults, and mcpgate is the upstream's client). Any
+/// other answer is sent as it is.
+pub(crate) fn with_defaults(method: &str, params: Option<&Value>, mut answer: Value) -> Value {
+    let properties = params.and_then(|p| p["requestedSchema"]["properties"].as_object());
+    let (Some(properties), true) = (properties, method == "elicitation/create" && answer["action"] == "accept") else {
+        return answer;
+    };
+    if !answer["content"].is_object() {
+        answer["content"] = Value::Object(Map::new());
+    }
+    if let Some(content) = answer["content"].as_object_mut() {
+        for (field, schema) in properties {
+            if let Some(default) = schema.get("default").filter(|_| !content.contains_key(field)) {
+                content.insert(field.clone(), default.clone());
+            }
+        }
+    }
+    answer
+}
+
 /// The answers to the upstream's `keys` of input round `round` among a call's answers, as JSON
 /// to send upstream under the upstream's own keys.
 pub(crate) fn answers(call: &ToolCall, keys: &[String], round: u32) -> Result<Map<String, Value>, Failure> {
@@ -110,6 +132,22 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_accepted_form_gets_its_schema_defaults() {
+        let params = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"}, "age": {"type": "integer", "default": 30},
+            "nick": {"type": "string"}}}});
+        let filled =
+            with_defaults("elicitation/create", Some(&params), json!({"action": "accept", "content": {"age": 7}}));
+        assert_eq!(filled, json!({"action": "accept", "content": {"name": "John Doe", "age": 7}}));
+        let bare = with_defaults("elicitation/create", Some(&params), json!({"action": "accept"}));
+        assert_eq!(bare["content"], json!({"name": "John Doe", "age": 30}));
+        let declined = json!({"action": "decline"});
+        assert_eq!(with_defaults("elicitation/create", Some(&params), declined.clone()), declined);
+        let sampled = json!({"role": "assistant"});
+        assert_eq!(with_defaults("sampling/createMessage", Some(&params), sampled.clone()), sampled);
+    }
 
     #[test]
     fn only_a_result_that_asks_nothing_hands_the_call_on() {

@@ -43,6 +43,48 @@ fn client_info() -> Value {
     json!({ "name": "mcpgate", "title": "mcpgate gateway", "version": env!("CARGO_PKG_VERSION") })
 }
 
+/// The client capabilities the gateway declares on its own requests (`server/discover` and
+/// the list reads): every kind of input it can relay to its clients. The catalog it reads
+/// serves all of them, so it is read as a client that can answer; a call then declares only
+/// what its caller declared (see `input_relay::declared_upstream`).
+pub(crate) fn gateway_capabilities() -> Value {
+    json!({ "elicitation": { "form": {}, "url": {} }, "sampling": {}, "roots": {} })
+}
+
+/// Params of one of the gateway's own requests: `params` with the gateway's capabilities in
+/// `_meta` (sent as the modern `_meta` to a 2026-07-28 server, ignored by earlier ones).
+pub(crate) fn discovery_params(mut params: Value) -> Value {
+    if let Value::Object(map) = &mut params {
+        map.insert("_meta".to_owned(), json!({ CLIENT_CAPABILITIES_KEY: gateway_capabilities() }));
+    }
+    params
+}
+
+/// The lists a server offers, from the `capabilities` of its `server/discover` or
+/// `initialize` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Offered {
+    /// `tools/list`.
+    pub(crate) tools: bool,
+    /// `prompts/list`.
+    pub(crate) prompts: bool,
+    /// `resources/list` and `resources/templates/list`.
+    pub(crate) resources: bool,
+}
+
+impl Offered {
+    /// What a result's `capabilities` offer; `None` when it has none (then nothing is known).
+    pub(crate) fn from_result(result: &RawValue) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Result {
+            capabilities: serde_json::Map<String, Value>,
+        }
+        let caps = serde_json::from_str::<Result>(result.get()).ok()?.capabilities;
+        let offers = |key: &str| caps.get(key).is_some_and(|v| !v.is_null());
+        Some(Self { tools: offers("tools"), prompts: offers("prompts"), resources: offers("resources") })
+    }
+}
+
 /// A request's bytes: `params` (an object) gains the modern `_meta` keys when `era` is modern
 /// (keys the caller already set, such as `progressToken`, are kept).
 pub(crate) fn request(id: u64, method: &str, params: &mut Value, era: &Negotiated) -> Vec<u8> {

@@ -289,37 +289,14 @@ async fn relay_legacy_input(
                 }
             },
             Some(asked) = route.requests.recv() => {
-                let decoded = serde_json::from_value::<InputRequest>(json!({
-                    "method": asked.method,
-                    "params": asked.params.as_deref().map(|p| serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null)),
-                }));
-                let Ok(question) = decoded else {
-                    let _ = upstream.respond(&asked, Err((-32601, "mcpgate cannot relay this request")), caller).await;
-                    continue;
-                };
-                let key = format!("{name}-{}", unique_suffix());
-                let requests = InputRequests::from([(key.clone(), question)]);
-                match cx.ask_in_place(&requests, None, HOLD_LIMIT).await {
-                    Ok(mut answers) => {
-                        let answer = answers.remove(&key).and_then(|a| serde_json::to_string(&a).ok());
-                        let sent = match &answer {
-                            Some(json) => upstream.respond(&asked, Ok(json), caller).await,
-                            None => upstream.respond(&asked, Err((-32603, "the client gave no answer")), caller).await,
-                        };
-                        if let Err(e) = sent {
-                            tracing::warn!(upstream = name, task = %task.id, error = %e, "answer not delivered upstream");
-                        }
-                    }
-                    Err(failure) => {
-                        let _ = upstream.respond(&asked, Err((-32603, "the client did not answer")), caller).await;
-                        cancel(upstream, &task.id, caller).await;
-                        return Some(Outcome::Complete(CallToolResult::error(format!(
-                            "Upstream {name}: its task {} asked for input that was not given ({}); the upstream \
-                             task was cancelled",
-                            task.id,
-                            failure_text(&failure)
-                        ))));
-                    }
+                if let Err(failure) = answer_in_place(upstream, &asked, cx).await {
+                    cancel(upstream, &task.id, caller).await;
+                    return Some(Outcome::Complete(CallToolResult::error(format!(
+                        "Upstream {name}: its task {} asked for input that was not given ({}); the upstream \
+                         task was cancelled",
+                        task.id,
+                        failure_text(&failure)
+                    ))));
                 }
             }
             () = cx.cancelled() => {
@@ -330,6 +307,47 @@ async fn relay_legacy_input(
                 }
                 return Some(Outcome::Failed(Failure::Unavailable("cancelled".to_owned())));
             }
+        }
+    }
+}
+
+/// Asks the client, in place (the run keeps this replica's connection to the upstream), the
+/// question a server request `asked` carries, and answers the upstream with the client's
+/// answer (an accepted form with its omitted fields filled from their schema defaults,
+/// SEP-1034). A request mcpgate cannot relay is refused and the call goes on; `Err` (after
+/// telling the upstream) when the client did not answer.
+pub(crate) async fn answer_in_place(
+    upstream: &Upstream,
+    asked: &crate::rpc::ServerRequest,
+    cx: &ToolContext,
+) -> Result<(), Failure> {
+    let caller = cx.principal().credential();
+    let params = asked.params.as_deref().map(|p| serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null));
+    let decoded = serde_json::from_value::<InputRequest>(json!({ "method": asked.method, "params": params }));
+    let Ok(question) = decoded else {
+        let _ = upstream.respond(asked, Err((-32601, "mcpgate cannot relay this request")), caller).await;
+        return Ok(());
+    };
+    let key = format!("{}-{}", upstream.name(), unique_suffix());
+    let requests = InputRequests::from([(key.clone(), question)]);
+    match cx.ask_in_place(&requests, None, HOLD_LIMIT).await {
+        Ok(mut answers) => {
+            let answer = answers
+                .remove(&key)
+                .and_then(|a| serde_json::to_value(&a).ok())
+                .map(|a| input_relay::with_defaults(&asked.method, params.as_ref(), a).to_string());
+            let sent = match &answer {
+                Some(json) => upstream.respond(asked, Ok(json), caller).await,
+                None => upstream.respond(asked, Err((-32603, "the client gave no answer")), caller).await,
+            };
+            if let Err(e) = sent {
+                tracing::warn!(upstream = upstream.name(), error = %e, "answer not delivered upstream");
+            }
+            Ok(())
+        }
+        Err(failure) => {
+            let _ = upstream.respond(asked, Err((-32603, "the client did not answer")), caller).await;
+            Err(failure)
         }
     }
 }

@@ -27,6 +27,7 @@ use mcpgate_runtime::Credential;
 use crate::breaker::{Breaker, BreakerState, Ticket};
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
+use crate::rpc;
 use crate::token_exchange::{ExchangeStats, TokenExchanger};
 use crate::transport::{Exchange, Link, Signals};
 
@@ -153,7 +154,15 @@ impl Request {
     /// A request made for a caller, by default one with no token (see [`Request::caller`]).
     pub fn new(method: &'static str, params: Value) -> Self {
         Self {
-            exchange: Exchange { method, params, name: None, param_headers: Vec::new(), progress: None, bearer: None },
+            exchange: Exchange {
+                method,
+                params,
+                name: None,
+                param_headers: Vec::new(),
+                progress: None,
+                bearer: None,
+                questions: None,
+            },
             on_behalf: OnBehalf::Caller(None),
         }
     }
@@ -182,6 +191,14 @@ impl Request {
     #[must_use]
     pub fn param_headers(mut self, headers: Vec<(String, String)>) -> Self {
         self.exchange.param_headers = headers;
+        self
+    }
+
+    /// Hands the server's requests sent on this request's own response stream to `sink`
+    /// (otherwise they are refused at once).
+    #[must_use]
+    pub(crate) fn questions(mut self, sink: tokio::sync::mpsc::Sender<crate::rpc::ServerRequest>) -> Self {
+        self.exchange.questions = Some(sink);
         self
     }
 
@@ -319,15 +336,46 @@ impl Upstream {
         outcome
     }
 
-    /// Reads every list (all pages); a list the server does not serve (method not found)
-    /// is empty.
+    /// Reads every list the server offers (all pages). A list its capabilities do not offer is
+    /// not asked for; one it does not serve after all (method not found, which 2026-07-28 sends
+    /// as HTTP 404) is empty; one that fails otherwise is left out (logged) while the others
+    /// are kept. Fails only when no list could be read at all (the upstream is down).
     pub async fn lists(&self, cancel: &CancellationToken) -> Result<Lists, UpstreamError> {
-        Ok(Lists {
-            tools: self.list("tools/list", "tools", cancel).await?,
-            prompts: self.list("prompts/list", "prompts", cancel).await?,
-            resources: self.list("resources/list", "resources", cancel).await?,
-            templates: self.list("resources/templates/list", "resourceTemplates", cancel).await?,
-        })
+        let offered = tokio::select! {
+            offered = tokio::time::timeout(self.config.timeout(), self.link.offered()) => offered,
+            () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+        };
+        // Unknown (or the handshake failed: the first list read says why): ask for everything.
+        let offered = offered.ok().and_then(Result::ok).flatten();
+        let (tools, prompts, resources) = offered.map_or((true, true, true), |o| (o.tools, o.prompts, o.resources));
+        let mut failures: Vec<(&str, UpstreamError)> = Vec::new();
+        let mut read = 0;
+        let mut keep = |method: &'static str, result: Result<(), UpstreamError>| match result {
+            Ok(()) => read += 1,
+            Err(e) => failures.push((method, e)),
+        };
+        let mut lists = Lists::default();
+        if tools {
+            keep("tools/list", self.list("tools/list", "tools", cancel).await.map(|l| lists.tools = l));
+        }
+        if prompts {
+            keep("prompts/list", self.list("prompts/list", "prompts", cancel).await.map(|l| lists.prompts = l));
+        }
+        if resources {
+            let read = self.list("resources/list", "resources", cancel).await;
+            keep("resources/list", read.map(|l| lists.resources = l));
+            let read = self.list("resources/templates/list", "resourceTemplates", cancel).await;
+            keep("resources/templates/list", read.map(|l| lists.templates = l));
+        }
+        let asked = read + failures.len();
+        match failures.into_iter().next() {
+            Some((_, e)) if read == 0 && asked > 0 => Err(e),
+            Some((method, e)) => {
+                tracing::warn!(upstream = %self.config.name, error = %e, "{method} failed; the other lists are served");
+                Ok(lists)
+            }
+            None => Ok(lists),
+        }
     }
 
     async fn list<T: for<'de> Deserialize<'de>>(
@@ -343,7 +391,7 @@ impl Upstream {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = match self.request(Request::discovery(method, params), cancel).await {
+            let page = match self.request(Request::discovery(method, rpc::discovery_params(params)), cancel).await {
                 Ok(page) => page,
                 Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok(Vec::new()),
                 Err(e) => return Err(e),

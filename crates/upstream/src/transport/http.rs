@@ -1,9 +1,12 @@
 //! Streamable HTTP upstreams, both eras. 2026-07-28: stateless, every POST carries `_meta` and
-//! the `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent.
-//! Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
+//! the `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent;
+//! an unknown method comes back as HTTP 404 with a JSON-RPC error, which is that error (the
+//! method is not served), not a lost session nor an unreachable server. Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
 //! call, and opened again when the server answers 404 (the session expired) — the request is
 //! then sent once more, since a 404 means it never ran. Answers come as JSON or as an SSE
-//! stream (progress relayed as it arrives). A session also listens on the server's standalone
+//! stream (progress relayed as it arrives); a session's stream that ends before the answer is
+//! resumed after its `retry` delay by a GET with `Last-Event-ID` (SEP-1699), a bounded number
+//! of times. A session also listens on the server's standalone
 //! GET stream, where servers announce list changes outside any request (a server that offers
 //! none answers 405 and is not asked again); the listener ends with its session.
 //!
@@ -23,23 +26,33 @@ use base64::Engine as _;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::sse::{Event, SseReader, Unfinished};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
-use crate::rpc::{self, Inbound, Negotiated};
+use crate::rpc::{self, Inbound, Negotiated, Offered};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Most bytes of an error body read (to find a JSON-RPC error in it).
 const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Times one answer's event stream is resumed (2025-11-25 `Last-Event-ID`) before the call
+/// fails; the call's timeout bounds them too.
+const MAX_RESUMES: u32 = 8;
+/// The wait before resuming a stream that named no `retry` delay.
+const DEFAULT_RETRY_MS: u64 = 1000;
+/// The longest `retry` delay honoured (a larger one is cut to this).
+const MAX_RETRY_MS: u64 = 30_000;
 
 /// The negotiated protocol and, for earlier versions, the session.
 #[derive(Debug, Clone)]
 struct Session {
     negotiated: Negotiated,
     id: Option<String>,
+    /// The lists the server's capabilities offer (`None`: it named none).
+    offered: Option<Offered>,
     generation: u64,
     /// Stops the session's GET-stream listener when the session is dropped.
     _listener: Option<Arc<tokio_util::sync::DropGuard>>,
@@ -109,6 +122,8 @@ impl Http {
             let session = self.session().await?;
             let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
             let guard = CancelGuard { http: self, session: &session, id, bearer: ex.bearer.as_ref(), done: false };
+            // While in flight, it takes the server's questions sent on the session's GET stream.
+            let _taking = ex.questions.as_ref().map(|taker| self.signals.taking(id, taker.clone()));
             let posted = self.post(&session, body, Some(id), &ex).await;
             guard.finish();
             match posted? {
@@ -166,35 +181,67 @@ impl Http {
         }
     }
 
+    /// The lists the server offers, as its capabilities say (`None`: unknown), negotiating a
+    /// session when there is none. A 2026-07-28 server is asked again (`server/discover`) when
+    /// the session was already open: its capabilities may have changed since.
+    pub(crate) async fn offered(&self) -> Result<Option<Offered>, UpstreamError> {
+        let existed = self.session.lock().await.is_some();
+        let session = self.session().await?;
+        if existed && session.negotiated == Negotiated::Modern {
+            let fresh = tokio::time::timeout(self.config.timeout(), self.discover(&session)).await;
+            if let Ok(Ok(Posted::Answer(Ok(result)))) = fresh {
+                return Ok(Offered::from_result(&result));
+            }
+        }
+        Ok(session.offered)
+    }
+
+    /// Sends `server/discover` on a modern session (declaring what the gateway can relay).
+    async fn discover(&self, modern: &Session) -> Result<Posted, UpstreamError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut probe = Exchange {
+            method: "server/discover",
+            params: rpc::discovery_params(json!({})),
+            name: None,
+            param_headers: Vec::new(),
+            progress: None,
+            bearer: None,
+            questions: None,
+        };
+        let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
+        self.post(modern, body, Some(id), &probe).await
+    }
+
     async fn negotiate(&self) -> Result<Session, UpstreamError> {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let era = self.config.era;
         if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
-            let modern = Session { negotiated: Negotiated::Modern, id: None, generation, _listener: None };
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let mut probe = Exchange {
-                method: "server/discover",
-                params: json!({}),
-                name: None,
-                param_headers: Vec::new(),
-                progress: None,
-                bearer: None,
-            };
-            let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
-            // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
-            match self.post(&modern, body, Some(id), &probe).await {
-                Ok(Posted::Answer(Ok(result))) if rpc::discover_offers_modern(&result) => return Ok(modern),
-                Ok(_) if era == EraChoice::Auto => {}
-                Ok(_) => {
-                    return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() });
+            let mut modern =
+                Session { negotiated: Negotiated::Modern, id: None, offered: None, generation, _listener: None };
+            // A 2026-07-28 server that refuses the version asked for (-32022, naming the ones it
+            // speaks) is asked once more: that is the retry SEP-2575 expects of a client.
+            for attempt in 0..2 {
+                // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
+                match self.discover(&modern).await? {
+                    Posted::Answer(Ok(result)) if rpc::discover_offers_modern(&result) => {
+                        modern.offered = Offered::from_result(&result);
+                        return Ok(modern);
+                    }
+                    Posted::Answer(Err(UpstreamError::Rpc { code: -32022, .. })) if attempt == 0 => {}
+                    _ if era == EraChoice::Auto => break,
+                    _ => {
+                        return Err(UpstreamError::Protocol {
+                            detail: "the server does not offer 2026-07-28".to_owned(),
+                        });
+                    }
                 }
-                Err(e) => return Err(e),
             }
         }
         let version = era.legacy_version();
         let opening = Session {
             negotiated: Negotiated::Legacy { version: version.to_owned() },
             id: None,
+            offered: None,
             generation,
             _listener: None,
         };
@@ -206,6 +253,7 @@ impl Http {
             param_headers: Vec::new(),
             progress: None,
             bearer: None,
+            questions: None,
         };
         let body = rpc::request(id, init.method, &mut init.params, &opening.negotiated);
         let response = self.send(&opening, body, &init).await?;
@@ -222,6 +270,7 @@ impl Http {
         let mut session = Session {
             negotiated: rpc::negotiated_from_initialize(&result)?,
             id: session_id,
+            offered: Offered::from_result(&result),
             generation,
             _listener: None,
         };
@@ -232,6 +281,7 @@ impl Http {
             param_headers: Vec::new(),
             progress: None,
             bearer: None,
+            questions: None,
         };
         let body = rpc::notification(note.method, json!({}));
         if let Err(e) = self.post(&session, body, None, &note).await {
@@ -307,6 +357,11 @@ impl Http {
                                         signals.list_changed.notify_one();
                                     }
                                     Ok(Inbound::Request(request)) => {
+                                        let Some(request) =
+                                            signals.deliver(request).and_then(|r| signals.sole_taker(r))
+                                        else {
+                                            continue;
+                                        };
                                         // Answered on a POST of the session, like any response.
                                         let refusal = rpc::reply_to_server_request(&request.id, &request.method);
                                         let _ = client
@@ -392,9 +447,17 @@ impl Http {
         id: u64,
         ex: &Exchange,
     ) -> Result<Posted, UpstreamError> {
-        let progress = ex.progress.as_ref();
         let status = response.status();
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
+        if status == reqwest::StatusCode::NOT_FOUND && session.negotiated == Negotiated::Modern {
+            // 2026-07-28 answers an unknown method with 404 and -32601: "not supported", not
+            // "down". A 404 without a JSON-RPC error (a wrong URL) is a failure to reach it.
+            let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
+            return Ok(Posted::Answer(Err(match rpc::parse(&body) {
+                Ok(Inbound::Response { outcome: Err(e @ UpstreamError::Rpc { .. }), .. }) => e,
+                _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
+            })));
+        }
         if status == reqwest::StatusCode::NOT_FOUND {
             // To a session request: the session is gone and nothing ran (`exchange` decides).
             return Ok(Posted::SessionGone);
@@ -424,16 +487,79 @@ impl Http {
                 Err(problem) => Err(UpstreamError::Protocol { detail: problem }),
             }));
         }
-        let mut reader = SseReader::new(max);
+        // A 2025-11-25 stream that ends before the answer is resumed (SEP-1699): after the
+        // `retry` delay it asked for, a GET with `Last-Event-ID` carries on where it stopped.
+        let (mut last_id, mut retry_ms) = (None::<String>, None::<u64>);
+        let mut resumed = 0;
+        loop {
+            let mut reader = SseReader::new(max);
+            let ended = self.read_events(session, response, &mut reader, id, ex).await;
+            last_id = reader.last_event_id().map(str::to_owned).or(last_id);
+            retry_ms = reader.retry_ms().or(retry_ms);
+            let cause = match ended {
+                Ok(Some(posted)) => return Ok(posted),
+                Ok(None) => UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() },
+                Err(e) => e,
+            };
+            let (Some(sid), Some(last)) = (session.id.as_deref(), last_id.as_deref()) else { return Err(cause) };
+            if resumed == MAX_RESUMES {
+                return Err(cause);
+            }
+            resumed += 1;
+            let delay = retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS);
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            response = self.resume(session, sid, last, ex).await?;
+        }
+    }
+
+    /// Asks to resume a session's event stream after `last` (a GET with `Last-Event-ID`).
+    async fn resume(
+        &self,
+        session: &Session,
+        sid: &str,
+        last: &str,
+        ex: &Exchange,
+    ) -> Result<reqwest::Response, UpstreamError> {
+        let mut request = self
+            .client
+            .get(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header(VERSION_HEADER, session.negotiated.version())
+            .header(SESSION_HEADER, sid)
+            .header("last-event-id", last);
+        if let Some(value) = ex.bearer.as_ref().and_then(bearer_header) {
+            request = request.header(AUTHORIZATION, value);
+        }
+        let response = request.send().await.map_err(|e| UpstreamError::Closed {
+            detail: format!("the event stream ended and could not be resumed: {}", describe(e)),
+        })?;
+        if !response.status().is_success() {
+            return Err(UpstreamError::Closed {
+                detail: format!("the event stream ended and could not be resumed: HTTP {}", response.status()),
+            });
+        }
+        Ok(response)
+    }
+
+    /// Reads one event stream until the answer to request `id` (`Some`) or its end (`None`).
+    async fn read_events(
+        &self,
+        session: &Session,
+        mut response: reqwest::Response,
+        reader: &mut SseReader,
+        id: u64,
+        ex: &Exchange,
+    ) -> Result<Option<Posted>, UpstreamError> {
+        let progress = ex.progress.as_ref();
+        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         let mut events = Vec::new();
         loop {
             let chunk = response
                 .chunk()
                 .await
                 .map_err(|e| UpstreamError::Closed { detail: format!("the event stream broke: {}", describe(e)) })?;
-            let Some(chunk) = chunk else {
-                return Err(UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() });
-            };
+            let Some(chunk) = chunk else { return Ok(None) };
             reader.feed(&chunk, &mut events);
             for event in events.drain(..) {
                 match event {
@@ -442,19 +568,21 @@ impl Http {
                     Event::TooLarge(prefix) => match rpc::sniff_id(&prefix) {
                         Some(other) if other != id => {}
                         Some(_) => {
-                            return Ok(Posted::Answer(Err(UpstreamError::Protocol {
+                            return Ok(Some(Posted::Answer(Err(UpstreamError::Protocol {
                                 detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
-                            })));
+                            }))));
                         }
                         None => {
-                            return Ok(Posted::Answer(Err(UpstreamError::Protocol {
+                            return Ok(Some(Posted::Answer(Err(UpstreamError::Protocol {
                                 detail: format!("the server sent an event larger than max_message_bytes ({max} bytes)"),
-                            })));
+                            }))));
                         }
                     },
                     Event::Endpoint(_) => {}
                     Event::Data(data) => match rpc::parse(&data) {
-                        Ok(Inbound::Response { id: got, outcome }) if got == id => return Ok(Posted::Answer(outcome)),
+                        Ok(Inbound::Response { id: got, outcome }) if got == id => {
+                            return Ok(Some(Posted::Answer(outcome)));
+                        }
                         Ok(Inbound::Progress { token, progress: p }) if token == id => {
                             if let Some(sink) = progress {
                                 let _ = sink.try_send(p);
@@ -464,9 +592,14 @@ impl Http {
                             self.signals.list_changed.notify_one();
                         }
                         // A request of the server's on the stream: to whoever tracks its task,
-                        // or refused at once (left unanswered, the server would wait for ever).
+                        // else to this call's own taker, or refused at once (left unanswered,
+                        // the server would wait for ever).
                         Ok(Inbound::Request(request)) => {
-                            if let Some(request) = self.signals.deliver(request) {
+                            let unrouted = self.signals.deliver(request).and_then(|r| match &ex.questions {
+                                Some(taker) => taker.try_send(r).err().map(mpsc::error::TrySendError::into_inner),
+                                None => Some(r),
+                            });
+                            if let Some(request) = unrouted {
                                 let refusal = rpc::reply_to_server_request(&request.id, &request.method);
                                 // For the caller whose request the stream answers.
                                 let reply = Exchange { bearer: ex.bearer.clone(), ..response_exchange() };
@@ -495,6 +628,7 @@ fn response_exchange() -> Exchange {
         param_headers: Vec::new(),
         progress: None,
         bearer: None,
+        questions: None,
     }
 }
 

@@ -36,6 +36,9 @@ pub(crate) struct Exchange {
     /// The caller's exchanged token, sent as `Authorization: Bearer` (HTTP upstreams with
     /// token exchange); `None`: the configured headers alone.
     pub bearer: Option<crate::token_cache::UpstreamToken>,
+    /// Where the server's requests sent on this request's own response stream go (2025-11-25
+    /// HTTP upstreams asking mid-call, SEP-2260); `None`: they are refused at once.
+    pub questions: Option<mpsc::Sender<ServerRequest>>,
 }
 
 /// Signals an upstream raises for the rest of the gateway.
@@ -47,6 +50,9 @@ pub(crate) struct Signals {
     pub restarts: std::sync::atomic::AtomicU64,
     /// Who takes the server's requests about each upstream task (by its id).
     routes: Mutex<HashMap<String, mpsc::Sender<ServerRequest>>>,
+    /// Calls in flight that can answer the server's requests, by request id (see
+    /// [`Signals::sole_taker`]).
+    takers: Mutex<HashMap<u64, mpsc::Sender<ServerRequest>>>,
 }
 
 impl Signals {
@@ -56,6 +62,27 @@ impl Signals {
         let (tx, rx) = mpsc::channel(8);
         self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(task.to_owned(), tx.clone());
         Route { signals: Arc::clone(self), task: task.to_owned(), sender: tx, requests: rx }
+    }
+
+    /// Registers request `id`, in flight, as able to answer the server's requests (`taker`).
+    pub(crate) fn taking(self: &Arc<Self>, id: u64, taker: mpsc::Sender<ServerRequest>) -> Taking {
+        self.takers.lock().unwrap_or_else(PoisonError::into_inner).insert(id, taker);
+        Taking { signals: Arc::clone(self), id }
+    }
+
+    /// Hands a server request that came outside any request's stream (a 2025-11-25 session's
+    /// standalone GET stream; SEP-2260 forbids it, yet SDK servers asking mid-call send it
+    /// there) to the one call in flight that can answer: a server asks mid-call, so when only
+    /// one call is in flight it is the one asking. With none, or several (whose question it
+    /// is cannot be told), gives it back to be refused.
+    pub(crate) fn sole_taker(&self, request: ServerRequest) -> Option<ServerRequest> {
+        let takers = self.takers.lock().unwrap_or_else(PoisonError::into_inner);
+        match takers.values().next() {
+            Some(taker) if takers.len() == 1 => {
+                taker.try_send(request).err().map(mpsc::error::TrySendError::into_inner)
+            }
+            _ => Some(request),
+        }
     }
 
     /// Hands a server request to the route of its task; gives it back when none takes it.
@@ -68,6 +95,20 @@ impl Signals {
             }),
             None => Some(request),
         }
+    }
+}
+
+/// A call's registration as a taker of the server's requests (see [`Signals::taking`]);
+/// removed when dropped.
+#[derive(Debug)]
+pub(crate) struct Taking {
+    signals: Arc<Signals>,
+    id: u64,
+}
+
+impl Drop for Taking {
+    fn drop(&mut self) {
+        self.signals.takers.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
     }
 }
 
@@ -117,6 +158,15 @@ impl Link {
         }
     }
 
+    /// The lists the server offers, as its capabilities say; `None` when unknown (stdio and
+    /// HTTP+SSE upstreams are asked for every list).
+    pub(crate) async fn offered(&self) -> Result<Option<crate::rpc::Offered>, UpstreamError> {
+        match self {
+            Self::Http(h) => h.offered().await,
+            Self::Stdio(_) | Self::Sse(_) => Ok(None),
+        }
+    }
+
     /// Sends a message that expects no answer (a response to a server's request); `bearer`:
     /// the exchanged token of the caller it answers for (HTTP only).
     pub(crate) async fn send_only(
@@ -138,5 +188,34 @@ impl Link {
             Self::Sse(s) => s.shutdown(),
             Self::Http(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked() -> ServerRequest {
+        let id = serde_json::value::RawValue::from_string("7".to_owned()).expect("json");
+        ServerRequest { id, method: "elicitation/create".to_owned(), params: None }
+    }
+
+    #[test]
+    fn a_question_outside_any_stream_goes_only_to_the_sole_call_in_flight() {
+        let signals = Arc::new(Signals::default());
+        assert!(signals.sole_taker(asked()).is_some(), "no call in flight: refused");
+        let (one, mut first) = mpsc::channel(1);
+        let taking = signals.taking(1, one);
+        assert!(signals.sole_taker(asked()).is_none(), "taken");
+        assert_eq!(first.try_recv().expect("delivered").method, "elicitation/create");
+        let (two, mut second) = mpsc::channel(1);
+        let other = signals.taking(2, two);
+        assert!(signals.sole_taker(asked()).is_some(), "two calls in flight: whose it is cannot be told");
+        assert!(first.try_recv().is_err() && second.try_recv().is_err());
+        drop(taking);
+        assert!(signals.sole_taker(asked()).is_none(), "the other call, alone again");
+        assert!(second.try_recv().is_ok());
+        drop(other);
+        assert!(signals.sole_taker(asked()).is_some());
     }
 }

@@ -1,5 +1,7 @@
 //! A server-sent events reader for upstream response streams: turns arriving byte chunks
-//! into the `data` of each event, and tells how long an unfinished event has been held.
+//! into the `data` of each event, keeps the stream's last event id and `retry` delay (a
+//! 2025-11-25 client resumes a stream that ended early with them, SEP-1699), and tells how
+//! long an unfinished event has been held.
 //!
 //! Threat model: the upstream is not trusted to be well-behaved; a hostile or broken one may
 //! send an event that never ends (endless `data` lines, even empty ones, or one endless line)
@@ -10,7 +12,7 @@
 //! than what could still fit plus [`LINE_SLACK`], so at most `max + LINE_SLACK` bytes are
 //! buffered whatever arrives and however it is split. An event over the limit is reported
 //! once, as soon as it crosses it (with its first bytes, to find its id), and the rest of it
-//! is skipped. [`Unfinished`] measures how long an event (or line) has been left unfinished,
+//! is skipped. An event id longer than `MAX_EVENT_ID` is ignored. [`Unfinished`] measures how long an event (or line) has been left unfinished,
 //! so a stream that nothing else bounds can be dropped.
 
 use std::time::Duration;
@@ -22,6 +24,8 @@ use tokio::time::Instant;
 pub(crate) const LINE_SLACK: usize = 32;
 /// Most bytes of an oversized event kept to report it (its id is near the start).
 const PREFIX: usize = 512;
+/// Longest event id kept (sent back as `Last-Event-ID`).
+const MAX_EVENT_ID: usize = 256;
 
 /// What one chunk of input yielded.
 #[derive(Debug, PartialEq, Eq)]
@@ -52,6 +56,10 @@ pub(crate) struct SseReader {
     endpoint: bool,
     /// The last byte seen was `\r` (a following `\n` belongs to the same line end).
     after_cr: bool,
+    /// The last `id:` seen (visible ASCII only, at most `MAX_EVENT_ID` bytes).
+    last_id: Option<String>,
+    /// The last `retry:` seen, in milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl SseReader {
@@ -66,7 +74,19 @@ impl SseReader {
             open: false,
             endpoint: false,
             after_cr: false,
+            last_id: None,
+            retry_ms: None,
         }
+    }
+
+    /// The stream's last event id, if it sent one.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The reconnection delay the stream asked for (`retry:`), in milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     /// Whether an event (or a line) has begun and not ended: keep-alive comments between
@@ -171,6 +191,19 @@ impl SseReader {
             self.endpoint = value == b"endpoint";
             return;
         }
+        if field == b"id" {
+            // Kept only when it can travel back as a header value.
+            if value.len() <= MAX_EVENT_ID && value.iter().all(|b| (0x20..0x7f).contains(b)) {
+                self.last_id = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            return;
+        }
+        if field == b"retry" {
+            if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
+            return;
+        }
         if field != b"data" || self.too_large {
             return;
         }
@@ -231,6 +264,19 @@ impl Unfinished {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_event_id_and_retry_are_kept() {
+        let mut r = SseReader::new(1024);
+        let mut out = Vec::new();
+        r.feed(b"id: event-1\nretry: 500\ndata: \n\n", &mut out);
+        assert_eq!((r.last_event_id(), r.retry_ms()), (Some("event-1"), Some(500)));
+        r.feed(b"id: e\x01vil\nretry: soon\ndata: x\n\n", &mut out);
+        assert_eq!((r.last_event_id(), r.retry_ms()), (Some("event-1"), Some(500)), "unusable values ignored");
+        let long = format!("id: {}\n\n", "x".repeat(MAX_EVENT_ID + 1));
+        r.feed(long.as_bytes(), &mut out);
+        assert_eq!(r.last_event_id(), Some("event-1"));
+    }
 
     #[test]
     fn events_across_chunks_and_line_ends() {

@@ -311,6 +311,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
         param_headers: Vec::new(),
         bearer: None,
         progress: None,
+        questions: None,
     };
     let opening = Negotiated::Legacy { version: version.to_owned() };
     let result = match mux.request(init, &opening).await {
@@ -335,6 +336,7 @@ fn discover() -> Exchange {
         param_headers: Vec::new(),
         bearer: None,
         progress: None,
+        questions: None,
     }
 }
 

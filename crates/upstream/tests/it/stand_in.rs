@@ -1,0 +1,138 @@
+//! A stand-in Streamable HTTP server on an ephemeral loopback port: answers each POST with
+//! what a closure makes of its JSON-RPC body, and records every request it saw.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// An HTTP answer: status, content type and body.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) content_type: &'static str,
+    pub(crate) body: String,
+}
+
+impl Answer {
+    /// 200 with a JSON-RPC result for request `id`.
+    pub(crate) fn result(id: &Value, result: Value) -> Self {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        Self { status: 200, content_type: "application/json", body }
+    }
+
+    /// `status` with a JSON-RPC error for request `id`.
+    pub(crate) fn error(status: u16, id: &Value, code: i64, message: &str) -> Self {
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string();
+        Self { status, content_type: "application/json", body }
+    }
+}
+
+/// A request the stand-in received: its headers (lower-case names) and JSON body.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Value,
+}
+
+impl Seen {
+    /// The JSON-RPC method.
+    pub(crate) fn method(&self) -> &str {
+        self.body["method"].as_str().unwrap_or_default()
+    }
+}
+
+/// A running stand-in.
+pub(crate) struct StandIn {
+    pub(crate) url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl StandIn {
+    /// Serves `answer` for every POST until the test ends.
+    pub(crate) async fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let answer = Arc::new(answer);
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let (log, answer) = (log.clone(), answer.clone());
+                tokio::spawn(async move {
+                    // Keep-alive: several requests may come on one connection.
+                    let mut buffer = Vec::new();
+                    loop {
+                        let Ok(Ok(Some((head, body)))) =
+                            tokio::time::timeout(Duration::from_secs(10), read_request(&mut socket, &mut buffer)).await
+                        else {
+                            return;
+                        };
+                        let headers: Vec<(String, String)> = head
+                            .lines()
+                            .skip(1)
+                            .filter_map(|l| l.split_once(':'))
+                            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                            .collect();
+                        let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                        let reply = if body.get("id").is_some() {
+                            answer(&body)
+                        } else {
+                            Answer { status: 202, content_type: "application/json", body: String::new() }
+                        };
+                        log.lock().unwrap().push(Seen { headers, body });
+                        let response = format!(
+                            "HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n{}",
+                            reply.status,
+                            reply.content_type,
+                            reply.body.len(),
+                            reply.body
+                        );
+                        if socket.write_all(response.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { url, seen }
+    }
+
+    /// Every request seen so far.
+    pub(crate) fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// The methods of the requests seen so far, in order.
+    pub(crate) fn methods(&self) -> Vec<String> {
+        self.seen().iter().map(|s| s.method().to_owned()).collect()
+    }
+}
+
+/// Reads one request (head and a `content-length` body); `None` when the peer closed.
+async fn read_request(
+    socket: &mut tokio::net::TcpStream,
+    buffer: &mut Vec<u8>,
+) -> std::io::Result<Option<(String, String)>> {
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buffer[..end]).to_string();
+            let length = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:")?.trim().parse().ok())
+                .unwrap_or(0usize);
+            if buffer.len() >= end + 4 + length {
+                let body = String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).to_string();
+                buffer.drain(..end + 4 + length);
+                return Ok(Some((head, body)));
+            }
+        }
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
