@@ -12,6 +12,7 @@ pub mod config;
 mod continuation;
 mod entries;
 mod error;
+mod expand;
 mod federation;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
