@@ -54,6 +54,9 @@ pub struct CatalogParts {
     pub store: AnyStore,
     /// The background-task companions' names.
     pub background: BackgroundConfig,
+    /// Where the `task_cancel` companion counts its cancellations (set once the replica's
+    /// task metrics exist).
+    pub cancellations: crate::mcp::task_cancel::CancelCounter,
 }
 
 impl std::fmt::Debug for CatalogParts {
@@ -69,7 +72,7 @@ impl CatalogParts {
         federation.register(&mut builder, lists);
         builder.append(self.extra.clone());
         let fixed = |name: &str| self.toolsets.has_tool(name) || self.extra.has_tool(name);
-        crate::mcp::companions::register(&mut builder, &self.store, &self.background, fixed)?;
+        crate::mcp::companions::register(&mut builder, &self.store, &self.cancellations, &self.background, fixed)?;
         Ok(builder.build(&self.rendering)?)
     }
 }

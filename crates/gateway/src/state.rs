@@ -139,6 +139,7 @@ impl AppState {
             rendering,
             store: store.clone(),
             background: config.background.clone(),
+            cancellations: Default::default(),
         };
         let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists)?);
         let discover = discover_result(
@@ -152,6 +153,7 @@ impl AppState {
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
         let task_metrics = Arc::new(TaskMetrics::new(catalog.load().task_tools()));
+        let _ = catalog_parts.cancellations.set(task_metrics.clone());
         let workers = Workers::start(
             store.clone(),
             catalog.clone(),

@@ -151,7 +151,7 @@ async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result
     let not_found = || GatewayError::AdminNotFound { id: id.clone() };
     let owner = state.store.get(&task, Read::Control).await?.ok_or_else(not_found)?.owner;
     // The owner's own cancel: the task's run hears of it as it would of the client's.
-    match state.store.cancel(&task, &owner).await? {
+    match crate::mcp::task_cancel::cancel(&state.store, Some(&state.task_metrics), &task, &owner).await? {
         Cancelled::Now(record) => {
             tracing::info!(task = %record.id, owner = %record.owner, "admin: task cancelled");
             Ok((StatusCode::OK, Json(summary(&state, &record))))

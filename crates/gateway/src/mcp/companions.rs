@@ -29,6 +29,7 @@ use mcpgate_store::{AnyStore, Cancelled, Read, TaskId, TaskOutcome, TaskRecord, 
 use super::context::CallContext;
 use super::handlers::tasks::{TaskPlan, create_record};
 use super::render;
+use super::task_cancel::{CancelCounter, cancel};
 use crate::config::BackgroundConfig;
 use crate::error::{GatewayError, clip};
 use crate::state::AppState;
@@ -70,6 +71,7 @@ pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) ->
 pub fn register(
     builder: &mut CatalogBuilder,
     store: &AnyStore,
+    cancellations: &CancelCounter,
     names: &BackgroundConfig,
     fixed: impl Fn(&str) -> bool,
 ) -> Result<(), GatewayError> {
@@ -112,7 +114,13 @@ pub fn register(
             );
         }
         let descriptor = ToolDescriptor::new(name, description, task_id()).retry_safe(kind != Kind::Cancel);
-        builder.tool(Companion { descriptor, kind, store: store.clone(), result_tool: result_tool.to_owned() });
+        builder.tool(Companion {
+            descriptor,
+            kind,
+            store: store.clone(),
+            cancellations: cancellations.clone(),
+            result_tool: result_tool.to_owned(),
+        });
     }
     Ok(())
 }
@@ -128,6 +136,8 @@ struct Companion {
     descriptor: ToolDescriptor,
     kind: Kind,
     store: AnyStore,
+    /// Where a cancel is counted (like every other way of cancelling a task).
+    cancellations: CancelCounter,
     /// The result companion's name, which status answers point to.
     result_tool: String,
 }
@@ -147,7 +157,7 @@ impl Tool for Companion {
             let Some(id) = TaskId::parse(raw) else { return not_found() };
             let unavailable = |e: mcpgate_store::StoreError| Outcome::Failed(Failure::Unavailable(e.to_string()));
             match self.kind {
-                Kind::Cancel => match self.store.cancel(&id, owner).await {
+                Kind::Cancel => match cancel(&self.store, self.cancellations.get().map(|m| &**m), &id, owner).await {
                     Ok(Cancelled::Now(_)) => text(format!("Task {id} cancelled."), None),
                     Ok(Cancelled::AlreadyTerminal(record)) => {
                         text(format!("Task {id} had already ended: {}.", record.status.as_str()), None)

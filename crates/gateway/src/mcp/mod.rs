@@ -15,6 +15,7 @@ mod render;
 mod request_state;
 pub mod session;
 mod task_admission;
+pub mod task_cancel;
 mod task_input;
 pub mod task_view;
 

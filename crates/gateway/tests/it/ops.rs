@@ -153,3 +153,42 @@ async fn h2c_requests_are_checked_by_their_authority() {
     stop.cancel();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
 }
+
+/// Every way of cancelling a task counts it in `mcpgate_tasks_total{event="cancelled"}`: the
+/// owner's `tasks/cancel` (above), the `task_cancel` companion, and the admin API.
+#[tokio::test]
+async fn every_way_of_cancelling_a_task_counts_it() {
+    let token = "an-admin-token-of-at-least-32-characters";
+    let mut c = config();
+    c.admin.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    c.admin.token = Some(mcpgate::config::Secret::new(token));
+    let (app, state) = app_with(c, |_| {}).await;
+    let admin = mcpgate::admin::router(state);
+    let call = |tool: &str, arguments: serde_json::Value| {
+        Req::modern("tools/call", json!({"name": tool, "arguments": arguments}))
+    };
+
+    // A background task, cancelled by its companion.
+    let started = call("background_report", json!({"topic": "moles", "seconds": 30})).send(&app).await.result();
+    let id = started["structuredContent"]["taskId"].as_str().expect("a task id").to_owned();
+    let cancelled = call("task_cancel", json!({"taskId": id})).send(&app).await.result();
+    assert_ne!(cancelled["isError"], true, "{cancelled}");
+
+    // A task cancelled by an operator.
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let params = json!({"name": "slow_compute", "arguments": {"seconds": 60}});
+    let task = Req::modern_with("tools/call", params, caps).send(&app).await.result();
+    let id = task["taskId"].as_str().expect("a task id").to_owned();
+    let resp = Req::get(&format!("/admin/tasks/{id}/cancel"))
+        .method(axum::http::Method::POST)
+        .header("authorization", &format!("Bearer {token}"))
+        .send(&admin)
+        .await;
+    assert_eq!(resp.status.as_u16(), 200, "{}", String::from_utf8_lossy(&resp.body));
+
+    let text = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
+    for tool in ["background_report", "slow_compute"] {
+        let line = format!("mcpgate_tasks_total{{tool=\"{tool}\",event=\"cancelled\"}} 1");
+        assert!(text.contains(&line), "missing {line:?} in\n{text}");
+    }
+}

@@ -28,7 +28,7 @@ use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::{Checkpoints, Failure, Outcome, Tool, ToolCall, ToolContext};
 use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
-use mcpgate_store::{TaskId, TaskStore as _};
+use mcpgate_store::TaskId;
 use serde_json::Value;
 
 use super::invoke::{finish, tool_context};
@@ -104,7 +104,8 @@ impl Drop for CancelOnDrop {
         let (state, task, owner) = (self.state.clone(), self.task.clone(), std::mem::take(&mut self.owner));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         runtime.spawn(async move {
-            if let Err(e) = state.store.cancel(&task, &owner).await {
+            let metrics = Some(state.task_metrics.as_ref());
+            if let Err(e) = crate::mcp::task_cancel::cancel(&state.store, metrics, &task, &owner).await {
                 tracing::warn!(task = %task, error = %e, "the task of a call whose client left could not be cancelled");
             }
         });

@@ -260,10 +260,8 @@ pub(in crate::mcp) async fn cancel(
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
     let id = parse_id(&params.task_id)?;
-    let cancelled = state.store.cancel(&id, cx.principal.key()).await?;
-    if let Cancelled::Now(record) = &cancelled {
-        state.task_metrics.count(&record.tool, TaskMetric::Cancelled);
-    }
+    let cancelled =
+        crate::mcp::task_cancel::cancel(&state.store, Some(&state.task_metrics), &id, cx.principal.key()).await?;
     match (cancelled, cx.era) {
         (Cancelled::NotFound, _) => Err(not_found(&params.task_id)),
         (_, Era::Modern) => render::complete(state, cx, EmptyResult::default()),
