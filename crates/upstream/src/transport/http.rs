@@ -122,8 +122,9 @@ impl Http {
             let session = self.session().await?;
             let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
             let guard = CancelGuard { http: self, session: &session, id, bearer: ex.bearer.as_ref(), done: false };
-            // While in flight, it takes the server's questions sent on the session's GET stream.
-            let _taking = ex.questions.as_ref().map(|taker| self.signals.taking(id, taker.clone()));
+            // While in flight it counts among the requests a question on the session's GET
+            // stream may belong to, and takes such questions if it can answer them.
+            let _taking = self.signals.taking(id, ex.questions.clone());
             let posted = self.post(&session, body, Some(id), &ex).await;
             guard.finish();
             match posted? {

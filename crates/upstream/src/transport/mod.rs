@@ -50,9 +50,9 @@ pub(crate) struct Signals {
     pub restarts: std::sync::atomic::AtomicU64,
     /// Who takes the server's requests about each upstream task (by its id).
     routes: Mutex<HashMap<String, mpsc::Sender<ServerRequest>>>,
-    /// Calls in flight that can answer the server's requests, by request id (see
-    /// [`Signals::sole_taker`]).
-    takers: Mutex<HashMap<u64, mpsc::Sender<ServerRequest>>>,
+    /// Every request in flight, by id, with where the server's requests go if that one can
+    /// answer them (see [`Signals::sole_taker`]).
+    takers: Mutex<HashMap<u64, Option<mpsc::Sender<ServerRequest>>>>,
 }
 
 impl Signals {
@@ -64,21 +64,24 @@ impl Signals {
         Route { signals: Arc::clone(self), task: task.to_owned(), sender: tx, requests: rx }
     }
 
-    /// Registers request `id`, in flight, as able to answer the server's requests (`taker`).
-    pub(crate) fn taking(self: &Arc<Self>, id: u64, taker: mpsc::Sender<ServerRequest>) -> Taking {
+    /// Registers request `id` as in flight, able to answer the server's requests (`taker`)
+    /// or not (`None`: it still counts, see [`Signals::sole_taker`]).
+    pub(crate) fn taking(self: &Arc<Self>, id: u64, taker: Option<mpsc::Sender<ServerRequest>>) -> Taking {
         self.takers.lock().unwrap_or_else(PoisonError::into_inner).insert(id, taker);
         Taking { signals: Arc::clone(self), id }
     }
 
     /// Hands a server request that came outside any request's stream (a 2025-11-25 session's
     /// standalone GET stream; SEP-2260 forbids it, yet SDK servers asking mid-call send it
-    /// there) to the one call in flight that can answer: a server asks mid-call, so when only
-    /// one call is in flight it is the one asking. With none, or several (whose question it
-    /// is cannot be told), gives it back to be refused.
+    /// there) to the one request in flight, if it can answer: a server asks mid-call, so when
+    /// only one request is in flight it is the one asking. With none, or several (whose
+    /// question it is cannot be told: on a session shared by several callers, handing it to
+    /// the one that can answer would show one caller another's question), gives it back to be
+    /// refused.
     pub(crate) fn sole_taker(&self, request: ServerRequest) -> Option<ServerRequest> {
         let takers = self.takers.lock().unwrap_or_else(PoisonError::into_inner);
         match takers.values().next() {
-            Some(taker) if takers.len() == 1 => {
+            Some(Some(taker)) if takers.len() == 1 => {
                 taker.try_send(request).err().map(mpsc::error::TrySendError::into_inner)
             }
             _ => Some(request),
@@ -205,11 +208,11 @@ mod tests {
         let signals = Arc::new(Signals::default());
         assert!(signals.sole_taker(asked()).is_some(), "no call in flight: refused");
         let (one, mut first) = mpsc::channel(1);
-        let taking = signals.taking(1, one);
+        let taking = signals.taking(1, Some(one));
         assert!(signals.sole_taker(asked()).is_none(), "taken");
         assert_eq!(first.try_recv().expect("delivered").method, "elicitation/create");
         let (two, mut second) = mpsc::channel(1);
-        let other = signals.taking(2, two);
+        let other = signals.taking(2, Some(two));
         assert!(signals.sole_taker(asked()).is_some(), "two calls in flight: whose it is cannot be told");
         assert!(first.try_recv().is_err() && second.try_recv().is_err());
         drop(taking);
@@ -217,5 +220,15 @@ mod tests {
         assert!(second.try_recv().is_ok());
         drop(other);
         assert!(signals.sole_taker(asked()).is_some());
+        // A call that cannot answer (another caller's plain call) still makes the question's
+        // owner uncertain: it is refused rather than shown to the one that can answer.
+        let (three, mut third) = mpsc::channel(1);
+        let answering = signals.taking(3, Some(three));
+        let plain = signals.taking(4, None);
+        assert!(signals.sole_taker(asked()).is_some(), "one of two calls in flight asked");
+        assert!(third.try_recv().is_err());
+        drop(plain);
+        assert!(signals.sole_taker(asked()).is_none());
+        drop(answering);
     }
 }
