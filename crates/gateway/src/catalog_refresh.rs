@@ -13,12 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
 use mcpgate_store::{AnyStore, Change, EventBus as _, UpstreamLists as _};
 use mcpgate_upstream::{Federation, Lists};
 
-use crate::config::BackgroundConfig;
-use crate::error::GatewayError;
 use crate::state::AppState;
 
 /// How often a replica checks whether another one saved new lists.
@@ -38,43 +35,6 @@ fn next_read(current: &[Option<Lists>], every: Duration, retry: &mut Duration) -
     let wait = (*retry).min(every);
     *retry = retry.saturating_mul(2);
     wait
-}
-
-/// What every snapshot is built from: the built-in toolsets, the upstreams' entries, then
-/// the embedder's extra entries.
-#[derive(Clone)]
-pub struct CatalogParts {
-    /// Registrations of the configured toolsets.
-    pub toolsets: CatalogBuilder,
-    /// Registrations added by an embedder (after the upstreams').
-    pub extra: CatalogBuilder,
-    /// How lists are rendered.
-    pub rendering: ListRendering,
-    /// The store (the background-task companions read it).
-    pub store: AnyStore,
-    /// The background-task companions' names.
-    pub background: BackgroundConfig,
-    /// Where the `task_cancel` companion counts its cancellations (set once the replica's
-    /// task metrics exist).
-    pub cancellations: crate::mcp::task_cancel::CancelCounter,
-}
-
-impl std::fmt::Debug for CatalogParts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CatalogParts").finish_non_exhaustive()
-    }
-}
-
-impl CatalogParts {
-    /// A snapshot with these upstream lists.
-    pub fn build(&self, federation: &Federation, lists: &[Option<Lists>]) -> Result<Catalog, GatewayError> {
-        let mut builder = self.toolsets.clone();
-        federation.register(&mut builder, lists);
-        builder.append(self.extra.clone());
-        let fixed = |name: &str| self.toolsets.has_tool(name) || self.extra.has_tool(name);
-        crate::mcp::companions::register(&mut builder, &self.store, &self.cancellations, &self.background, fixed)?;
-        Ok(builder.build(&self.rendering)?)
-    }
 }
 
 /// The lists to start with: each upstream's own, or the ones it last served (from the store).
@@ -168,7 +128,7 @@ pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                 }
             };
             if changed {
-                match state.catalog_parts.build(&federation, &current) {
+                match state.catalog_parts.build(&federation, &current, state.tasks.book()) {
                     Ok(catalog) => {
                         state.catalog.replace(catalog);
                         tracing::info!("catalog rebuilt with the upstreams' new lists");

@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod auth;
+mod catalog_parts;
 pub mod catalog_refresh;
 pub mod config;
 pub mod error;
@@ -26,7 +27,9 @@ pub mod mcp;
 pub mod metrics;
 pub mod probe;
 pub mod shutdown;
+mod startup;
 pub mod state;
+pub mod tasks;
 pub mod telemetry;
 mod time;
 
@@ -116,26 +119,26 @@ pub async fn serve_with_admin(
             // end on its own, this starts the shutdown and its grace period.)
             state.stopping.cancel();
             tokio::select! {
-                () = state.workers.finished() => {}
+                () = state.tasks.workers().finished() => {}
                 () = &mut grace_over => tracing::info!("shutdown grace period over; handing running tasks back"),
             }
             state.shutdown.cancel();
-            state.tasks.close();
-            state.tasks.wait().await;
-            state.workers.stopped(Duration::from_secs(5)).await;
+            state.in_flight.close();
+            state.in_flight.wait().await;
+            state.tasks.workers().stopped(Duration::from_secs(5)).await;
             state.federation.shutdown();
             return result;
         }
         () = &mut grace_over => tracing::warn!("shutdown grace period over; cancelling remaining requests"),
     }
     state.shutdown.cancel();
-    state.tasks.close();
+    state.in_flight.close();
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        state.tasks.wait().await;
+        state.in_flight.wait().await;
         let _ = (&mut server).await;
     })
     .await;
-    state.workers.stopped(Duration::from_secs(5)).await;
+    state.tasks.workers().stopped(Duration::from_secs(5)).await;
     state.federation.shutdown();
     Ok(())
 }

@@ -10,12 +10,15 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use mcpgate_runtime::Principal;
-use mcpgate_store::{Admission, Bucket, RateLimits};
+use mcpgate_store::{Admission, AnyStore, Bucket, RateLimits};
 
 use crate::config::Config;
 use crate::error::GatewayError;
-use crate::state::AppState;
+use crate::metrics::Metrics;
+use crate::time::now_ms;
 
 /// A configured rate: requests a minute and how many at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,9 +84,19 @@ pub enum Charge<'a> {
     Poll,
 }
 
-/// The configured limits of a replica.
-#[derive(Debug, Default)]
+/// The configured limits of a replica, and where they are counted.
+#[derive(Debug)]
 pub struct Limits {
+    rates: Rates,
+    /// Where every replica's buckets are kept.
+    store: AnyStore,
+    /// Refusals, advice and unchecked admissions are counted here.
+    metrics: Arc<Metrics>,
+}
+
+/// The configured rates.
+#[derive(Debug, Default)]
+struct Rates {
     calls: Option<Limit>,
     tasks: Option<Limit>,
     polls: Option<Limit>,
@@ -92,8 +105,47 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits `config` names.
-    pub fn from_config(config: &Config) -> Self {
+    /// The limits `config` names, counted in `store`.
+    pub fn new(config: &Config, store: AnyStore, metrics: Arc<Metrics>) -> Self {
+        Self { rates: Rates::from_config(config), store, metrics }
+    }
+
+    /// Charges one request of `principal`: `Ok(advice)` when admitted (how long a soft limit
+    /// says to wait before the next request; zero when in time), a 429 error naming the limit
+    /// when refused.
+    pub async fn admit(&self, principal: &Principal, charge: Charge<'_>) -> Result<Duration, GatewayError> {
+        let checked = self.rates.applying(charge);
+        if checked.is_empty() {
+            return Ok(Duration::ZERO);
+        }
+        let buckets: Vec<Bucket> = checked.iter().map(|l| l.bucket.clone()).collect();
+        match self.store.admit(principal.caller_key(), &buckets).await {
+            Ok(Admission::Admitted { advice }) => {
+                if !advice.is_zero() {
+                    self.metrics.poll_advised();
+                }
+                Ok(advice)
+            }
+            Ok(Admission::Refused { bucket, retry_after }) => {
+                let refused = checked[bucket];
+                let name = &refused.bucket.name;
+                self.metrics.rate_limited(name.split(':').next().unwrap_or_default(), name.contains(':'));
+                Err(GatewayError::RateLimited { limit: refused.label.clone(), retry_after })
+            }
+            Err(e) => {
+                self.metrics.rate_limit_unchecked();
+                if warn_now() {
+                    tracing::warn!(error = %e, "rate limits not checked (task store unavailable); requests are admitted");
+                }
+                Ok(Duration::ZERO)
+            }
+        }
+    }
+}
+
+impl Rates {
+    /// The rates `config` names.
+    fn from_config(config: &Config) -> Self {
         let l = &config.limits;
         let upstreams = config
             .upstream
@@ -168,44 +220,12 @@ impl Limits {
     }
 }
 
-/// Charges one request of `principal`: `Ok(advice)` when admitted (how long a soft limit
-/// says to wait before the next request; zero when in time), a 429 error naming the limit
-/// when refused.
-pub async fn admit(state: &AppState, principal: &Principal, charge: Charge<'_>) -> Result<Duration, GatewayError> {
-    let checked = state.limits.applying(charge);
-    if checked.is_empty() {
-        return Ok(Duration::ZERO);
-    }
-    let buckets: Vec<Bucket> = checked.iter().map(|l| l.bucket.clone()).collect();
-    match state.store.admit(principal.caller_key(), &buckets).await {
-        Ok(Admission::Admitted { advice }) => {
-            if !advice.is_zero() {
-                state.metrics.poll_advised();
-            }
-            Ok(advice)
-        }
-        Ok(Admission::Refused { bucket, retry_after }) => {
-            let refused = checked[bucket];
-            let name = &refused.bucket.name;
-            state.metrics.rate_limited(name.split(':').next().unwrap_or_default(), name.contains(':'));
-            Err(GatewayError::RateLimited { limit: refused.label.clone(), retry_after })
-        }
-        Err(e) => {
-            state.metrics.rate_limit_unchecked();
-            if warn_now() {
-                tracing::warn!(error = %e, "rate limits not checked (task store unavailable); requests are admitted");
-            }
-            Ok(Duration::ZERO)
-        }
-    }
-}
-
 /// Whether to log an unchecked admission now: at most once every ten seconds per replica,
 /// so an outage does not log once per request (the metric counts every one).
 fn warn_now() -> bool {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = crate::mcp::session::now_ms() / 1000;
+    let now = now_ms() / 1000;
     let last = LAST.load(Ordering::Relaxed);
     now >= last.saturating_add(10) && LAST.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
 }
@@ -220,14 +240,14 @@ mod tests {
 
     #[test]
     fn no_limit_configured_means_no_bucket() {
-        let limits = Limits::from_config(&Config::default());
+        let limits = Rates::from_config(&Config::default());
         assert!(limits.applying(Charge::Call { upstream: None, task: true }).is_empty());
         assert!(limits.applying(Charge::Poll).is_empty());
     }
 
     #[test]
     fn a_task_call_to_an_upstream_is_charged_to_every_bucket_it_falls_under() {
-        let limits = Limits::from_config(&config(
+        let limits = Rates::from_config(&config(
             r#"
             toolset = []
             [limits]
@@ -260,7 +280,7 @@ mod tests {
 
     #[test]
     fn tasks_made_of_running_calls_and_upstream_reads_are_charged_to_their_own_buckets() {
-        let limits = Limits::from_config(&config(
+        let limits = Rates::from_config(&config(
             r#"
             toolset = []
             [limits]
@@ -284,7 +304,7 @@ mod tests {
 
     #[test]
     fn polls_are_a_soft_bucket() {
-        let limits = Limits::from_config(&config("[limits]\npolls_per_minute = 120"));
+        let limits = Rates::from_config(&config("[limits]\npolls_per_minute = 120"));
         let polls = limits.applying(Charge::Poll);
         assert_eq!(polls.len(), 1);
         assert!(polls[0].bucket.soft);

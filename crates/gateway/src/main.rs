@@ -19,7 +19,9 @@ fn main() -> anyhow::Result<()> {
     if cli.generate_seal_key {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("random number generator: {e}"))?;
-        let kid = format!("k{}", mcpgate::mcp::session::now_ms() / 1000);
+        // Named after the second it was made, so rotations sort by age.
+        let made = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let kid = format!("k{made}");
         println!("{kid}:{}", base64::engine::general_purpose::STANDARD.encode(key));
         return Ok(());
     }

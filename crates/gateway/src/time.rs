@@ -1,5 +1,12 @@
-//! ISO 8601 timestamps (UTC, millisecond precision) from Unix milliseconds, as task objects
-//! carry them.
+//! Wall-clock time as the gateway states it: Unix milliseconds, and ISO 8601 timestamps (UTC,
+//! millisecond precision) as task objects carry them.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Unix time in milliseconds (0 before 1970, saturating far in the future).
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 /// `2026-08-01T12:00:00.123Z` for Unix time `ms`.
 pub(crate) fn iso8601(ms: u64) -> String {

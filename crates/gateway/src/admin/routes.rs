@@ -151,7 +151,7 @@ async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result
     let not_found = || GatewayError::AdminNotFound { id: id.clone() };
     let owner = state.store.get(&task, Read::Control).await?.ok_or_else(not_found)?.owner;
     // The owner's own cancel: the task's run hears of it as it would of the client's.
-    match crate::mcp::task_cancel::cancel(&state.store, Some(&state.task_metrics), &task, &owner).await? {
+    match state.tasks.cancel(&task, &owner).await? {
         Cancelled::Now(record) => {
             tracing::info!(task = %record.id, owner = %record.owner, "admin: task cancelled");
             Ok((StatusCode::OK, Json(summary(&state, &record))))
@@ -226,22 +226,22 @@ async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result
 }
 
 async fn drain(State(state): State<AppState>) -> Json<Value> {
-    state.workers.drain(true);
-    tracing::info!(worker = state.workers.worker_id(), "admin: replica drained: it claims no more jobs");
+    state.tasks.workers().drain(true);
+    tracing::info!(worker = state.tasks.workers().worker_id(), "admin: replica drained: it claims no more jobs");
     status(State(state)).await
 }
 
 async fn undrain(State(state): State<AppState>) -> Json<Value> {
-    state.workers.drain(false);
-    tracing::info!(worker = state.workers.worker_id(), "admin: replica undrained: it claims jobs again");
+    state.tasks.workers().drain(false);
+    tracing::info!(worker = state.tasks.workers().worker_id(), "admin: replica undrained: it claims jobs again");
     status(State(state)).await
 }
 
 async fn status(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
-        "worker": state.workers.worker_id(),
-        "draining": state.workers.is_draining(),
-        "running": state.workers.running(),
+        "worker": state.tasks.workers().worker_id(),
+        "draining": state.tasks.workers().is_draining(),
+        "running": state.tasks.workers().running(),
         "maxRunning": state.config.tasks.max_running,
         "store": state.store.kind(),
     }))

@@ -388,7 +388,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
     }
     validate_background(&c.background)?;
     for origin in &c.http.allowed_origins {
-        if origin != "*" && crate::http::origin::parse_origin(origin).is_none() {
+        if origin != "*" && parse_origin(origin).is_none() {
             return Err(invalid_key("http.allowed_origins", &format!("{origin:?} is not * or scheme://host[:port]")));
         }
     }
@@ -548,6 +548,17 @@ fn validate_jwt(c: &Config) -> Result<(), GatewayError> {
         }
     }
     Ok(())
+}
+
+/// Normalizes `scheme://host[:port]` (lowercase, no path); `None` if it is not one.
+pub fn parse_origin(origin: &str) -> Option<String> {
+    let (scheme, authority) = origin.trim().split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !(scheme == "http" || scheme == "https") || authority.is_empty() || authority.contains(['/', '?', '#', '@', ' '])
+    {
+        return None;
+    }
+    Some(format!("{scheme}://{}", authority.to_ascii_lowercase()))
 }
 
 /// Whether `host[:port]` names a loopback host.

@@ -9,9 +9,12 @@ pub mod reply;
 mod well_known;
 
 use axum::Router;
-use axum::middleware::from_fn_with_state;
+use axum::extract::{Request, State};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse as _, Response};
 use axum::routing::{get, post};
 
+use crate::error::ErrorReply;
 use crate::state::AppState;
 
 /// Path of the MCP endpoint.
@@ -28,7 +31,17 @@ pub fn router(state: AppState) -> Router {
         .route("/.well-known/oauth-protected-resource", get(well_known::protected_resource))
         .route("/.well-known/oauth-protected-resource/{*resource}", get(well_known::protected_resource));
     if !state.config.admin.private_metrics {
-        router = router.merge(ops::observability().route_layer(from_fn_with_state(state.clone(), origin::guard)));
+        router = router.merge(ops::observability().route_layer(from_fn_with_state(state.clone(), guard)));
     }
     router.with_state(state)
+}
+
+/// Middleware for the operational routes of the MCP listener (`/metrics`, `/upstreams`): the
+/// same Host/Origin policy as the MCP endpoint, so a page in the user's browser cannot read
+/// them from a loopback deployment.
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match state.origin.check(request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => ErrorReply::bare(error).into_response(),
+    }
 }

@@ -29,7 +29,7 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
         tracing::warn!(error = %e, "not ready: task store unavailable");
         return (StatusCode::SERVICE_UNAVAILABLE, "task store unavailable\n").into_response();
     }
-    if !state.workers.is_alive() {
+    if !state.tasks.workers().is_alive() {
         return (StatusCode::SERVICE_UNAVAILABLE, "task workers stopped\n").into_response();
     }
     (StatusCode::OK, "ready\n").into_response()
@@ -41,12 +41,12 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     text.push_str(
         "# HELP mcpgate_tasks_running Tasks executing on this replica.\n# TYPE mcpgate_tasks_running gauge\n",
     );
-    text.push_str(&format!("mcpgate_tasks_running {}\n", state.workers.running()));
+    text.push_str(&format!("mcpgate_tasks_running {}\n", state.tasks.workers().running()));
     text.push_str(
         "# HELP mcpgate_worker_draining 1 while an operator has drained this replica (it claims no jobs).\n# TYPE mcpgate_worker_draining gauge\n",
     );
-    text.push_str(&format!("mcpgate_worker_draining {}\n", u8::from(state.workers.is_draining())));
-    state.task_metrics.render(&mut text);
+    text.push_str(&format!("mcpgate_worker_draining {}\n", u8::from(state.tasks.workers().is_draining())));
+    state.tasks.metrics().render(&mut text);
     // The queue is shared: every replica reports the same depth (absent while Redis is down).
     match state.store.queue_depth().await {
         Ok(depth) => {

@@ -12,14 +12,10 @@
 
 use std::net::IpAddr;
 
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Uri, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
-use crate::config::Config;
-use crate::error::{ErrorReply, GatewayError, clip};
-use crate::state::AppState;
+use crate::config::{Config, parse_origin};
+use crate::error::{GatewayError, clip};
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -89,27 +85,6 @@ impl OriginPolicy {
             self.origins.contains(&o) || (self.loopback_origins && is_loopback_host(host_name(origin_authority(&o))))
         });
         if allowed { Ok(()) } else { Err(GatewayError::ForbiddenOrigin { origin: clip(raw) }) }
-    }
-}
-
-/// Normalizes `scheme://host[:port]` (lowercase, no path); `None` if it is not one.
-pub fn parse_origin(origin: &str) -> Option<String> {
-    let (scheme, authority) = origin.trim().split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if !(scheme == "http" || scheme == "https") || authority.is_empty() || authority.contains(['/', '?', '#', '@', ' '])
-    {
-        return None;
-    }
-    Some(format!("{scheme}://{}", authority.to_ascii_lowercase()))
-}
-
-/// Middleware for the operational routes of the MCP listener (`/metrics`, `/upstreams`): the
-/// same Host/Origin policy as the MCP endpoint, so a page in the user's browser cannot read
-/// them from a loopback deployment.
-pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match state.origin.check(request.headers(), request.uri()) {
-        Ok(()) => next.run(request).await,
-        Err(error) => ErrorReply::bare(error).into_response(),
     }
 }
 

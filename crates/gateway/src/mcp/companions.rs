@@ -10,10 +10,8 @@
 //! when some tool is a background tool. Their names (`[background]`) never shadow a tool of
 //! the toolsets or one added in code (that is a configuration error), and an upstream tool
 //! of the same name gives way to them (a background tool is unusable without them).
-//! A background call made while every task worker of this replica is taken is refused with a
-//! "busy, retry after N s" result instead of queueing behind them.
+//! Starting a background call is the `tools/call` handler's (`handlers/background.rs`).
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use mcpgate_protocol::ErrorObject;
@@ -24,54 +22,18 @@ use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::{
     BoxFuture, CatalogBuilder, Failure, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor,
 };
-use mcpgate_store::{AnyStore, Cancelled, Read, TaskId, TaskOutcome, TaskRecord, TaskStore as _};
+use mcpgate_store::{Cancelled, Read, TaskId, TaskOutcome, TaskRecord};
 
-use super::context::CallContext;
-use super::handlers::tasks::{TaskPlan, create_record};
-use super::render;
-use super::task_cancel::{CancelCounter, cancel};
 use crate::config::BackgroundConfig;
 use crate::error::{GatewayError, clip};
-use crate::state::AppState;
-
-/// The busy answer, when every task worker of this replica is taken (`None` otherwise):
-/// checked before the call commits to anything, so the client's retry starts afresh.
-pub(super) fn refuse_when_busy(state: &AppState, cx: &CallContext, tool: &str) -> Option<Result<Bytes, GatewayError>> {
-    if !state.workers.is_saturated() {
-        return None;
-    }
-    state.metrics.background_busy();
-    let secs = state.config.background.busy_retry_secs;
-    let mut result = CallToolResult::error(format!(
-        "The server is busy: every background worker is taken. Call {tool} again in {secs} s."
-    ));
-    result.structured_content = Some(json!({ "busy": true, "retryAfterSecs": secs }));
-    Some(render::complete(state, cx, result))
-}
-
-/// Starts a background tool's call as a task and answers with how to follow it.
-pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
-    let tool = plan.tool.clone();
-    let record = create_record(state, cx, plan).await?;
-    let id = record.id.as_str();
-    let BackgroundConfig { status_tool, result_tool, cancel_tool, .. } = &state.config.background;
-    let text = format!(
-        "Started {tool} in the background as task {id}. Call {status_tool} with {{\"taskId\": \"{id}\"}} to follow \
-         it, {result_tool} to get its result once it is done, or {cancel_tool} to stop it."
-    );
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content =
-        Some(json!({ "taskId": id, "status": record.status.as_str(), "pollAfterMs": record.poll_interval_ms }));
-    render::complete(state, cx, result)
-}
+use crate::tasks::TaskBook;
 
 /// Registers the companions when some tool is a background tool. `fixed` says whether a
 /// name belongs to a toolset's tool or one added in code: taking such a name is an error
 /// naming the setting to change; an upstream tool of that name is left out instead.
 pub fn register(
     builder: &mut CatalogBuilder,
-    store: &AnyStore,
-    cancellations: &CancelCounter,
+    book: &TaskBook,
     names: &BackgroundConfig,
     fixed: impl Fn(&str) -> bool,
 ) -> Result<(), GatewayError> {
@@ -114,13 +76,7 @@ pub fn register(
             );
         }
         let descriptor = ToolDescriptor::new(name, description, task_id()).retry_safe(kind != Kind::Cancel);
-        builder.tool(Companion {
-            descriptor,
-            kind,
-            store: store.clone(),
-            cancellations: cancellations.clone(),
-            result_tool: result_tool.to_owned(),
-        });
+        builder.tool(Companion { descriptor, kind, book: book.clone(), result_tool: result_tool.to_owned() });
     }
     Ok(())
 }
@@ -135,9 +91,8 @@ enum Kind {
 struct Companion {
     descriptor: ToolDescriptor,
     kind: Kind,
-    store: AnyStore,
-    /// Where a cancel is counted (like every other way of cancelling a task).
-    cancellations: CancelCounter,
+    /// The caller's tasks (and where a cancel is counted, like every other way of cancelling).
+    book: TaskBook,
     /// The result companion's name, which status answers point to.
     result_tool: String,
 }
@@ -157,7 +112,7 @@ impl Tool for Companion {
             let Some(id) = TaskId::parse(raw) else { return not_found() };
             let unavailable = |e: mcpgate_store::StoreError| Outcome::Failed(Failure::Unavailable(e.to_string()));
             match self.kind {
-                Kind::Cancel => match cancel(&self.store, self.cancellations.get().map(|m| &**m), &id, owner).await {
+                Kind::Cancel => match self.book.cancel(&id, owner).await {
                     Ok(Cancelled::Now(_)) => text(format!("Task {id} cancelled."), None),
                     Ok(Cancelled::AlreadyTerminal(record)) => {
                         text(format!("Task {id} had already ended: {}.", record.status.as_str()), None)
@@ -167,15 +122,15 @@ impl Tool for Companion {
                 },
                 Kind::Status | Kind::Result => {
                     let read = if self.kind == Kind::Result { Read::WithOutcome } else { Read::Control };
-                    match self.store.get(&id, read).await {
-                        Ok(Some(record)) if record.owner == owner => {
+                    match self.book.find(&id, owner, read).await {
+                        Ok(Some(record)) => {
                             if self.kind == Kind::Status {
                                 status(&record, &self.result_tool)
                             } else {
                                 result(&record, &self.result_tool)
                             }
                         }
-                        Ok(_) => not_found(),
+                        Ok(None) => not_found(),
                         Err(e) => unavailable(e),
                     }
                 }

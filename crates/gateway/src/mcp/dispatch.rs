@@ -10,16 +10,13 @@
 //! before the final send, so a client that stops reading holds no slot, and that send is
 //! bounded in time.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse as _, Response};
+use axum::response::IntoResponse as _;
 use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use mcpgate_protocol::jsonrpc::Request;
 use mcpgate_protocol::pagination::MetaParams;
@@ -32,6 +29,7 @@ use super::admission::admit;
 use super::cancellation;
 use super::context::CallContext;
 use super::handlers;
+use super::work::{Prepared, Reply};
 use crate::auth::Principal;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
@@ -47,22 +45,6 @@ const CANCEL_SUBSCRIBE_AFTER: Duration = Duration::from_millis(200);
 /// How long a finished streamed call waits for a slow client to take its final message.
 const FINAL_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What a handled request answers with.
-#[derive(Debug)]
-pub enum Reply {
-    /// A serialized result, to be wrapped in the response envelope.
-    Result(Bytes),
-    /// A result plus a freshly minted legacy session id.
-    Initialized {
-        /// The serialized `InitializeResult`.
-        result: Bytes,
-        /// The sealed session id for the `Mcp-Session-Id` header.
-        session_id: String,
-    },
-    /// A streamed response; its task records metrics itself.
-    Stream(Response),
-}
-
 /// What a request holds while it runs: its concurrency slot and its in-flight mark.
 #[derive(Debug)]
 pub struct Ticket {
@@ -74,11 +56,6 @@ pub struct Ticket {
     /// When the request arrived.
     pub started: Instant,
 }
-
-/// A handler's work, once started with a notifier and a cancellation token.
-pub(super) type Work = Pin<Box<dyn Future<Output = Result<Bytes, GatewayError>> + Send + 'static>>;
-/// A validated call, ready to run inline or in a streaming task.
-pub(super) type Prepared = Box<dyn FnOnce(Notifier, CancellationToken) -> Work + Send + 'static>;
 
 /// Routes one request; returns the reply and the era it was served in.
 pub async fn dispatch(
@@ -311,6 +288,6 @@ fn spawn_stream(
             tracing::debug!(id = %cx.id, "client did not read the final message in time");
         }
     };
-    state.tasks.spawn(tracing::Instrument::in_current_span(task));
+    state.in_flight.spawn(tracing::Instrument::in_current_span(task));
     (rx, guard)
 }

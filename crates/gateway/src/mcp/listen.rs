@@ -128,9 +128,8 @@ async fn watch_tasks(
         }
         // Subscribe first, then check: a transition between the two is still delivered.
         let subscription = state.store.subscribe(&id).await?;
-        match state.store.get(&id, Read::Control).await? {
-            Some(record) if record.owner == principal.key() => watched.push((id, subscription)),
-            _ => {}
+        if state.tasks.find(&id, principal.key(), Read::Control).await?.is_some() {
+            watched.push((id, subscription));
         }
     }
     Ok(watched)
@@ -157,7 +156,7 @@ fn spawn(
     let (tx, rx) = mpsc::channel::<Frame>(QUEUE);
     let closed = state.shutdown.child_token();
     let guard = closed.clone().drop_guard();
-    let tracker = state.tasks.clone();
+    let tracker = state.in_flight.clone();
     let keepalive = state.sse_keepalive();
     let state = state.clone();
     let task = async move {

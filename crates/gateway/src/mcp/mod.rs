@@ -14,12 +14,12 @@ pub mod principal_slots;
 mod render;
 mod request_state;
 pub mod session;
-mod task_admission;
-pub mod task_cancel;
 mod task_input;
 pub mod task_view;
+mod work;
 
 pub use context::CallContext;
-pub use dispatch::{Reply, Ticket, dispatch};
+pub use dispatch::{Ticket, dispatch};
 pub use handlers::discover_result;
 pub use task_input::answer as answer_task_input;
+pub use work::Reply;

@@ -35,9 +35,9 @@ use mcpgate_seal::{Binding, OpenFailure, Purpose, SealError, Sealer, context_dig
 use mcpgate_store::OnceMarks as _;
 
 use super::context::CallContext;
-use super::session::now_ms;
 use crate::error::GatewayError;
 use crate::state::AppState;
+use crate::time::now_ms;
 
 /// What one round hands the next (sealed; short field names keep tokens small).
 #[derive(Debug, Default, Serialize, Deserialize)]

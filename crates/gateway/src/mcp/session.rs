@@ -8,7 +8,7 @@
 //! which tells a legacy client to initialize again. Sessions cannot be revoked before expiry
 //! (there is no state to revoke), which is why their lifetime is bounded by configuration.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use crate::time::now_ms;
 
 use serde::{Deserialize, Serialize};
 
@@ -47,11 +47,6 @@ const NO_CONTEXT: [u8; 32] = [0; 32];
 
 fn binding(principal: &Principal) -> Binding<'_> {
     Binding { purpose: Purpose::Session, principal: principal.key(), method: "", context: &NO_CONTEXT }
-}
-
-/// Unix time in milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A session's identity: a digest of its id as the client sends it (every `initialize` seals

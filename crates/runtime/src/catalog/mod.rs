@@ -138,6 +138,14 @@ impl CatalogBuilder {
         self.tools.len() != before
     }
 
+    /// Names of the tools registered so far that may run as tasks, in registration order.
+    pub fn task_tools(&self) -> impl Iterator<Item = &str> {
+        self.tools
+            .iter()
+            .filter(|t| t.descriptor().task_policy != TaskPolicy::Forbidden)
+            .map(|t| t.descriptor().info.name.as_str())
+    }
+
     /// Whether a tool of this name is registered.
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t.descriptor().info.name == name)

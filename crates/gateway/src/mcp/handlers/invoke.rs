@@ -15,9 +15,9 @@ use mcpgate_runtime::catalog::missing_capabilities;
 
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Prepared;
 use crate::mcp::render;
 use crate::mcp::request_state::Round;
+use crate::mcp::work::Prepared;
 use crate::state::AppState;
 use mcpgate_runtime::catalog::{BoxFuture, HandOff, Notifier, Outcome, Tool, ToolCall, ToolContext};
 use std::sync::Arc;

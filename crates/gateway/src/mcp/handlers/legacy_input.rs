@@ -9,7 +9,7 @@
 //! replica they land on.
 //!
 //! Invariants: a call that needs no input answers as before (JSON, no task); a call that does
-//! becomes a task only when admitted like any task (`task_admission`: the caller's quotas and
+//! becomes a task only when admitted like any task (`crate::tasks`: the caller's quotas and
 //! task rate limits, a free worker slot here, held while the task waits), else it fails with
 //! the refusal (429 or 503) and nothing is created; each question waits at most `HOLD_LIMIT`,
 //! then the call fails saying so; a client that leaves cancels the task; the client never
@@ -26,18 +26,17 @@ use mcpgate_protocol::input::{InputRequests, InputResponses};
 use mcpgate_protocol::task::TaskIdParams;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::{Checkpoints, Failure, Outcome, Tool, ToolCall, ToolContext};
-use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
 use mcpgate_store::TaskId;
 use serde_json::Value;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::{Adoption, TaskPlan, TtlRequest, create_adopted, new_task};
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::Round;
+use crate::mcp::work::Prepared;
 use crate::state::AppState;
+use crate::tasks::{Adoption, TaskPlan, TtlRequest};
 
 /// How long one question may wait for the client's answer.
 const HOLD_LIMIT: Duration = Duration::from_secs(300);
@@ -104,8 +103,7 @@ impl Drop for CancelOnDrop {
         let (state, task, owner) = (self.state.clone(), self.task.clone(), std::mem::take(&mut self.owner));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         runtime.spawn(async move {
-            let metrics = Some(state.task_metrics.as_ref());
-            if let Err(e) = crate::mcp::task_cancel::cancel(&state.store, metrics, &task, &owner).await {
+            if let Err(e) = state.tasks.cancel(&task, &owner).await {
                 tracing::warn!(task = %task, error = %e, "the task of a call whose client left could not be cancelled");
             }
         });
@@ -136,13 +134,11 @@ async fn become_task(
         ttl: TtlRequest::Default,
         answers: asked.answers.clone(),
         state: asked.continuation.clone(),
-        keeps_credential: state.keeps_credential(tool.descriptor()),
+        keeps_credential: state.tasks.keeps_credential(tool.descriptor()),
     };
     let sent_at = tokio::time::Instant::now();
     let upstream = tool.descriptor().upstream.clone();
-    let Adoption { record, lease, job, slot } =
-        create_adopted(state, cx, upstream.as_deref(), new_task(state, cx, plan)?).await?;
-    state.task_metrics.count(&record.tool, TaskMetric::Created);
+    let Adoption { record, lease, job, slot } = state.tasks.adopt(cx, upstream.as_deref(), plan).await?;
     tracing::info!(task = %record.id, "a 2025-11-25 call asking for input became a task");
     let (status_tx, status) = watch::channel(None);
     let run_cancel = CancellationToken::new();
@@ -178,6 +174,6 @@ async fn become_task(
     };
     let id = record.id.clone();
     let adopted = Adopted { job, lease, task: record, sent_at, status, cancel: run_cancel, retry_safe, checkpointed };
-    state.workers.adopt(slot, adopted, rounds);
+    state.tasks.workers().adopt(slot, adopted, rounds);
     Ok(id)
 }

@@ -16,9 +16,9 @@ use mcpgate_protocol::{Era, JsonObject, ProtocolVersion};
 use crate::config::AuthMode;
 use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Reply;
 use crate::mcp::render;
 use crate::mcp::session::{self, Session};
+use crate::mcp::work::Reply;
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Catalog;
 

@@ -1,6 +1,7 @@
 //! Method handlers. Each one validates its params, does its work through the catalog, and
 //! renders the result for the request's era.
 
+mod background;
 mod completion;
 mod invoke;
 mod legacy_input;

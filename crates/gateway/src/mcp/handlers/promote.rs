@@ -8,7 +8,7 @@
 //! once the lease lapses and the tool's retry rule decides (run again, or fail saying it was
 //! interrupted); if no task can be created (the store is down) or none is admitted (the
 //! caller is at a task quota or task rate limit, or every worker slot here is taken: see
-//! `task_admission`), the call simply stays synchronous, bounded by its request. Progress goes
+//! `crate::tasks`), the call simply stays synchronous, bounded by its request. Progress goes
 //! to the request while it is open and to the task's status message.
 
 use std::sync::Arc;
@@ -18,15 +18,15 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use mcpgate_runtime::catalog::{Failure, Outcome, Tool, ToolCall};
-use mcpgate_runtime::task_metrics::TaskMetric;
 use mcpgate_runtime::worker::Adopted;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::{Adoption, TaskPlan, TtlRequest, create_adopted, new_task, render_created};
+use super::tasks::render_created;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::Round;
+use crate::mcp::work::Prepared;
 use crate::state::AppState;
+use crate::tasks::{Adoption, TaskPlan, TtlRequest};
 
 /// A call of `tool` that becomes a task if it runs longer than `after`.
 pub(super) fn prepare(
@@ -52,7 +52,7 @@ pub(super) fn prepare(
                 ttl: TtlRequest::Default,
                 answers: call.input_responses.clone(),
                 state: call.state.clone(),
-                keeps_credential: state.keeps_credential(tool.descriptor()),
+                keeps_credential: state.tasks.keeps_credential(tool.descriptor()),
             };
             let retry_safe = tool.descriptor().retry_safe;
             let upstream = tool.descriptor().upstream.clone();
@@ -70,15 +70,13 @@ pub(super) fn prepare(
                 }
                 () = tokio::time::sleep(after) => {}
             }
-            let task = new_task(&state, &cx, plan)?;
             let sent_at = tokio::time::Instant::now();
-            match create_adopted(&state, &cx, upstream.as_deref(), task).await {
+            match state.tasks.adopt(&cx, upstream.as_deref(), plan).await {
                 Ok(Adoption { record, lease, job, slot }) => {
-                    state.task_metrics.count(&record.tool, TaskMetric::Created);
                     let reply = render_created(&state, &cx, &record);
                     let cancel = stop_with_request.disarm();
                     tracing::info!(task = %record.id, after_ms = after.as_millis(), "long call became a task");
-                    state.workers.adopt(
+                    state.tasks.workers().adopt(
                         slot,
                         Adopted {
                             job,

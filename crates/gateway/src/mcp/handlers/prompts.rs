@@ -7,10 +7,10 @@ use mcpgate_protocol::prompt::GetPromptParams;
 
 use super::invoke::prepare;
 use crate::error::{GatewayError, clip};
-use crate::limits::{self, Charge};
+use crate::limits::Charge;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
+use crate::mcp::work::Prepared;
 use crate::state::AppState;
 
 /// Validates a prompt request (known prompt, required arguments present, the echoed
@@ -35,7 +35,7 @@ pub(in crate::mcp) async fn get_prompt(
     // A prompt of an upstream is a request to it: charged to the upstream's limit, once the
     // request is known to be valid and before anything is stored or sent.
     if let Some(upstream) = prompt.upstream() {
-        limits::admit(state, &cx.principal, Charge::Upstream { upstream }).await?;
+        state.limits.admit(&cx.principal, Charge::Upstream { upstream }).await?;
     }
     let arguments = Value::Object(arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>());
     let target = Target::new(cx, &params.name, &arguments, Mode::Now)?;

@@ -7,10 +7,10 @@ use mcpgate_protocol::resource::ReadResourceParams;
 
 use super::invoke::{finish, tool_context};
 use crate::error::GatewayError;
-use crate::limits::{self, Charge};
+use crate::limits::Charge;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
+use crate::mcp::work::Prepared;
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Outcome;
 
@@ -35,7 +35,7 @@ pub(in crate::mcp) async fn read_resource(
                 return Err(GatewayError::ResourceNotFound { uri: uri.clone() });
             };
             if let Some(upstream) = upstream {
-                limits::admit(&state, &cx.principal, Charge::Upstream { upstream }).await?;
+                state.limits.admit(&cx.principal, Charge::Upstream { upstream }).await?;
             }
             round.commit(&state).await?;
             let modern = cx.era == Era::Modern;

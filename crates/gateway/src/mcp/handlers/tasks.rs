@@ -4,43 +4,37 @@
 //!
 //! Invariants: a task is found only by its owner (anyone else gets "not found", never
 //! "forbidden"); `CreateTaskResult` is sent only after the store made the task durable; the
-//! same call retried within the idempotency window returns the same task; every task is
-//! created through [`create_record`] or [`create_adopted`], so admitted by `task_admission`
-//! (quotas, task rate limits, worker slots); a legacy `tasks/result` waits on the task's
-//! events, not by polling, within its caller's share of the replica's waiters.
+//! same call retried within the idempotency window returns the same task; tasks are created,
+//! found and cancelled through the task service (`crate::tasks`), so admitted there (quotas,
+//! task rate limits, worker slots) and found by their owner only; a legacy `tasks/result`
+//! waits on the task's events, not by polling, within its caller's share of the replica's
+//! waiters.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::Value;
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
-use mcpgate_protocol::input::InputResponses;
 use mcpgate_protocol::pagination::PaginatedParams;
 use mcpgate_protocol::result::{EmptyResult, ResultMeta, ResultType};
 use mcpgate_protocol::task::{
     CreateTaskResult, LegacyCreateTaskResult, LegacyTaskResult, ListTasksResult, TaskIdParams, TaskStatus,
 };
-use mcpgate_store::{
-    Cancelled, EventBus as _, ListCursor, NewTask, RawAnswer, RawAnswers, Read, TaskEvent, TaskId, TaskRecord,
-    TaskStore as _,
-};
+use mcpgate_store::{Cancelled, EventBus as _, ListCursor, Read, TaskEvent, TaskId, TaskRecord, TaskStore as _};
 
 use crate::config::AuthMode;
 use crate::error::{GatewayError, clip};
-use crate::limits::{self, Charge};
+use crate::limits::Charge;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::{Prepared, Work};
-use mcpgate_runtime::task_metrics::TaskMetric;
-
 use crate::mcp::render;
 use crate::mcp::request_state::MAX_ANSWERS;
-use crate::mcp::session::now_ms;
-use crate::mcp::task_admission::{self, Way};
-use crate::mcp::{answers, idempotency, task_input, task_view};
+use crate::mcp::work::{Prepared, Work};
+use crate::mcp::{answers, task_input, task_view};
 use crate::state::AppState;
+use crate::tasks::TaskPlan;
+use crate::time::now_ms;
 
 /// Tasks per `tasks/list` page.
 const LIST_PAGE: usize = 50;
@@ -51,156 +45,9 @@ const LIST_PAGE: usize = 50;
 const RECHECK_MAX: Duration = Duration::from_secs(30);
 const RECHECK_MIN: Duration = Duration::from_secs(1);
 
-/// The lifetime a client asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::mcp) enum TtlRequest {
-    /// None given: the configured default.
-    Default,
-    /// This many milliseconds (clamped).
-    Millis(u64),
-    /// `ttl: null`: unlimited, if allowed.
-    Unlimited,
-}
-
-impl TtlRequest {
-    /// Reads a legacy `params.task` value.
-    pub(in crate::mcp) fn from_legacy(task: &Value) -> Result<Self, GatewayError> {
-        match task.get("ttl") {
-            None => Ok(Self::Default),
-            Some(Value::Null) => Ok(Self::Unlimited),
-            Some(v) => v
-                .as_u64()
-                .map(Self::Millis)
-                .ok_or_else(|| GatewayError::invalid_params("task.ttl must be a non-negative integer")),
-        }
-    }
-}
-
-/// A task to create for a `tools/call`.
-#[derive(Debug)]
-pub(in crate::mcp) struct TaskPlan {
-    pub(in crate::mcp) tool: String,
-    /// The arguments (a JSON object).
-    pub(in crate::mcp) arguments: Value,
-    pub(in crate::mcp) ttl: TtlRequest,
-    /// Answers gathered before the task could start (multi-round input), for its first run.
-    pub(in crate::mcp) answers: InputResponses,
-    /// The tool's continuation from those rounds.
-    pub(in crate::mcp) state: Option<Value>,
-    /// Whether the task keeps the caller's token for its runs (see
-    /// [`AppState::keeps_credential`]).
-    pub(in crate::mcp) keeps_credential: bool,
-}
-
 /// Creates the task and answers with `CreateTaskResult` in the request's era.
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
-    render_created(state, cx, &create_record(state, cx, plan).await?)
-}
-
-/// Creates the planned task (or finds the one an idempotent retry names) and counts it. With
-/// a free run slot here the task runs on this replica at once (run where created: no queue
-/// round trips); otherwise it is enqueued for any replica.
-pub(in crate::mcp) async fn create_record(
-    state: &AppState,
-    cx: &CallContext,
-    plan: TaskPlan,
-) -> Result<TaskRecord, GatewayError> {
-    let task = new_task(state, cx, plan)?;
-    let created = match task_admission::admit(state, cx, Way::Created).await?.slot {
-        Some(slot) => {
-            let sent_at = tokio::time::Instant::now();
-            let (created, run) =
-                state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await?;
-            if let (mcpgate_store::Created::New(record), Some((lease, job))) = (&created, run) {
-                state.workers.run_created(slot, lease, job, record.clone(), sent_at);
-            }
-            created
-        }
-        None => state.store.create(task).await?,
-    };
-    let new = matches!(created, mcpgate_store::Created::New(_));
-    let Some(record) = created.into_record() else {
-        return Err(GatewayError::invalid_params(
-            "Idempotency-Key reused with different arguments: a key names one call (tool and arguments) within \
-             tasks.idempotency_window_ms",
-        ));
-    };
-    if new {
-        state.task_metrics.count(&record.tool, TaskMetric::Created);
-    }
-    Ok(record)
-}
-
-/// A task made of a running call: what [`create_adopted`] hands to `Workers::adopt`.
-pub(in crate::mcp) struct Adoption {
-    pub(in crate::mcp) record: TaskRecord,
-    pub(in crate::mcp) lease: mcpgate_store::Lease,
-    pub(in crate::mcp) job: mcpgate_store::Job,
-    /// The worker slot its run holds.
-    pub(in crate::mcp) slot: mcpgate_runtime::worker::Slot,
-}
-
-/// Creates a task that runs on this replica from now on, never deduplicated (a call of a tool
-/// of `upstream`, if any, that became a task while it ran), once admitted like any task (see
-/// `task_admission`): refused, it creates nothing.
-pub(in crate::mcp) async fn create_adopted(
-    state: &AppState,
-    cx: &CallContext,
-    upstream: Option<&str>,
-    task: NewTask,
-) -> Result<Adoption, GatewayError> {
-    let admitted = task_admission::admit(state, cx, Way::Adopted { upstream }).await?;
-    let slot = admitted.slot.ok_or_else(|| GatewayError::internal("an adopted task was admitted without a slot"))?;
-    // A retry of the call is a new call (it ran before its task existed): no deduplication.
-    let task = NewTask { idempotency: None, ..task };
-    match state.store.create_running(task, state.workers.worker_id(), state.workers.lease()).await? {
-        (mcpgate_store::Created::New(record), Some((lease, job))) => Ok(Adoption { record, lease, job, slot }),
-        _ => Err(GatewayError::internal("a task created without deduplication was not new")),
-    }
-}
-
-/// The record to create for a planned task (with its idempotency scope).
-pub(in crate::mcp) fn new_task(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<NewTask, GatewayError> {
-    let tasks = &state.config.tasks;
-    let ttl_ms = match plan.ttl {
-        TtlRequest::Default => Some(tasks.default_ttl_ms),
-        // Very short lifetimes would expire before anyone could read the result.
-        TtlRequest::Millis(t) => Some(t.clamp(1_000, tasks.max_ttl_ms)),
-        TtlRequest::Unlimited if tasks.allow_unlimited_ttl => None,
-        TtlRequest::Unlimited => Some(tasks.max_ttl_ms),
-    };
-    let arguments =
-        serde_json::to_string(&plan.arguments).map_err(|e| GatewayError::internal(format!("arguments: {e}")))?;
-    let capabilities =
-        serde_json::to_string(&*cx.capabilities).map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
-    let mut input_responses = RawAnswers::new();
-    for (key, answer) in &plan.answers {
-        let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal(format!("answer: {e}")))?;
-        input_responses.insert(key.clone(), RawAnswer { method: answer.method().to_owned(), json });
-    }
-    // Arguments serialize with sorted keys, so the same call always has the same digest.
-    let idempotency = idempotency::scope(cx, &plan.tool, &arguments, tasks.idempotency_window_ms);
-    Ok(NewTask {
-        owner: cx.principal.key().to_owned(),
-        issuer: cx.principal.issuer().to_owned(),
-        subject: cx.principal.subject().to_owned(),
-        era: cx.era,
-        tool: plan.tool,
-        arguments,
-        capabilities,
-        scopes: cx.principal.scopes().to_vec(),
-        ttl_ms,
-        poll_interval_ms: tasks.poll_interval_ms,
-        idempotency,
-        index_horizon_ms: (!tasks.allow_unlimited_ttl).then_some(tasks.max_ttl_ms),
-        // Only tasks/list reads the owner index, and it is served only behind authentication.
-        indexed: state.config.auth.mode != AuthMode::None,
-        quota: task_admission::quota(state, cx),
-        input_responses,
-        state: plan.state.map(|s| s.to_string()),
-        credential: plan.keeps_credential.then(|| cx.principal.credential().map(|c| c.expose().to_owned())).flatten(),
-        trace: crate::telemetry::traceparent(),
-    })
+    render_created(state, cx, &state.tasks.create(cx, plan).await?)
 }
 
 /// `CreateTaskResult` for a task just created, in the request's era.
@@ -239,7 +86,7 @@ pub(in crate::mcp) async fn get(
     // The poll limit is checked alongside the read (no added latency): past its burst the
     // poll is still answered, with a longer poll interval saying when to come back.
     let (record, advice) =
-        tokio::join!(find(state, cx, &params.task_id, read), limits::admit(state, &cx.principal, Charge::Poll));
+        tokio::join!(find(state, cx, &params.task_id, read), state.limits.admit(&cx.principal, Charge::Poll));
     let (mut record, advice) = (record?, advice?);
     if !advice.is_zero() && !record.status.is_terminal() {
         let advice_ms = u64::try_from(advice.as_millis()).unwrap_or(u64::MAX).saturating_add(1);
@@ -260,9 +107,7 @@ pub(in crate::mcp) async fn cancel(
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
     let id = parse_id(&params.task_id)?;
-    let cancelled =
-        crate::mcp::task_cancel::cancel(&state.store, Some(&state.task_metrics), &id, cx.principal.key()).await?;
-    match (cancelled, cx.era) {
+    match (state.tasks.cancel(&id, cx.principal.key()).await?, cx.era) {
         (Cancelled::NotFound, _) => Err(not_found(&params.task_id)),
         (_, Era::Modern) => render::complete(state, cx, EmptyResult::default()),
         (Cancelled::Now(record), Era::Legacy) => legacy_task(state, cx, &record),
@@ -449,10 +294,7 @@ async fn find_quietly(
     raw: &str,
     read: Read,
 ) -> Result<TaskRecord, GatewayError> {
-    match state.store.get(id, read).await? {
-        Some(record) if record.owner == cx.principal.key() => Ok(record),
-        _ => Err(not_found(raw)),
-    }
+    state.tasks.find(id, cx.principal.key(), read).await?.ok_or_else(|| not_found(raw))
 }
 
 /// The id a request names; the request's span records it (so every span of a task's life

@@ -14,16 +14,15 @@ use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
 use mcpgate_protocol::tool::CallToolParams;
 use mcpgate_runtime::catalog::{Outcome, TaskPolicy, ToolCall};
 
+use super::background;
 use super::invoke::ask;
-use super::tasks::{TaskPlan, TtlRequest};
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
-use crate::limits;
 use crate::mcp::context::CallContext;
-use crate::mcp::dispatch::Prepared;
 use crate::mcp::request_state::{Mode, Round, Target};
-use crate::mcp::task_admission;
+use crate::mcp::work::Prepared;
 use crate::state::AppState;
+use crate::tasks::{self, TaskPlan, TtlRequest};
 
 /// What to do with a tool call.
 pub(in crate::mcp) enum ToolPlan {
@@ -53,11 +52,9 @@ pub(in crate::mcp) async fn call_tool(
     let as_task = task_decision(cx, &params, tool.descriptor().task_policy)?;
     // Charged once the call is known to be valid, before anything runs or is stored (a call
     // that becomes a task later is charged for its task then).
-    let charge = task_admission::call_charge(
-        tool.descriptor().upstream.as_deref(),
-        as_task.is_some() || tool.descriptor().background,
-    );
-    limits::admit(state, &cx.principal, charge).await?;
+    let charge =
+        tasks::call_charge(tool.descriptor().upstream.as_deref(), as_task.is_some() || tool.descriptor().background);
+    state.limits.admit(&cx.principal, charge).await?;
     let arguments = Value::Object(params.arguments.take().unwrap_or_default());
     let mode = if as_task.is_some() { Mode::BeforeTask } else { Mode::Now };
     let target = Target::new(cx, &params.name, &arguments, mode)?;
@@ -85,14 +82,14 @@ pub(in crate::mcp) async fn call_tool(
             ttl,
             answers: input_responses,
             state: continuation,
-            keeps_credential: state.keeps_credential(tool.descriptor()),
+            keeps_credential: state.tasks.keeps_credential(tool.descriptor()),
         }));
     }
     // A background tool called by a client that asked for no task: a task all the same,
     // answered at once with how to follow it (see `mcp::companions`).
     if tool.descriptor().background {
         tool.check(&call.arguments)?;
-        if let Some(busy) = crate::mcp::companions::refuse_when_busy(state, cx, &params.name) {
+        if let Some(busy) = background::refuse_when_busy(state, cx, &params.name) {
             return busy.map(ToolPlan::Ask);
         }
         round.commit(state).await?;
@@ -103,9 +100,9 @@ pub(in crate::mcp) async fn call_tool(
             ttl: TtlRequest::Default,
             answers: input_responses,
             state: continuation,
-            keeps_credential: state.keeps_credential(tool.descriptor()),
+            keeps_credential: state.tasks.keeps_credential(tool.descriptor()),
         };
-        return crate::mcp::companions::start(state, cx, plan).await.map(ToolPlan::Ask);
+        return background::start(state, cx, plan).await.map(ToolPlan::Ask);
     }
     round.commit(state).await?;
     let tool = tool.clone();

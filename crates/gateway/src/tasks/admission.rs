@@ -17,14 +17,14 @@
 use mcpgate_runtime::worker::Slot;
 use mcpgate_store::Quota;
 
+use super::TaskService;
 use crate::error::GatewayError;
-use crate::limits::{self, Charge};
-use crate::mcp::context::CallContext;
-use crate::state::AppState;
+use crate::limits::Charge;
+use crate::mcp::CallContext;
 
 /// How a task comes to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::mcp) enum Way<'a> {
+pub(super) enum Way<'a> {
     /// Created for its call (the client asked, the tool's policy says so, a background tool),
     /// charged with the call: it runs here at once when a worker slot is free, else anywhere
     /// from the queue.
@@ -37,43 +37,39 @@ pub(in crate::mcp) enum Way<'a> {
     },
 }
 
-/// What an admitted task was granted.
-#[derive(Debug)]
-pub(in crate::mcp) struct Admitted {
-    /// The worker slot the task runs on here (always one for [`Way::Adopted`]).
-    pub(in crate::mcp) slot: Option<Slot>,
-}
-
 /// What a `tools/call` is charged before anything runs: the call, and the task it is known to
 /// become (`becomes_task`), in one round trip.
-pub(in crate::mcp) fn call_charge(upstream: Option<&str>, becomes_task: bool) -> Charge<'_> {
+pub fn call_charge(upstream: Option<&str>, becomes_task: bool) -> Charge<'_> {
     Charge::Call { upstream, task: becomes_task }
 }
 
-/// Admits a task about to be created `way`: its worker slot and the charges not yet made; a
-/// 503 ([`GatewayError::NoFreeWorker`]) or 429 (a task rate limit) when refused. Quotas are
-/// checked by the creation itself ([`quota`]).
-pub(in crate::mcp) async fn admit(state: &AppState, cx: &CallContext, way: Way<'_>) -> Result<Admitted, GatewayError> {
-    match way {
-        Way::Created => Ok(Admitted { slot: state.workers.reserve() }),
-        Way::Adopted { upstream } => {
-            // The slot first: it costs no round trip, and a refused charge gives it back.
-            let slot = state.workers.reserve().ok_or(GatewayError::NoFreeWorker)?;
-            limits::admit(state, &cx.principal, Charge::Task { upstream }).await?;
-            Ok(Admitted { slot: Some(slot) })
+impl TaskService {
+    /// Admits a task about to be created `way`: the worker slot it runs on here (always one
+    /// for [`Way::Adopted`]) and the charges not yet made; a 503
+    /// ([`GatewayError::NoFreeWorker`]) or 429 (a task rate limit) when refused. Quotas are
+    /// checked by the creation itself ([`Self::quota`]).
+    pub(super) async fn admit(&self, cx: &CallContext, way: Way<'_>) -> Result<Option<Slot>, GatewayError> {
+        match way {
+            Way::Created => Ok(self.workers.reserve()),
+            Way::Adopted { upstream } => {
+                // The slot first: it costs no round trip, and a refused charge gives it back.
+                let slot = self.workers.reserve().ok_or(GatewayError::NoFreeWorker)?;
+                self.limits.admit(&cx.principal, Charge::Task { upstream }).await?;
+                Ok(Some(slot))
+            }
         }
     }
-}
 
-/// The caller's task quotas, if any are configured (counted per caller, across sessions), for
-/// every task it creates.
-pub(in crate::mcp) fn quota(state: &AppState, cx: &CallContext) -> Option<Quota> {
-    let limits = &state.config.limits;
-    let any = limits.max_running_tasks > 0 || limits.max_retained_tasks > 0 || limits.max_stored_bytes > 0;
-    any.then(|| Quota {
-        scope: cx.principal.caller_key().to_owned(),
-        max_running: limits.max_running_tasks,
-        max_retained: limits.max_retained_tasks,
-        max_bytes: limits.max_stored_bytes,
-    })
+    /// The caller's task quotas, if any are configured (counted per caller, across sessions),
+    /// for every task it creates.
+    pub(super) fn quota(&self, cx: &CallContext) -> Option<Quota> {
+        let limits = &self.settings.quotas;
+        let any = limits.max_running_tasks > 0 || limits.max_retained_tasks > 0 || limits.max_stored_bytes > 0;
+        any.then(|| Quota {
+            scope: cx.principal.caller_key().to_owned(),
+            max_running: limits.max_running_tasks,
+            max_retained: limits.max_retained_tasks,
+            max_bytes: limits.max_stored_bytes,
+        })
+    }
 }

@@ -1,0 +1,224 @@
+//! Starting a replica: building its [`AppState`] from a validated config — the sealer, the
+//! authenticator, the store connection (waiting for Redis a while), the upstreams' first
+//! lists, the catalog, the task workers and service — and starting the catalog refresh loop.
+//!
+//! Invariant: a replica serves only once all of this stands; any part that cannot be built is
+//! a start-up error naming what failed, and nothing half-built is left running.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use mcpgate_protocol::Era;
+use mcpgate_protocol::ErrorObject;
+use mcpgate_protocol::implementation::Implementation;
+use mcpgate_runtime::catalog::{CatalogBuilder, ListRendering, SharedCatalog};
+use mcpgate_runtime::task_metrics::TaskMetrics;
+use mcpgate_runtime::toolsets;
+use mcpgate_runtime::worker::{WorkerOptions, Workers};
+use mcpgate_seal::{AtRest, KeyRing, Sealer};
+use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
+use mcpgate_upstream::Federation;
+
+use crate::auth::Authenticator;
+use crate::catalog_parts::CatalogParts;
+use crate::catalog_refresh;
+use crate::config::{AuthMode, Config, invalid_key};
+use crate::error::GatewayError;
+use crate::http::origin::OriginPolicy;
+use crate::limits::Limits;
+use crate::mcp::discover_result;
+use crate::mcp::principal_slots::PrincipalSlots;
+use crate::metrics::Metrics;
+use crate::state::{AppState, Inner, cache_scope};
+use crate::tasks::{TaskBook, TaskService};
+
+impl AppState {
+    /// Builds the state of a replica from a validated config: connects the store (Redis when
+    /// `redis_url` is set, memory otherwise) and starts the task workers.
+    pub async fn new(config: Config) -> Result<Self, GatewayError> {
+        Self::with_tools(config, |_| {}).await
+    }
+
+    /// Builds the state with extra tools, prompts or resources registered after the
+    /// configured toolsets (for embedding mcpgate as a library, and for tests).
+    pub async fn with_tools(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> Result<Self, GatewayError> {
+        let server_info = Arc::new(Implementation {
+            title: Some("mcpgate".to_owned()),
+            description: Some("Stateless, horizontally scalable MCP gateway".to_owned()),
+            ..Implementation::new("mcpgate", env!("CARGO_PKG_VERSION"))
+        });
+        let sealer = sealer(&config)?;
+        let auth = Authenticator::from_config(&config)?;
+        let cache_scope = cache_scope(config.auth.mode);
+        let rendering = ListRendering {
+            server_info: server_info.clone(),
+            ttl_ms: config.server.list_ttl_ms,
+            cache_scope,
+            legacy_task_support: true,
+        };
+        let federation =
+            Arc::new(Federation::new(config.upstream.clone(), &config.federation.separator).map_err(|e| {
+                GatewayError::Startup { what: "configuring upstreams".to_owned(), problem: e.to_string() }
+            })?);
+        let store = connect_store(&config, &sealer).await?;
+        let lists = if federation.is_empty() {
+            Vec::new()
+        } else {
+            let wait = Duration::from_secs(config.federation.startup_wait_secs);
+            catalog_refresh::initial_lists(&federation, &store, wait).await
+        };
+        let mut extra_entries = CatalogBuilder::default();
+        extra(&mut extra_entries);
+        if config.toolset.is_empty() && config.upstream.is_empty() && extra_entries.is_empty() {
+            return Err(invalid_key(
+                "toolset",
+                "at least one toolset (or an upstream, or a tool added in code) is required",
+            ));
+        }
+        let catalog_parts = CatalogParts {
+            toolsets: toolsets::registered(&config.toolset)?,
+            extra: extra_entries,
+            rendering,
+            background: config.background.clone(),
+        };
+        // Counted by the tools that may run as tasks at start-up (the companions never do).
+        let task_metrics = Arc::new(TaskMetrics::new(catalog_parts.assemble(&federation, &lists).task_tools()));
+        let book = TaskBook::new(store.clone(), task_metrics.clone());
+        let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists, &book)?);
+        let discover = discover_result(
+            &catalog.load(),
+            &server_info,
+            config.server.instructions.clone(),
+            config.server.discover_ttl_ms,
+            cache_scope,
+        )?;
+        let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
+        let shutdown = CancellationToken::new();
+        let stopping = CancellationToken::new();
+        let workers = Workers::start(
+            store.clone(),
+            catalog.clone(),
+            worker_options(&config, task_metrics),
+            Arc::new(|failure| GatewayError::from(failure.clone()).wire(Some(Era::Modern)).error as ErrorObject),
+            stopping.clone(),
+            shutdown.clone(),
+        );
+        // Without authentication every caller is the one anonymous principal: only the
+        // replica's limits can apply.
+        let anonymous = config.auth.mode == AuthMode::None;
+        let metrics = Arc::new(Metrics::default());
+        let limits = Arc::new(Limits::new(&config, store.clone(), metrics.clone()));
+        let task_service = TaskService::new(&config, book, store.clone(), workers, limits.clone());
+        let (tasks, http) = (&config.tasks, &config.http);
+        let state = Self(Arc::new(Inner {
+            store,
+            tasks: task_service,
+            result_waiters: PrincipalSlots::result_waiters(
+                tasks.max_result_waiters,
+                if anonymous { tasks.max_result_waiters } else { tasks.max_result_waiters_per_principal },
+            ),
+            listeners: PrincipalSlots::listeners(
+                http.max_listeners,
+                if anonymous { http.max_listeners } else { http.max_listeners_per_principal },
+            ),
+            origin: OriginPolicy::from_config(&config),
+            limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
+            limits,
+            body_budget: Arc::new(Semaphore::new(
+                usize::try_from(config.http.max_buffered_body_bytes).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS),
+            )),
+            config,
+            catalog,
+            catalog_parts,
+            federation,
+            sealer,
+            auth,
+            metrics,
+            server_info,
+            discover,
+            in_flight: TaskTracker::new(),
+            shutdown,
+            stopping,
+        }));
+        catalog_refresh::spawn(state.clone(), lists);
+        Ok(state)
+    }
+}
+
+async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, GatewayError> {
+    let shards = u16::try_from(config.store.shards).unwrap_or(16);
+    let Some(url) = &config.redis_url else {
+        return Ok(AnyStore::Memory(MemoryStore::new(shards)));
+    };
+    let options = RedisOptions {
+        url: url.clone(),
+        cluster: config.store.cluster,
+        prefix: config.store.prefix.clone(),
+        shards,
+        pool_size: usize::try_from(config.store.pool_size).unwrap_or(2),
+        command_timeout: Duration::from_millis(config.store.command_timeout_ms),
+        // Always there to open what was sealed, even once writing sealed values is turned off.
+        at_rest: Some(Arc::new(AtRest::new(sealer, config.store.encrypt_at_rest))),
+        at_rest_window: Duration::from_secs(config.store.at_rest_window_secs),
+    };
+    // A replica may start before Redis: keep trying for a while rather than crash-looping.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match RedisStore::connect(options.clone()).await {
+            Ok(store) => return Ok(AnyStore::Redis(store)),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %e, "cannot reach Redis yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => {
+                return Err(GatewayError::Startup { what: "connecting to Redis".to_owned(), problem: e.to_string() });
+            }
+        }
+    }
+}
+
+fn worker_options(config: &Config, metrics: Arc<TaskMetrics>) -> WorkerOptions {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
+    let host = if host.is_empty() { "replica".to_owned() } else { host };
+    let random: u32 = rand_u32();
+    WorkerOptions {
+        worker_id: format!("{host}-{}-{random:08x}", std::process::id()),
+        max_running: usize::try_from(config.tasks.max_running).unwrap_or(256),
+        lease: Duration::from_millis(config.tasks.lease_ms),
+        max_attempts: u32::try_from(config.tasks.max_attempts).unwrap_or(3),
+        read_block: Duration::from_secs(5),
+        unknown_tool_grace: Duration::from_secs(config.tasks.unknown_tool_grace_secs),
+        metrics,
+        count_stored_bytes: config.limits.max_stored_bytes > 0,
+        trace_link: crate::telemetry::trace_link(),
+    }
+}
+
+fn rand_u32() -> u32 {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    u32::from_le_bytes(b)
+}
+
+fn sealer(config: &Config) -> Result<Sealer, GatewayError> {
+    let max = usize::try_from(config.seal.max_bytes).unwrap_or(usize::MAX);
+    let ring = if config.seal.keys.is_empty() {
+        tracing::warn!(
+            "no seal.keys configured: using a random per-process key; legacy session ids will not survive a \
+             restart and cannot be shared with other replicas"
+        );
+        KeyRing::generate("local")
+    } else {
+        let specs: Vec<&str> = config.seal.keys.iter().map(|k| k.expose()).collect();
+        KeyRing::parse(&specs)
+    }
+    .map_err(|e| GatewayError::Config {
+        setting: "seal.keys (MCPGATE_SEAL_KEYS)".to_owned(),
+        problem: e.to_string(),
+    })?;
+    Ok(Sealer::new(ring, max))
+}
