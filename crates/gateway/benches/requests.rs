@@ -67,7 +67,7 @@ fn benches(c: &mut Criterion) {
     let record = completed_record();
     c.bench_function("render a completed task (DetailedTask JSON)", |b| {
         b.iter(|| {
-            let view = mcpgate::mcp::task_view::detailed(black_box(&record)).expect("renders");
+            let view = mcpgate::internals::task_view::detailed(black_box(&record)).expect("renders");
             black_box(serde_json::to_vec(&view).expect("serializes"))
         })
     });

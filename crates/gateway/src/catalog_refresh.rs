@@ -38,7 +38,7 @@ fn next_read(current: &[Option<Lists>], every: Duration, retry: &mut Duration) -
 }
 
 /// The lists to start with: each upstream's own, or the ones it last served (from the store).
-pub async fn initial_lists(federation: &Federation, store: &AnyStore, wait: Duration) -> Vec<Option<Lists>> {
+pub(crate) async fn initial_lists(federation: &Federation, store: &AnyStore, wait: Duration) -> Vec<Option<Lists>> {
     let read = federation.discover(wait).await;
     let mut lists = Vec::with_capacity(read.len());
     for (upstream, fresh) in federation.upstreams().iter().zip(read) {
@@ -78,7 +78,7 @@ async fn save(store: &AnyStore, upstream: &str, lists: &Lists) {
 }
 
 /// Runs the refresh loop until shutdown begins.
-pub fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
+pub(crate) fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
     if state.federation.is_empty() {
         return;
     }

@@ -15,23 +15,29 @@
 #![deny(missing_docs)]
 
 pub mod admin;
-pub mod auth;
+mod auth;
 mod catalog_parts;
-pub mod catalog_refresh;
+mod catalog_refresh;
 pub mod config;
 pub mod error;
 mod gateway;
-pub mod http;
-pub mod limits;
-pub mod mcp;
-pub mod metrics;
+mod http;
+mod limits;
+mod mcp;
+mod metrics;
 pub mod probe;
 pub mod shutdown;
 mod startup;
 pub mod state;
-pub mod tasks;
+mod tasks;
 pub mod telemetry;
 mod time;
+
+/// Internals that this crate's own tests and benchmarks drive directly: no stable API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::mcp::{session, task_view};
+}
 
 use std::future::{Future, IntoFuture};
 use std::time::Duration;

@@ -285,7 +285,7 @@ impl Drop for InFlight {
 
 /// Appends the per-upstream series: calls, errors by kind, in flight, latency, breaker state,
 /// stdio restarts, and token exchanges (upstreams with token exchange only).
-pub fn render_upstreams(federation: &mcpgate_upstream::Federation, out: &mut String) {
+pub(crate) fn render_upstreams(federation: &mcpgate_upstream::Federation, out: &mut String) {
     use std::fmt::Write as _;
     use std::sync::atomic::Ordering::Relaxed;
     if federation.is_empty() {

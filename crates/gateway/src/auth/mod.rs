@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
-pub use mcpgate_runtime::Principal;
+pub(crate) use mcpgate_runtime::Principal;
 
 use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;
@@ -49,7 +49,7 @@ impl Authenticator {
 
 /// The URL of the protected resource metadata for a resource URI (RFC 9728 path insertion:
 /// `https://host/mcp` → `https://host/.well-known/oauth-protected-resource/mcp`).
-pub fn resource_metadata_url(resource: &str) -> String {
+pub(crate) fn resource_metadata_url(resource: &str) -> String {
     let (scheme, rest) = resource.split_once("://").unwrap_or(("https", resource));
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),

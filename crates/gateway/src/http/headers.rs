@@ -17,16 +17,16 @@ use mcpgate_runtime::catalog::{HeaderParam, ParamKind};
 use crate::error::GatewayError;
 
 /// `Mcp-Method`.
-pub const MCP_METHOD: &str = "mcp-method";
+pub(crate) const MCP_METHOD: &str = "mcp-method";
 /// `Mcp-Name`.
-pub const MCP_NAME: &str = "mcp-name";
+pub(crate) const MCP_NAME: &str = "mcp-name";
 /// `MCP-Protocol-Version`.
-pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Session-Id` (legacy).
-pub const MCP_SESSION_ID: &str = "mcp-session-id";
+pub(crate) const MCP_SESSION_ID: &str = "mcp-session-id";
 
 /// The decoded value of a mirrored header, if present.
-pub fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, GatewayError> {
+pub(crate) fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, GatewayError> {
     let Some(raw) = headers.get(name) else {
         return Ok(None);
     };
@@ -49,7 +49,7 @@ pub fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, Gatew
 
 /// What [`check_routing`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Routing {
+pub(crate) enum Routing {
     /// Every mirrored header that must be there is, and agrees with the body.
     Agrees,
     /// `Mcp-Name` is absent where it was allowed to be (`lenient`); the rest agrees.
@@ -59,7 +59,7 @@ pub enum Routing {
 /// Checks `Mcp-Method` (always required) and `Mcp-Name` (required when `name` is given,
 /// unless `lenient`: then only a mismatch is refused). `lenient` exists for `tasks/*`, whose
 /// `Mcp-Name` real clients (FastMCP 4.1) omit; intermediaries routing on it must cope.
-pub fn check_routing(
+pub(crate) fn check_routing(
     headers: &HeaderMap,
     method: &str,
     name: Option<&str>,
@@ -91,7 +91,7 @@ pub fn check_routing(
 
 /// Checks a call's `Mcp-Param-*` headers against its `x-mcp-header` arguments: both absent,
 /// or equal after decoding (integers compared numerically).
-pub fn check_params(
+pub(crate) fn check_params(
     headers: &HeaderMap,
     params: &[HeaderParam],
     arguments: Option<&JsonObject>,

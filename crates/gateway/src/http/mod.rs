@@ -1,11 +1,11 @@
 //! The HTTP surface: routes, the MCP endpoint pipeline and the pieces it is made of.
 
 mod endpoint;
-pub mod headers;
-pub mod negotiate;
+pub(crate) mod headers;
+pub(crate) mod negotiate;
 pub(crate) mod ops;
-pub mod origin;
-pub mod reply;
+pub(crate) mod origin;
+pub(crate) mod reply;
 mod well_known;
 
 use axum::Router;
@@ -18,12 +18,12 @@ use crate::error::ErrorReply;
 use crate::state::AppState;
 
 /// Path of the MCP endpoint.
-pub const MCP_PATH: &str = "/mcp";
+pub(crate) const MCP_PATH: &str = "/mcp";
 
 /// All routes of a replica's MCP listener. `/metrics` and `/upstreams` answer only requests
 /// the Host/Origin policy admits, and not at all with `admin.private_metrics` (then the admin
 /// listener serves them).
-pub fn router(state: AppState) -> Router {
+pub(crate) fn router(state: AppState) -> Router {
     let mut router = Router::new()
         .route(MCP_PATH, post(endpoint::post_mcp).get(endpoint::get_mcp).fallback(endpoint::not_allowed))
         .route("/healthz", get(ops::healthz))

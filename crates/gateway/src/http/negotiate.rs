@@ -18,7 +18,7 @@ use crate::error::GatewayError;
 
 /// What the client accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Accept {
+pub(crate) struct Accept {
     /// `application/json` (or a wildcard covering it).
     pub json: bool,
     /// `text/event-stream`, listed explicitly (wildcards do not imply it).
@@ -27,7 +27,7 @@ pub struct Accept {
 
 impl Accept {
     /// Parses `Accept`; absent means JSON.
-    pub fn from_headers(headers: &HeaderMap) -> Result<Self, GatewayError> {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Result<Self, GatewayError> {
         let Some(value) = headers.get(header::ACCEPT) else {
             return Ok(Self { json: true, sse: false });
         };
@@ -53,7 +53,7 @@ impl Accept {
 }
 
 /// Checks that the body is declared as JSON.
-pub fn check_content_type(headers: &HeaderMap) -> Result<(), GatewayError> {
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), GatewayError> {
     let media = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -66,7 +66,7 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), GatewayError> {
 
 /// Limits on reading one body.
 #[derive(Debug, Clone, Copy)]
-pub struct BodyLimits {
+pub(crate) struct BodyLimits {
     /// Largest body.
     pub max_bytes: u64,
     /// Deadline for the whole body.
@@ -75,7 +75,7 @@ pub struct BodyLimits {
 
 /// A body read within its limits, holding its share of the replica's body budget until dropped.
 #[derive(Debug)]
-pub struct ReadBody {
+pub(crate) struct ReadBody {
     /// The bytes.
     pub bytes: Bytes,
     _budget: OwnedSemaphorePermit,
@@ -84,7 +84,7 @@ pub struct ReadBody {
 /// Reads the body, refusing more than `limits.max_bytes` (early, from `Content-Length`, when
 /// the client declares it), a client too slow to send it, and any body that would take the
 /// replica's buffered bytes past `budget`.
-pub async fn read_body(
+pub(crate) async fn read_body(
     headers: &HeaderMap,
     body: Body,
     limits: BodyLimits,

@@ -20,12 +20,12 @@ use tokio_util::sync::DropGuard;
 use mcpgate_protocol::jsonrpc::ErrorResponse;
 use mcpgate_protocol::{Era, RequestId};
 
-pub use mcpgate_runtime::catalog::Frame;
+pub(crate) use mcpgate_runtime::catalog::Frame;
 
 use crate::error::GatewayError;
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` around a serialized result.
-pub fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {
+pub(crate) fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(result.len() + 48);
     out.put_slice(br#"{"jsonrpc":"2.0","id":"#);
     // An id is a string or an i64; serializing either cannot fail.
@@ -37,25 +37,25 @@ pub fn result_envelope(id: &RequestId, result: &[u8]) -> Bytes {
 }
 
 /// A JSON-RPC error response body for a request whose id is known.
-pub fn error_envelope(id: &RequestId, error: &GatewayError, era: Option<Era>) -> Bytes {
+pub(crate) fn error_envelope(id: &RequestId, error: &GatewayError, era: Option<Era>) -> Bytes {
     let wire = error.wire(era);
     serde_json::to_vec(&ErrorResponse::new(Some(id), &wire.error)).map(Bytes::from).unwrap_or_default()
 }
 
 /// A `200 application/json` response.
-pub fn json(body: Bytes) -> Response {
+pub(crate) fn json(body: Bytes) -> Response {
     let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
 /// `202 Accepted` with no body (notifications and responses).
-pub fn accepted() -> Response {
+pub(crate) fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
 }
 
 /// A one-event SSE response, for clients that accept only SSE.
-pub fn sse_once(message: Bytes) -> Response {
+pub(crate) fn sse_once(message: Bytes) -> Response {
     sse_response(Body::from(event(&message)))
 }
 
@@ -71,7 +71,7 @@ struct SseState {
 
 /// An SSE response fed by `rx` (after `first`, when given); keep-alive comments flow while
 /// nothing else does.
-pub fn sse(
+pub(crate) fn sse(
     rx: mpsc::Receiver<Frame>,
     first: Option<Frame>,
     cancel_on_drop: DropGuard,

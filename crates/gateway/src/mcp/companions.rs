@@ -31,7 +31,7 @@ use crate::tasks::TaskBook;
 /// Registers the companions when some tool is a background tool. `fixed` says whether a
 /// name belongs to a toolset's tool or one added in code: taking such a name is an error
 /// naming the setting to change; an upstream tool of that name is left out instead.
-pub fn register(
+pub(crate) fn register(
     builder: &mut CatalogBuilder,
     book: &TaskBook,
     names: &BackgroundConfig,

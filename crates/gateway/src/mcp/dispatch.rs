@@ -47,7 +47,7 @@ const FINAL_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a request holds while it runs: its concurrency slot and its in-flight mark.
 #[derive(Debug)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     /// Released when the request (or its stream's work) ends; `None` for waits that do not
     /// count as requests in flight (legacy `tasks/result`).
     pub permit: Option<OwnedSemaphorePermit>,
@@ -58,7 +58,7 @@ pub struct Ticket {
 }
 
 /// Routes one request; returns the reply and the era it was served in.
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     state: &AppState,
     headers: &HeaderMap,
     principal: Principal,

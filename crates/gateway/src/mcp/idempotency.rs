@@ -22,14 +22,14 @@ use crate::error::GatewayError;
 use crate::mcp::context::CallContext;
 
 /// The request header.
-pub const HEADER: &str = "idempotency-key";
+pub(crate) const HEADER: &str = "idempotency-key";
 /// Longest key accepted, in bytes.
-pub const MAX_KEY_LEN: usize = 255;
+pub(crate) const MAX_KEY_LEN: usize = 255;
 
 /// The request's idempotency key (header or `_meta`), validated: 1 to [`MAX_KEY_LEN`]
 /// visible ASCII characters; the header may carry it as a structured-field string (quoted).
 /// Both present and different is an error, as is a malformed key.
-pub fn key(headers: &HeaderMap, meta: Option<String>) -> Result<Option<String>, GatewayError> {
+pub(crate) fn key(headers: &HeaderMap, meta: Option<String>) -> Result<Option<String>, GatewayError> {
     let header = match headers.get(HEADER) {
         None => None,
         Some(raw) => {
@@ -60,7 +60,7 @@ pub fn key(headers: &HeaderMap, meta: Option<String>) -> Result<Option<String>, 
 
 /// What deduplicates a task creation for `cx` calling `tool` with `arguments` (serialized with
 /// sorted keys), or `None` when nothing does.
-pub fn scope(cx: &CallContext, tool: &str, arguments: &str, window_ms: u64) -> Option<Idempotency> {
+pub(crate) fn scope(cx: &CallContext, tool: &str, arguments: &str, window_ms: u64) -> Option<Idempotency> {
     if window_ms == 0 {
         return None;
     }

@@ -36,7 +36,7 @@ use crate::http::reply::{self, Frame};
 use crate::state::AppState;
 
 /// Task ids one listen stream may watch.
-pub const MAX_TASK_IDS: usize = 100;
+pub(crate) const MAX_TASK_IDS: usize = 100;
 
 /// Messages queued for a slow client before the stream waits for it.
 const QUEUE: usize = 64;
@@ -105,7 +105,11 @@ pub(super) async fn open(
 
 /// Opens a 2025-11-25 session's GET stream: the list changes this server announces. The
 /// request must carry a session of this principal (and its version, when it names one).
-pub fn open_legacy(state: &AppState, headers: &HeaderMap, principal: &Principal) -> Result<Response, GatewayError> {
+pub(crate) fn open_legacy(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: &Principal,
+) -> Result<Response, GatewayError> {
     let version = headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str().unwrap_or_default());
     super::admission::admit_legacy(state, headers, principal, version)?;
     let slot = state.listeners.acquire(principal.key())?;

@@ -89,7 +89,7 @@ pub(super) fn request(
 
 /// Routes a client's response to an input request to its task. Responses to anything else
 /// are ignored; an error response leaves the task waiting (the client may answer again).
-pub async fn answer(
+pub(crate) async fn answer(
     state: &AppState,
     principal: &Principal,
     response: &ResponseMessage<'_>,

@@ -23,7 +23,7 @@ pub(super) type Prepared = Box<dyn FnOnce(Notifier, CancellationToken) -> Work +
 
 /// What a handled request answers with.
 #[derive(Debug)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A serialized result, to be wrapped in the response envelope.
     Result(Bytes),
     /// A result plus a freshly minted legacy session id.

@@ -39,7 +39,7 @@ pub(super) enum Way<'a> {
 
 /// What a `tools/call` is charged before anything runs: the call, and the task it is known to
 /// become (`becomes_task`), in one round trip.
-pub fn call_charge(upstream: Option<&str>, becomes_task: bool) -> Charge<'_> {
+pub(crate) fn call_charge(upstream: Option<&str>, becomes_task: bool) -> Charge<'_> {
     Charge::Call { upstream, task: becomes_task }
 }
 

@@ -23,10 +23,10 @@ use mcpgate_store::{AnyStore, Cancelled, Read, StoreError, TaskId, TaskRecord};
 use crate::config::{AuthMode, Config, LimitsConfig, TasksConfig};
 use crate::limits::Limits;
 
-pub use admission::call_charge;
-pub use book::TaskBook;
-pub use create::Adoption;
-pub use plan::{TaskPlan, TtlRequest};
+pub(crate) use admission::call_charge;
+pub(crate) use book::TaskBook;
+pub(crate) use create::Adoption;
+pub(crate) use plan::{TaskPlan, TtlRequest};
 
 /// What the service needs of the configuration.
 #[derive(Debug)]

@@ -1,8 +1,8 @@
 //! The 2025-11-25 surface: initialize with version negotiation, a sealed session id that
 //! carries everything the session needs, and the session rules.
 
-use mcpgate::auth::Principal;
-use mcpgate::mcp::session::{self, Session};
+use mcpgate::Principal;
+use mcpgate::internals::session::{self, Session};
 use mcpgate_protocol::capabilities::ClientCapabilities;
 use serde_json::{Value, json};
 

@@ -62,7 +62,7 @@ fn legacy_capabilities(catalog: &Catalog, version: ProtocolVersion, authenticate
 }
 
 /// The `server/discover` result, rendered once at start-up (it never varies per request).
-pub fn discover_result(
+pub(crate) fn discover_result(
     catalog: &Catalog,
     server_info: &Arc<Implementation>,
     instructions: Option<String>,

@@ -14,7 +14,7 @@ pub(super) mod tasks;
 mod tools;
 
 pub(super) use completion::complete;
-pub use lifecycle::discover_result;
+pub(crate) use lifecycle::discover_result;
 pub(super) use lifecycle::{initialize, ping};
 pub(super) use lists::list;
 pub(super) use prompts::get_prompt;
