@@ -1,4 +1,4 @@
-//! The deployment artifacts hold what the README promises: a multi-stage, non-root image
+//! The deployment artifacts hold what docs/deployment.md promises: a multi-stage, non-root image
 //! with a health check that works without a shell, a compose topology of Redis + replicas +
 //! load balancer (+ load generator), and Kubernetes probes on the right endpoints. (The files
 //! are also validated by `docker compose config` and the Kubernetes schemas in the test

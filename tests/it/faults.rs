@@ -213,8 +213,9 @@ async fn a_rolling_restart_rotating_keys_fails_no_round() -> anyhow::Result<()> 
     const NEW_KEY: &str = "k2:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
     let mut cluster = cluster(3).start()?;
     let load = Load::start(&cluster.url(), &["--clients", "8", "--duration", "16", "--mix", "mrtr2=50,mrtr3=50"])?;
-    // Two passes, as the README prescribes: first every replica learns the new key, then it
-    // becomes the one that seals (the old one still opens what was sealed with it).
+    // Two passes, as docs/operations.md prescribes for key rotation: first every replica
+    // learns the new key, then it becomes the one that seals (the old one still opens what
+    // was sealed with it).
     let learn = format!("{CLUSTER_SEAL_KEYS},{NEW_KEY}");
     let seal = format!("{NEW_KEY},{CLUSTER_SEAL_KEYS}");
     for keys in [&learn, &seal] {

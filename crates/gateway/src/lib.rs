@@ -149,7 +149,7 @@ pub async fn serve_with_admin(
     Ok(())
 }
 
-/// The README's library example, compiled as a doctest so it stays true to the API.
+/// The library example of docs/library.md, compiled as a doctest so it stays true to the API.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../../../docs/library.md")]
 struct ReadmeDoctests;

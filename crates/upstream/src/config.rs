@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::UpstreamError;
 use crate::glob::Glob;
 
-/// Every key of an `[[upstream]]` table with its help text (for `--help` and the README; a
-/// test checks the README lists each).
+/// Every key of an `[[upstream]]` table with its help text (for `--help` and
+/// docs/configuration.md; a test checks that the doc lists each, and nothing else).
 pub const KEYS: &[(&str, &str)] = &[
     ("name", "[a-z0-9-]{1,32}, unique; the prefix of everything it exposes (required)"),
     ("transport", "stdio | http (Streamable HTTP, either era) | sse (2024-11-05 HTTP+SSE) [stdio]"),

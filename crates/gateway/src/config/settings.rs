@@ -1,8 +1,9 @@
 //! The registry of every setting: its TOML key, its `MCPGATE_*` environment twin (derived
 //! from the key), its value kind, and its help text.
 //!
-//! Invariant: a setting exists in the config file, the environment, `--help` and the README
-//! table only through an entry here; a test checks that every `Config` field has one.
+//! Invariant: a setting exists in the config file, the environment, `--help` and the
+//! settings table of docs/configuration.md only through an entry here; a test checks that
+//! every `Config` field has one.
 
 /// The kind of value a setting holds, which decides how an environment string is parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +49,7 @@ const fn secret(key: &'static str, kind: Kind, help: &'static str) -> Setting {
     Setting { key, kind, secret: true, help }
 }
 
-/// Every setting, in the order `--help` and the README list them.
+/// Every setting, in the order `--help` and docs/configuration.md list them.
 pub const SETTINGS: &[Setting] = &[
     s("listen", Kind::Str, "Address to listen on; port 0 picks a free port and prints it [127.0.0.1:8080]"),
     s(

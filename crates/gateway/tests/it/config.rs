@@ -297,22 +297,54 @@ fn token_exchange_tables_expand_their_secret_and_are_validated() {
     }
 }
 
+/// docs/configuration.md, the settings reference.
+fn configuration_doc() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md"))
+        .expect("docs/configuration.md")
+}
+
+/// The first cell of every table row in the part of `doc` from `heading` to the next `## `
+/// heading, for rows whose first cell is one backquoted name.
+fn first_cells(doc: &str, heading: &str) -> Vec<String> {
+    let start = doc.find(heading).unwrap_or_else(|| panic!("docs/configuration.md lacks {heading}"));
+    let section = &doc[start + heading.len()..];
+    let section = section.find("\n## ").map_or(section, |end| &section[..end]);
+    section
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `")?.split_once("` |").map(|(name, _)| name.to_owned()))
+        .collect()
+}
+
 #[test]
-fn the_readme_documents_every_upstream_key() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
-    for (key, _) in mcpgate_upstream::config::KEYS {
-        let row = format!("| `{key}` |");
-        assert!(readme.contains(&row), "README upstream table lacks {row}");
+fn the_configuration_doc_lists_exactly_the_upstream_keys() {
+    let listed = first_cells(&configuration_doc(), "## Keys of an `[[upstream]]` table");
+    let keys: Vec<&str> = mcpgate_upstream::config::KEYS.iter().map(|(key, _)| *key).collect();
+    for key in &keys {
+        assert!(listed.iter().any(|l| l == key), "docs/configuration.md's upstream table lacks `{key}`");
+    }
+    for l in &listed {
+        assert!(keys.contains(&l.as_str()), "docs/configuration.md lists `{l}`, which is no upstream key");
     }
 }
 
 #[test]
-fn the_readme_documents_every_setting() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
+fn the_configuration_doc_lists_exactly_the_settings() {
+    let doc = configuration_doc();
     for s in SETTINGS {
         let row = format!("| `{}` | `{}` |", s.key, s.env_name());
-        assert!(readme.contains(&row), "README configuration table lacks {row}");
+        assert!(doc.contains(&row), "docs/configuration.md's settings table lacks {row}");
     }
+    // Every row naming an environment variable must be a setting that still exists.
+    let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| `") && l.contains("` | `MCPGATE_")).collect();
+    for row in &rows {
+        assert!(
+            SETTINGS.iter().any(|s| row.starts_with(&format!("| `{}` | `{}` |", s.key, s.env_name()))),
+            "docs/configuration.md lists a setting that does not exist: {row}"
+        );
+    }
+    assert_eq!(rows.len(), SETTINGS.len(), "docs/configuration.md lists some setting twice");
+    let listed = first_cells(&doc, "## Settings");
+    assert_eq!(listed.len(), SETTINGS.len(), "the settings table has rows that are not settings: {listed:?}");
 }
 
 #[test]
