@@ -48,7 +48,7 @@ impl CatalogParts {
     ) -> Result<Catalog, GatewayError> {
         let mut builder = self.assemble(federation, lists);
         let fixed = |name: &str| self.toolsets.has_tool(name) || self.extra.has_tool(name);
-        crate::mcp::companions::register(&mut builder, book, &self.background, fixed)?;
+        crate::tasks::companions::register(&mut builder, book, &self.background, fixed)?;
         Ok(builder.build(&self.rendering)?)
     }
 }

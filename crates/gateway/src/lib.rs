@@ -16,6 +16,7 @@
 
 pub mod admin;
 mod auth;
+mod call_context;
 mod catalog_parts;
 mod catalog_refresh;
 pub mod config;
@@ -25,6 +26,7 @@ mod http;
 mod limits;
 mod mcp;
 mod metrics;
+mod principal_slots;
 pub mod probe;
 pub mod shutdown;
 mod startup;

@@ -31,8 +31,8 @@ use crate::error::GatewayError;
 use crate::http::origin::OriginPolicy;
 use crate::limits::Limits;
 use crate::mcp::discover_result;
-use crate::mcp::principal_slots::PrincipalSlots;
 use crate::metrics::Metrics;
+use crate::principal_slots::PrincipalSlots;
 use crate::state::{AppState, Inner, cache_scope};
 use crate::tasks::{TaskBook, TaskService};
 

@@ -25,8 +25,8 @@ use crate::catalog_parts::CatalogParts;
 use crate::config::{AuthMode, Config};
 use crate::http::origin::OriginPolicy;
 use crate::limits::Limits;
-use crate::mcp::principal_slots::PrincipalSlots;
 use crate::metrics::Metrics;
+use crate::principal_slots::PrincipalSlots;
 use crate::tasks::TaskService;
 
 /// Shared state of one replica (cheap to clone).

@@ -27,10 +27,10 @@ use mcpgate_store::{EventBus as _, TaskEvent};
 
 use super::admission::admit;
 use super::cancellation;
-use super::context::CallContext;
 use super::handlers;
 use super::work::{Prepared, Reply};
 use crate::auth::Principal;
+use crate::call_context::CallContext;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
 use crate::http::reply::{self, Frame};

@@ -25,14 +25,14 @@ use mcpgate_protocol::subscription::{ListenParams, SUBSCRIPTION_ID_KEY, Subscrip
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{Change, EventBus as _, Read, Subscription, TaskEvent, TaskId, TaskStore as _};
 
-use super::context::CallContext;
-use super::principal_slots::PrincipalSlot;
 use super::task_view;
 use crate::auth::Principal;
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::http::headers::MCP_PROTOCOL_VERSION;
 use crate::http::negotiate::Accept;
 use crate::http::reply::{self, Frame};
+use crate::principal_slots::PrincipalSlot;
 use crate::state::AppState;
 
 /// Task ids one listen stream may watch.

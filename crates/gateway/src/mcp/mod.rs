@@ -4,13 +4,9 @@
 mod admission;
 mod answers;
 pub(crate) mod cancellation;
-pub(crate) mod companions;
-mod context;
 mod dispatch;
 mod handlers;
-pub(crate) mod idempotency;
 pub(crate) mod listen;
-pub(crate) mod principal_slots;
 mod render;
 mod request_state;
 pub mod session;
@@ -18,7 +14,6 @@ mod task_input;
 pub mod task_view;
 mod work;
 
-pub(crate) use context::CallContext;
 pub(crate) use dispatch::{Ticket, dispatch};
 pub(crate) use handlers::discover_result;
 pub(crate) use task_input::answer as answer_task_input;

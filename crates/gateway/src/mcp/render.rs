@@ -9,7 +9,7 @@ use mcpgate_protocol::input::{InputRequests, InputRequiredResult};
 use mcpgate_protocol::result::{McpResult, ResultMeta, ResultType};
 use mcpgate_runtime::catalog::missing_capabilities;
 
-use super::context::CallContext;
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::state::AppState;
 

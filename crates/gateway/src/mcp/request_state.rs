@@ -34,7 +34,7 @@ use mcpgate_runtime::catalog::ToolCall;
 use mcpgate_seal::{Binding, OpenFailure, Purpose, SealError, Sealer, context_digest};
 use mcpgate_store::OnceMarks as _;
 
-use super::context::CallContext;
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::state::AppState;
 use crate::time::now_ms;

@@ -18,9 +18,9 @@ use mcpgate_runtime::worker::Slot;
 use mcpgate_store::Quota;
 
 use super::TaskService;
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::limits::Charge;
-use crate::mcp::CallContext;
 
 /// How a task comes to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

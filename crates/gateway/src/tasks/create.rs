@@ -13,9 +13,9 @@ use mcpgate_store::{Created, Job, Lease, NewTask, RawAnswer, RawAnswers, TaskRec
 use super::TaskService;
 use super::admission::Way;
 use super::plan::{TaskPlan, TtlRequest};
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::mcp::CallContext;
-use crate::mcp::idempotency;
+use crate::tasks::idempotency;
 
 /// A task made of a running call, to hand to `Workers::adopt`.
 #[derive(Debug)]

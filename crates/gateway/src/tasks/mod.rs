@@ -9,7 +9,9 @@
 
 mod admission;
 mod book;
+pub(crate) mod companions;
 mod create;
+pub(crate) mod idempotency;
 mod plan;
 
 use std::collections::HashSet;

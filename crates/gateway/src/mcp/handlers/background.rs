@@ -11,9 +11,9 @@ use serde_json::json;
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
 
+use crate::call_context::CallContext;
 use crate::config::BackgroundConfig;
 use crate::error::GatewayError;
-use crate::mcp::context::CallContext;
 use crate::mcp::render;
 use crate::state::AppState;
 use crate::tasks::TaskPlan;

@@ -6,8 +6,8 @@ use mcpgate_protocol::completion::{
     CompleteParams, CompleteResult, Completion, CompletionReference, MAX_COMPLETION_VALUES,
 };
 
+use crate::call_context::CallContext;
 use crate::error::{GatewayError, clip};
-use crate::mcp::context::CallContext;
 use crate::mcp::render;
 use crate::state::AppState;
 

@@ -13,8 +13,8 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::input::InputRequests;
 use mcpgate_runtime::catalog::missing_capabilities;
 
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::mcp::context::CallContext;
 use crate::mcp::render;
 use crate::mcp::request_state::Round;
 use crate::mcp::work::Prepared;

@@ -31,8 +31,8 @@ use mcpgate_store::TaskId;
 use serde_json::Value;
 
 use super::invoke::{finish, tool_context};
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::mcp::context::CallContext;
 use crate::mcp::request_state::Round;
 use crate::mcp::work::Prepared;
 use crate::state::AppState;

@@ -13,9 +13,9 @@ use mcpgate_protocol::initialize::{InitializeParams, InitializeResult};
 use mcpgate_protocol::result::{CacheScope, EmptyResult, ResultMeta, ResultType};
 use mcpgate_protocol::{Era, JsonObject, ProtocolVersion};
 
+use crate::call_context::CallContext;
 use crate::config::AuthMode;
 use crate::error::GatewayError;
-use crate::mcp::context::CallContext;
 use crate::mcp::render;
 use crate::mcp::session::{self, Session};
 use crate::mcp::work::Reply;

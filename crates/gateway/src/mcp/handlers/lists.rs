@@ -5,8 +5,8 @@ use bytes::Bytes;
 use mcpgate_protocol::Method;
 use mcpgate_protocol::pagination::PaginatedParams;
 
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::mcp::context::CallContext;
 use crate::state::AppState;
 
 /// Serves a list. The lists fit one page, so no cursor is ever handed out and any cursor a

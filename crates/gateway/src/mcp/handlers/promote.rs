@@ -22,7 +22,7 @@ use mcpgate_runtime::worker::Adopted;
 
 use super::invoke::{finish, tool_context};
 use super::tasks::render_created;
-use crate::mcp::context::CallContext;
+use crate::call_context::CallContext;
 use crate::mcp::request_state::Round;
 use crate::mcp::work::Prepared;
 use crate::state::AppState;

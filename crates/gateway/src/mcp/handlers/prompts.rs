@@ -6,9 +6,9 @@ use serde_json::{Map, Value};
 use mcpgate_protocol::prompt::GetPromptParams;
 
 use super::invoke::prepare;
+use crate::call_context::CallContext;
 use crate::error::{GatewayError, clip};
 use crate::limits::Charge;
-use crate::mcp::context::CallContext;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
 use crate::state::AppState;

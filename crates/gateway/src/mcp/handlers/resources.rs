@@ -6,9 +6,9 @@ use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
 
 use super::invoke::{finish, tool_context};
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::limits::Charge;
-use crate::mcp::context::CallContext;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
 use crate::state::AppState;

@@ -24,10 +24,10 @@ use mcpgate_protocol::task::{
 };
 use mcpgate_store::{Cancelled, EventBus as _, ListCursor, Read, TaskEvent, TaskId, TaskRecord, TaskStore as _};
 
+use crate::call_context::CallContext;
 use crate::config::AuthMode;
 use crate::error::{GatewayError, clip};
 use crate::limits::Charge;
-use crate::mcp::context::CallContext;
 use crate::mcp::render;
 use crate::mcp::request_state::MAX_ANSWERS;
 use crate::mcp::work::{Prepared, Work};

@@ -16,9 +16,9 @@ use mcpgate_runtime::catalog::{Outcome, TaskPolicy, ToolCall};
 
 use super::background;
 use super::invoke::ask;
+use crate::call_context::CallContext;
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
-use crate::mcp::context::CallContext;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
 use crate::state::AppState;

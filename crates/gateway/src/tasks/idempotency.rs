@@ -18,8 +18,8 @@ use axum::http::HeaderMap;
 use mcpgate_protocol::Era;
 use mcpgate_store::Idempotency;
 
+use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::mcp::context::CallContext;
 
 /// The request header.
 pub(crate) const HEADER: &str = "idempotency-key";
