@@ -7,7 +7,9 @@ use std::time::Duration;
 use axum::Router;
 use serde_json::{Value, json};
 
-use crate::support::{Req, SseStream, app, assert_error, claims, config, hs, hs256_config, initialize};
+use crate::support::{
+    Req, SseStream, app, assert_error, assert_error_without_id, claims, config, hs, hs256_config, initialize,
+};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -143,7 +145,8 @@ async fn legacy_tasks_result_carries_the_requests_and_routes_the_answers() {
     // A forged or foreign id is refused with an HTTP error and nothing recorded.
     let forged =
         response(&session, &json!("mcpgate-input:v1.k1.AAAA"), accept(json!({"confirm": true}))).send(&app).await;
-    assert_error(&forged, 400, -32600);
+    // A POSTed response answers no request of the client's: the error carries no id.
+    assert_error_without_id(&forged, 400, -32600);
     // A response to something else entirely is just acknowledged.
     assert_eq!(response(&session, &json!(99), json!({})).send(&app).await.status.as_u16(), 202);
 
@@ -187,7 +190,7 @@ async fn another_principal_cannot_answer_a_tasks_input_request() {
     let bob_session = bob.header("mcp-session-id").expect("session").to_owned();
     let stolen = response(&bob_session, &request["id"], accept(json!({"confirm": true})))
         .header("authorization", &bearer("bob"));
-    assert_error(&stolen.send(&app).await, 400, -32600);
+    assert_error_without_id(&stolen.send(&app).await, 400, -32600);
     drop(stream);
     let mut still =
         Req::legacy("tasks/get", json!({"taskId": id}), Some(&session)).header("authorization", &bearer("alice"));
