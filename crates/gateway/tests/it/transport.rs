@@ -204,11 +204,19 @@ async fn buffered_body_bytes_are_bounded() {
     // One slow upload reserves most of the budget...
     let slow = Req::post(stalled("{")).header("content-length", "1000").into_request();
     let held = tokio::spawn(tower::ServiceExt::oneshot(app.clone(), slow));
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    // ...so another body that does not fit in what is left is refused.
-    let body =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "x".repeat(100)}}).to_string();
-    assert_error_without_id(&Req::post(body).send(&app).await, 503, -32603);
+    // ...so, once it has (polled, bounded; until then requests are answered), another body
+    // that does not fit in what is left is refused.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let resp = Req::modern("tools/list", json!({})).send(&app).await;
+        if resp.status.as_u16() == 503 {
+            assert_error_without_id(&resp, 503, -32603);
+            break;
+        }
+        assert!(resp.result()["tools"].is_array(), "answered while the budget lasts");
+        assert!(tokio::time::Instant::now() < deadline, "the slow upload reserved no budget within 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     held.abort();
     let _ = held.await;
     // Once the slow upload is gone, bodies fit again.
