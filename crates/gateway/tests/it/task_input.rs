@@ -221,3 +221,20 @@ async fn a_json_only_legacy_wait_on_a_parked_task_says_why_it_cannot_go_on() {
     let json = assert_error(&resp, 200, -32603);
     assert!(json["error"]["message"].as_str().unwrap_or_default().contains("text/event-stream"), "{json}");
 }
+
+#[tokio::test]
+async fn an_answer_over_max_answer_bytes_is_refused_and_nothing_recorded() {
+    let mut c = config();
+    c.tasks.max_answer_bytes = 1024;
+    let app = app(c).await;
+    let id = create(&app, "confirm_delete", json!({"filename": "big.log"})).await;
+    wait_for(&app, &id, "input_required").await;
+    let big = accept(json!({"confirm": true, "note": "x".repeat(2000)}));
+    let json = assert_error(&update(&app, &id, json!({"confirm": big})).await, 200, -32602);
+    let message = json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("larger than 1024 bytes"), "{message}");
+    assert_eq!(get(&app, &id).await["status"], "input_required", "the oversized answer was not recorded");
+    // An answer within the bound is taken.
+    update(&app, &id, json!({"confirm": accept(json!({"confirm": true}))})).await.result();
+    wait_for(&app, &id, "completed").await;
+}
