@@ -8,8 +8,11 @@ It runs, with FastMCP's own API (no hand-written HTTP):
   2. a cancellation: a long task cancelled (tasks/cancel), then seen `cancelled`;
   3. a multi-round call (MRTR): `update_work_item` answers `input_required` twice; the
      elicitation handler answers and FastMCP retries with the sealed requestState;
-  4. MRTR inside a task: `delete_records` runs as a task that parks `input_required`;
-     FastMCP answers through tasks/update and polls to the result.
+  4. MRTR inside a task: `delete_records` called with `call_tool_task` (which raises unless
+     the server answered with a task), seen parked `input_required` through tasks/get with
+     the confirmation among its inputRequests, then driven by `result()`: FastMCP answers
+     through tasks/update (the elicitation handler is called once) and polls to the result,
+     and tasks/get then says `completed`.
 
 Usage: fastmcp_client.py MCP_URL. Prints one line per check and exits non-zero on any
 failure; the whole run is bounded by a timeout.
@@ -24,18 +27,21 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp_tasks import call_tool_task
 
 OVERALL_TIMEOUT_S = 90
+# How long the task of check 4 may take to ask its question (it asks on its first run).
+PARK_TIMEOUT_S = 30
+
+# The questions the elicitation handler answered, by field, in order.
+ANSWERED = []
 
 
 async def answer(message, response_type, params, context):
     """Answers mcpgate's demo questions by the field each one asks."""
     schema = getattr(params, "requested_schema", None) or getattr(params, "requestedSchema", {}) or {}
     fields = set((schema.get("properties") or {}).keys())
-    if "field" in fields:
-        return {"field": "title"}
-    if "value" in fields:
-        return {"value": "Renamed by FastMCP"}
-    if "confirm" in fields:
-        return {"confirm": True}
+    for field, value in (("field", "title"), ("value", "Renamed by FastMCP"), ("confirm", True)):
+        if field in fields:
+            ANSWERED.append(field)
+            return {field: value}
     raise AssertionError(f"unexpected question {message!r} with fields {sorted(fields)}")
 
 
@@ -71,9 +77,27 @@ async def run(url: str) -> tuple[int, list[str]]:
         edited = await client.call_tool("update_work_item", {"id": "WI-7"})
         check("MRTR call", "Renamed by FastMCP" in text_of(edited), text_of(edited))
 
-        deleted = await client.call_tool("delete_records", {"table": "logs", "older_than_days": 30})
+        # call_tool_task raises ToolError when the server answers with anything but a task, so
+        # a plain synchronous multi-round call cannot pass this check.
+        deleting = await call_tool_task(client, "delete_records", {"table": "logs", "older_than_days": 30})
+        parked = await deleting.wait(state="input_required", timeout=PARK_TIMEOUT_S)
+        asked = sorted((parked.input_requests or {}).keys())
         check(
-            "MRTR in a task",
+            "MRTR in a task: parked for input",
+            parked.status == "input_required" and asked != [],
+            f"{deleting.task_id} asks {asked}",
+        )
+        before = len(ANSWERED)
+        deleted = await deleting.result()
+        answered = ANSWERED[before:]
+        done = await deleting.status()
+        check(
+            "MRTR in a task: answered through tasks/update",
+            answered == ["confirm"] and done.status == "completed",
+            f"answered {answered}, task {done.status}",
+        )
+        check(
+            "MRTR in a task: result",
             text_of(deleted).startswith("Deleted ") and "from logs" in text_of(deleted),
             text_of(deleted),
         )

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use mcpgate::Config;
 
-use crate::support::{Req, app, assert_error};
+use crate::support::{Req, app, assert_error, assert_error_without_id};
 
 use crate::support::{AUD, ISS, SECRET, claims, hs};
 
@@ -63,7 +63,7 @@ async fn call(app: &Router, token: Option<&str>) -> crate::support::Resp {
 
 #[track_caller]
 fn assert_unauthorized(resp: &crate::support::Resp, invalid_token: bool) {
-    assert_error(resp, 401, -32600);
+    assert_error_without_id(resp, 401, -32600);
     let challenge = resp.header("www-authenticate").expect("challenge");
     assert!(challenge.starts_with("Bearer "), "{challenge}");
     assert!(challenge.contains(&format!("resource_metadata=\"{METADATA}\"")), "{challenge}");
@@ -103,7 +103,7 @@ async fn missing_and_malformed_credentials_are_401() {
     let app = app(jwt_config()).await;
     assert_unauthorized(&call(&app, None).await, false);
     let basic = Req::modern("tools/list", json!({})).header("authorization", "Basic YTpi").send(&app).await;
-    assert_error(&basic, 401, -32600);
+    assert_error_without_id(&basic, 401, -32600);
     assert_unauthorized(&call(&app, Some("not.a.jwt")).await, true);
 }
 
@@ -178,7 +178,7 @@ async fn required_scopes_are_enforced_with_403() {
     c.auth.required_scopes = vec!["mcp:tools".to_owned()];
     let app = app(c).await;
     let resp = call(&app, Some(&hs(&claims("alice")))).await;
-    assert_error(&resp, 403, -32600);
+    assert_error_without_id(&resp, 403, -32600);
     let challenge = resp.header("www-authenticate").expect("challenge");
     assert!(
         challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp:tools\""),

@@ -84,7 +84,14 @@ async fn streamed_errors_arrive_as_the_final_event() {
     assert_eq!(last["error"]["code"], -32602);
 }
 
-/// Waits until cancelled, then records that it saw the cancellation.
+/// How long [`WaitsForCancel`] runs when nothing cancels it: far past every bound the tests
+/// wait, so only a cancellation (or a dropped future) can end it within them.
+const UNCANCELLED_RUN: Duration = Duration::from_secs(600);
+/// How long a test waits for the tool to stop once it is cancelled: liveness, not speed.
+const STOP_BOUND: Duration = Duration::from_secs(20);
+
+/// Reports that it started (a progress notification), waits until cancelled, then records
+/// that it stopped.
 struct WaitsForCancel {
     descriptor: ToolDescriptor,
     cancelled: Arc<AtomicBool>,
@@ -108,7 +115,7 @@ impl Tool for WaitsForCancel {
             let _flag = Flag(self.cancelled.clone());
             tokio::select! {
                 () = cx.cancelled() => Outcome::Failed(Failure::Internal("cancelled".to_owned())),
-                () = tokio::time::sleep(Duration::from_secs(30)) => {
+                () = tokio::time::sleep(UNCANCELLED_RUN) => {
                     Outcome::Complete(CallToolResult::success(vec![ContentBlock::text("not cancelled")]))
                 }
             }
@@ -130,26 +137,29 @@ async fn closing_the_stream_cancels_the_work() {
     let req = Req::modern("tools/call", json!({"name": "waits", "_meta": {"progressToken": "c"}})).into_request();
     let response = app.clone().oneshot(req).await.expect("infallible");
     let mut body = response.into_body();
-    let first = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.expect("first event in time");
+    let first = tokio::time::timeout(STOP_BOUND, body.frame()).await.expect("the tool's started event within 20 s");
     let first = first.expect("a frame").expect("data").into_data().expect("data frame");
     assert!(String::from_utf8_lossy(&first).contains("notifications/progress"));
     assert!(!cancelled.load(Ordering::SeqCst));
     drop(body);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let deadline = tokio::time::Instant::now() + STOP_BOUND;
     while !cancelled.load(Ordering::SeqCst) {
-        assert!(tokio::time::Instant::now() < deadline, "work still running 1 s after the client left");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool did not stop within {STOP_BOUND:?} of the client leaving"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Leaving is the client's choice, not a server failure.
     let wanted = "mcpgate_requests_total{method=\"tools/call\",era=\"modern\",outcome=\"client_error\"} 1";
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    let deadline = tokio::time::Instant::now() + STOP_BOUND;
     loop {
         let text = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
         if text.contains(wanted) {
             assert!(!text.contains("outcome=\"server_error\""), "{text}");
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "no client_error recorded:\n{text}");
+        assert!(tokio::time::Instant::now() < deadline, "no client_error recorded within {STOP_BOUND:?}:\n{text}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -167,11 +177,17 @@ async fn shutdown_ends_streams_with_a_retryable_error() {
     .await;
     let req = Req::modern("tools/call", json!({"name": "waits", "_meta": {"progressToken": "s"}})).into_request();
     let response = app.clone().oneshot(req).await.expect("infallible");
-    let body = tokio::spawn(async move { response.into_body().collect().await.map(|b| b.to_bytes()) });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut body = response.into_body();
+    // Shut down once the tool runs (its started event is on the stream).
+    let first = tokio::time::timeout(STOP_BOUND, body.frame()).await.expect("the tool's started event within 20 s");
+    let first = first.expect("a frame").expect("data").into_data().expect("data frame");
+    assert!(String::from_utf8_lossy(&first).contains("notifications/progress"));
     state.shutdown.cancel();
-    let bytes =
-        tokio::time::timeout(Duration::from_secs(5), body).await.expect("stream ends").expect("task").expect("body");
+    let bytes = tokio::time::timeout(STOP_BOUND, body.collect())
+        .await
+        .expect("the stream ended within 20 s of the shutdown")
+        .expect("body")
+        .to_bytes();
     let text = String::from_utf8_lossy(&bytes);
     let last: Value = text
         .lines()

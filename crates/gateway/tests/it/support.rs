@@ -70,22 +70,51 @@ pub(crate) struct Req {
     path: String,
     headers: HeaderMap,
     body: Body,
+    /// The id a reader of the body finds (null when it has none or is no JSON object), which
+    /// an error reply must echo once the gateway has read the body.
+    id: Value,
+}
+
+/// A body for [`Req::post`]: JSON text, whose id the harness reads, or a streamed [`Body`].
+pub(crate) trait PostBody {
+    /// The body and the id a reader of it finds (null for a stream, which is never read here).
+    fn into_parts(self) -> (Body, Value);
+}
+
+impl PostBody for String {
+    fn into_parts(self) -> (Body, Value) {
+        let id = serde_json::from_str::<Value>(&self).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+        (Body::from(self), id)
+    }
+}
+
+impl PostBody for &'static str {
+    fn into_parts(self) -> (Body, Value) {
+        self.to_owned().into_parts()
+    }
+}
+
+impl PostBody for Body {
+    fn into_parts(self) -> (Body, Value) {
+        (self, Value::Null)
+    }
 }
 
 impl Req {
     /// A POST to /mcp with a JSON body and the headers every client sends.
-    pub(crate) fn post(body: impl Into<Body>) -> Self {
+    pub(crate) fn post(body: impl PostBody) -> Self {
+        let (body, id) = body.into_parts();
         let mut headers = HeaderMap::new();
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         headers.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
         headers.insert("host", HeaderValue::from_static("localhost"));
-        Self { method: Method::POST, path: "/mcp".to_owned(), headers, body: body.into() }
+        Self { method: Method::POST, path: "/mcp".to_owned(), headers, body, id }
     }
 
     pub(crate) fn get(path: &str) -> Self {
         let mut headers = HeaderMap::new();
         headers.insert("host", HeaderValue::from_static("localhost"));
-        Self { method: Method::GET, path: path.to_owned(), headers, body: Body::empty() }
+        Self { method: Method::GET, path: path.to_owned(), headers, body: Body::empty(), id: Value::Null }
     }
 
     /// A modern request: `_meta` with no optional capabilities and all mirrored headers.
@@ -145,6 +174,7 @@ impl Req {
     }
 
     pub(crate) async fn send(self, app: &Router) -> Resp {
+        let sent_id = self.id.clone();
         let response = tokio::time::timeout(Duration::from_secs(20), app.clone().oneshot(self.into_request()))
             .await
             .expect("answered within 20 s")
@@ -156,7 +186,7 @@ impl Req {
             .expect("body within 20 s")
             .expect("body")
             .to_bytes();
-        Resp { status, headers, body }
+        Resp { status, headers, body, sent_id }
     }
 }
 
@@ -166,6 +196,8 @@ pub(crate) struct Resp {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// The id the request carried (null if none could be read from it).
+    pub(crate) sent_id: Value,
 }
 
 impl Resp {
@@ -195,9 +227,33 @@ impl Resp {
     }
 }
 
-/// Asserts an error response: HTTP status, JSON-RPC code, and the echoed id (if any).
+/// Asserts an error response to a request the gateway read: HTTP status, JSON-RPC code, and
+/// the request's id echoed; a request whose id could not be read (none, null, or no JSON) gets
+/// an error without an id (README "Errors").
 #[track_caller]
 pub(crate) fn assert_error(resp: &Resp, status: u16, code: i64) -> Value {
+    let json = error_reply(resp, status, code);
+    if resp.sent_id.is_null() {
+        assert!(json.get("id").is_none(), "no id to echo, yet one in {json}");
+    } else {
+        assert_eq!(json["id"], resp.sent_id, "the request's id echoed in {json}");
+    }
+    json
+}
+
+/// Asserts an error response that carries no id, whatever the body held: the request was
+/// refused before its body was read (Host/Origin, authentication, content type, Accept, body
+/// size or time, overload), or it was a POSTed response, which answers no request of the
+/// client's. Checks HTTP status and JSON-RPC code too.
+#[track_caller]
+pub(crate) fn assert_error_without_id(resp: &Resp, status: u16, code: i64) -> Value {
+    let json = error_reply(resp, status, code);
+    assert!(json.get("id").is_none(), "no id in {json}");
+    json
+}
+
+#[track_caller]
+fn error_reply(resp: &Resp, status: u16, code: i64) -> Value {
     let json = resp.json();
     assert_eq!(resp.status.as_u16(), status, "status of {json}");
     assert_eq!(json["jsonrpc"], "2.0", "{json}");
@@ -235,6 +291,7 @@ impl SseStream {
 
     /// Sends `req`: its response stream when the answer is SSE, else the whole response.
     pub(crate) async fn open_or_reply(app: &Router, req: Req) -> Result<Self, Resp> {
+        let sent_id = req.id.clone();
         let response = tokio::time::timeout(Duration::from_secs(20), app.clone().oneshot(req.into_request()))
             .await
             .expect("answered within 20 s")
@@ -249,7 +306,7 @@ impl SseStream {
             .expect("body within 20 s")
             .expect("body")
             .to_bytes();
-        Err(Resp { status, headers, body })
+        Err(Resp { status, headers, body, sent_id })
     }
 
     /// The next JSON message (comments and empty events skipped); `None` once the stream

@@ -37,7 +37,9 @@ async fn a_legacy_call_that_asks_for_input_is_charged_to_the_callers_task_quota(
     // refused before it does, as a task creation over the quota is.
     let refused = asking_call(&app, "two.log").await.err().expect("a second one is over the quota");
     let json = assert_error(&refused, 429, -32600);
-    assert_eq!(json["error"]["data"]["quota"], "running tasks", "{json}");
+    assert_eq!((&json["error"]["data"]["quota"], &json["error"]["data"]["max"]), (&json!("running tasks"), &json!(1)));
+    // Only the end of a running task frees a place: no time to retry after is promised.
+    assert!(refused.header("retry-after").is_none(), "{json}");
     let (session, _) = initialize(&app, "2025-11-25").await;
     let task = json!({"name": "confirm_delete", "arguments": {"filename": "three.log"}, "task": {}});
     assert_error(&Req::legacy("tools/call", task, Some(&session)).send(&app).await, 429, -32600);

@@ -7,7 +7,9 @@ use std::time::Duration;
 use axum::Router;
 use serde_json::{Value, json};
 
-use crate::support::{Req, SseStream, app, assert_error, claims, config, hs, hs256_config, initialize};
+use crate::support::{
+    Req, SseStream, app, assert_error, assert_error_without_id, claims, config, hs, hs256_config, initialize,
+};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -143,7 +145,8 @@ async fn legacy_tasks_result_carries_the_requests_and_routes_the_answers() {
     // A forged or foreign id is refused with an HTTP error and nothing recorded.
     let forged =
         response(&session, &json!("mcpgate-input:v1.k1.AAAA"), accept(json!({"confirm": true}))).send(&app).await;
-    assert_error(&forged, 400, -32600);
+    // A POSTed response answers no request of the client's: the error carries no id.
+    assert_error_without_id(&forged, 400, -32600);
     // A response to something else entirely is just acknowledged.
     assert_eq!(response(&session, &json!(99), json!({})).send(&app).await.status.as_u16(), 202);
 
@@ -187,7 +190,7 @@ async fn another_principal_cannot_answer_a_tasks_input_request() {
     let bob_session = bob.header("mcp-session-id").expect("session").to_owned();
     let stolen = response(&bob_session, &request["id"], accept(json!({"confirm": true})))
         .header("authorization", &bearer("bob"));
-    assert_error(&stolen.send(&app).await, 400, -32600);
+    assert_error_without_id(&stolen.send(&app).await, 400, -32600);
     drop(stream);
     let mut still =
         Req::legacy("tasks/get", json!({"taskId": id}), Some(&session)).header("authorization", &bearer("alice"));
@@ -217,4 +220,21 @@ async fn a_json_only_legacy_wait_on_a_parked_task_says_why_it_cannot_go_on() {
         .await;
     let json = assert_error(&resp, 200, -32603);
     assert!(json["error"]["message"].as_str().unwrap_or_default().contains("text/event-stream"), "{json}");
+}
+
+#[tokio::test]
+async fn an_answer_over_max_answer_bytes_is_refused_and_nothing_recorded() {
+    let mut c = config();
+    c.tasks.max_answer_bytes = 1024;
+    let app = app(c).await;
+    let id = create(&app, "confirm_delete", json!({"filename": "big.log"})).await;
+    wait_for(&app, &id, "input_required").await;
+    let big = accept(json!({"confirm": true, "note": "x".repeat(2000)}));
+    let json = assert_error(&update(&app, &id, json!({"confirm": big})).await, 200, -32602);
+    let message = json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("larger than 1024 bytes"), "{message}");
+    assert_eq!(get(&app, &id).await["status"], "input_required", "the oversized answer was not recorded");
+    // An answer within the bound is taken.
+    update(&app, &id, json!({"confirm": accept(json!({"confirm": true}))})).await.result();
+    wait_for(&app, &id, "completed").await;
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use axum::Router;
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 use mcpgate::catalog::{BoxFuture, Failure, Outcome, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor};
 use mcpgate_protocol::tool::CallToolResult;
@@ -171,9 +172,14 @@ async fn retries_of_the_same_call_get_the_same_task() {
     assert_ne!(a["taskId"], c["taskId"]);
 }
 
-/// Records whether its run was cancelled.
+/// How long a test waits for a tool to start, or to stop once cancelled: liveness, not speed.
+const LIVENESS: Duration = Duration::from_secs(20);
+
+/// Signals that its run started, then runs far past [`LIVENESS`] unless cancelled; records
+/// that its run ended (cancelled: the future dropped).
 struct Sentinel {
     descriptor: ToolDescriptor,
+    started: Arc<Notify>,
     cancelled: Arc<AtomicBool>,
 }
 
@@ -191,31 +197,33 @@ impl Tool for Sentinel {
                 }
             }
             let _flag = Flag(self.cancelled.clone());
-            tokio::time::sleep(Duration::from_secs(60)).await;
+            self.started.notify_one();
+            tokio::time::sleep(Duration::from_secs(600)).await;
             Outcome::Failed(Failure::Internal("not cancelled".to_owned()))
         })
     }
 }
 
 #[tokio::test]
-async fn cancelling_stops_the_running_tool_within_a_second() {
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let flag = cancelled.clone();
+async fn cancelling_stops_the_running_tool() {
+    let (started, cancelled) = (Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));
+    let (start, flag) = (started.clone(), cancelled.clone());
     let (app, _) = app_with(config(), move |b| {
         b.tool(Sentinel {
             descriptor: ToolDescriptor::new("sentinel", "Runs until cancelled.", json!({"type": "object"}))
                 .task_policy(TaskPolicy::Required),
+            started: start,
             cancelled: flag,
         });
     })
     .await;
     let id = create(&app, "sentinel", json!({})).await["taskId"].as_str().expect("id").to_owned();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::timeout(LIVENESS, started.notified()).await.expect("the task's tool started within 20 s");
     assert!(!cancelled.load(Ordering::SeqCst), "running");
     Req::modern_with("tasks/cancel", json!({"taskId": id}), with_ext()).send(&app).await.result();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let deadline = tokio::time::Instant::now() + LIVENESS;
     while !cancelled.load(Ordering::SeqCst) {
-        assert!(tokio::time::Instant::now() < deadline, "the tool still runs a second after the cancel");
+        assert!(tokio::time::Instant::now() < deadline, "the tool still runs {LIVENESS:?} after the cancel");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -226,12 +234,24 @@ async fn tasks_expire_after_their_lifetime() {
     c.tasks.default_ttl_ms = 1_000;
     c.tasks.max_ttl_ms = 1_000;
     let app = app(c).await;
+    // The store's clock is the wall clock: the lifetime has to pass for real.
+    let before = tokio::time::Instant::now();
     let created = create(&app, "slow_compute", json!({"seconds": 0})).await;
     assert_eq!(created["ttlMs"], 1000);
     let id = created["taskId"].as_str().expect("id");
     assert!(get(&app, id).await.result()["status"].is_string());
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    assert_error(&get(&app, id).await, 200, -32602);
+    // Polls until the task is gone (bounded), then checks it did not go before its lifetime.
+    let deadline = before + LIVENESS;
+    loop {
+        let resp = get(&app, id).await;
+        if resp.json().get("error").is_some() {
+            assert_error(&resp, 200, -32602);
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "task {id} still found {LIVENESS:?} after a 1 s lifetime");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(before.elapsed() >= Duration::from_secs(1), "gone before its 1 s lifetime ended");
 }
 
 #[tokio::test]

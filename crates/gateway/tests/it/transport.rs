@@ -6,14 +6,14 @@ use bytes::Bytes;
 use futures_util::{StreamExt, stream};
 use serde_json::json;
 
-use crate::support::{Req, app, assert_error, config};
+use crate::support::{Req, app, assert_error, assert_error_without_id, config};
 
 #[tokio::test]
 async fn get_and_delete_are_405_with_allow() {
     let app = app(config()).await;
     for method in [Method::GET, Method::DELETE, Method::PUT] {
         let resp = Req::post("").method(method.clone()).send(&app).await;
-        assert_error(&resp, 405, -32600);
+        assert_error_without_id(&resp, 405, -32600);
         assert_eq!(resp.header("allow"), Some("POST"), "{method}");
     }
 }
@@ -28,7 +28,7 @@ async fn wrong_content_type_is_415() {
             Some(ct) => req.header("content-type", ct),
             None => req,
         };
-        assert_error(&req.send(&app).await, 415, -32600);
+        assert_error_without_id(&req.send(&app).await, 415, -32600);
     }
     // Parameters on the media type are fine.
     let resp =
@@ -72,12 +72,12 @@ async fn oversized_bodies_are_413() {
     let app = app(c).await;
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x".repeat(4096)}}});
     // Declared length over the limit: refused before reading.
-    assert_error(&Req::post(big.to_string()).send(&app).await, 413, -32600);
+    assert_error_without_id(&Req::post(big.to_string()).send(&app).await, 413, -32600);
     // Chunked body with no length: refused once the limit is crossed.
     let chunks: Vec<Result<Bytes, std::io::Error>> =
         big.to_string().into_bytes().chunks(512).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
     let resp = Req::post(Body::from_stream(stream::iter(chunks))).send(&app).await;
-    assert_error(&resp, 413, -32600);
+    assert_error_without_id(&resp, 413, -32600);
 }
 
 #[tokio::test]
@@ -85,18 +85,18 @@ async fn default_body_limit_is_4_mib() {
     let app = app(config()).await;
     let text = "x".repeat(4 * 1024 * 1024);
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": text}});
-    assert_error(&Req::post(big.to_string()).send(&app).await, 413, -32600);
+    assert_error_without_id(&Req::post(big.to_string()).send(&app).await, 413, -32600);
 }
 
 #[tokio::test]
 async fn foreign_origin_and_host_are_403() {
     let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({})).header("origin", "http://evil.example.com").send(&app).await;
-    assert_error(&resp, 403, -32600);
+    assert_error_without_id(&resp, 403, -32600);
     let resp = Req::modern("tools/list", json!({})).header("origin", "null").send(&app).await;
-    assert_error(&resp, 403, -32600);
+    assert_error_without_id(&resp, 403, -32600);
     let resp = Req::modern("tools/list", json!({})).header("host", "evil.example.com").send(&app).await;
-    assert_error(&resp, 403, -32600);
+    assert_error_without_id(&resp, 403, -32600);
     // Loopback names and origins are accepted on a loopback listener.
     for (host, origin) in [
         ("localhost:8080", "http://localhost:8080"),
@@ -120,17 +120,17 @@ async fn configured_origins_and_hosts() {
     assert!(ok.send(&app).await.result()["tools"].is_array());
     let bad =
         Req::modern("tools/list", json!({})).header("host", "mcp.example.com").header("origin", "http://localhost:1");
-    assert_error(&bad.send(&app).await, 403, -32600);
-    assert_error(&Req::modern("tools/list", json!({})).send(&app).await, 403, -32600);
+    assert_error_without_id(&bad.send(&app).await, 403, -32600);
+    assert_error_without_id(&Req::modern("tools/list", json!({})).send(&app).await, 403, -32600);
 }
 
 #[tokio::test]
 async fn unacceptable_accept_is_406() {
     let app = app(config()).await;
     let resp = Req::modern("tools/list", json!({})).header("accept", "text/html").send(&app).await;
-    assert_error(&resp, 406, -32600);
+    assert_error_without_id(&resp, 406, -32600);
     let resp = Req::modern("tools/list", json!({})).header("accept", "application/json;q=0").send(&app).await;
-    assert_error(&resp, 406, -32600);
+    assert_error_without_id(&resp, 406, -32600);
     // No Accept at all means JSON.
     let resp = Req::modern("tools/list", json!({})).without("accept").send(&app).await;
     assert!(resp.result()["tools"].is_array());
@@ -174,7 +174,7 @@ async fn saturation_is_503_with_retry_after() {
     let held = tower::ServiceExt::oneshot(app.clone(), req).await.expect("infallible");
     assert_eq!(held.headers()["content-type"], "text/event-stream");
     let resp = Req::modern("tools/list", json!({})).send(&app).await;
-    assert_error(&resp, 503, -32603);
+    assert_error_without_id(&resp, 503, -32603);
     assert_eq!(resp.header("retry-after"), Some("1"));
     drop(held);
 }
@@ -191,7 +191,7 @@ async fn slow_bodies_time_out_with_408() {
     c.http.body_timeout_secs = 1;
     let app = app(c).await;
     let resp = Req::post(stalled(r#"{"jsonrpc":"2.0","#)).header("content-length", "500").send(&app).await;
-    assert_error(&resp, 408, -32600);
+    assert_error_without_id(&resp, 408, -32600);
 }
 
 #[tokio::test]
@@ -204,11 +204,19 @@ async fn buffered_body_bytes_are_bounded() {
     // One slow upload reserves most of the budget...
     let slow = Req::post(stalled("{")).header("content-length", "1000").into_request();
     let held = tokio::spawn(tower::ServiceExt::oneshot(app.clone(), slow));
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    // ...so another body that does not fit in what is left is refused.
-    let body =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "x".repeat(100)}}).to_string();
-    assert_error(&Req::post(body).send(&app).await, 503, -32603);
+    // ...so, once it has (polled, bounded; until then requests are answered), another body
+    // that does not fit in what is left is refused.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let resp = Req::modern("tools/list", json!({})).send(&app).await;
+        if resp.status.as_u16() == 503 {
+            assert_error_without_id(&resp, 503, -32603);
+            break;
+        }
+        assert!(resp.result()["tools"].is_array(), "answered while the budget lasts");
+        assert!(tokio::time::Instant::now() < deadline, "the slow upload reserved no budget within 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     held.abort();
     let _ = held.await;
     // Once the slow upload is gone, bodies fit again.

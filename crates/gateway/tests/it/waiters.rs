@@ -1,5 +1,6 @@
 //! Legacy `tasks/result` waiters: a replica's waiters are shared fairly, so one principal at
-//! its own cap (`tasks.max_result_waiters_per_principal`, 429) leaves the others theirs.
+//! its own cap (`tasks.max_result_waiters_per_principal`, 429) leaves the others theirs; past
+//! the replica's `tasks.max_result_waiters` everyone is refused (503).
 
 use serde_json::json;
 
@@ -42,4 +43,22 @@ async fn one_principal_cannot_hold_every_result_waiter() {
     assert_eq!(refused.header("retry-after"), Some("5"));
     // Bob still gets his, though alice waits as much as she may.
     let _bobs = wait(&app, &bob).await.expect("bob's waiter");
+}
+
+#[tokio::test]
+async fn past_the_replicas_result_waiters_everyone_gets_503() {
+    let mut c = hs256_config();
+    c.tasks.max_result_waiters = 2;
+    c.tasks.max_result_waiters_per_principal = 2;
+    let app = app(c).await;
+    let (alice, bob, carol) = (
+        session_with_task(&app, "alice").await,
+        session_with_task(&app, "bob").await,
+        session_with_task(&app, "carol").await,
+    );
+    let _held = [wait(&app, &alice).await.expect("alice's waiter"), wait(&app, &bob).await.expect("bob's waiter")];
+    // Carol is under her own cap, but the replica's waiters are all taken.
+    let refused = wait(&app, &carol).await.err().expect("the replica is at tasks.max_result_waiters");
+    let json = assert_error(&refused, 503, -32603);
+    assert_eq!(refused.header("retry-after"), Some("1"), "{json}");
 }

@@ -103,8 +103,17 @@ async fn a_worker_that_loses_redis_stops_its_tool_before_the_lease_ends() {
     .await;
     let id = create(&app, "sentinel").await;
     eventually("the tool starts", Duration::from_secs(10), || started.load(Ordering::SeqCst) > 0).await;
-    // Let it renew a few times, then take Redis away: renewals fail from now on.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // Wait (bounded) until two renewals have landed, then take Redis away: renewals fail from
+    // now on.
+    let mut lease = lease_until(&server, &id);
+    for renewal in 1..=2 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while lease_until(&server, &id) <= lease {
+            assert!(tokio::time::Instant::now() < deadline, "renewal {renewal} of the lease not within 20 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        lease = lease_until(&server, &id);
+    }
     assert_eq!(stopped.load(Ordering::SeqCst), 0, "runs while its lease is renewed");
     let outage = wall_ms();
     server.stop();
@@ -112,17 +121,22 @@ async fn a_worker_that_loses_redis_stops_its_tool_before_the_lease_ends() {
     let stopped_at = stopped.load(Ordering::SeqCst);
     server.restart();
     // The lease as Redis last extended it (no renewal landed after the outage).
-    let key = format!("w:{{w:{}}}:task:{id}", &id[1..3]);
-    let out = std::process::Command::new("redis-cli")
-        .args(["-p", &server.port().to_string(), "HGET", &key, "lease_until"])
-        .output()
-        .expect("redis-cli runs (Debian package redis-tools)");
-    let lease_until: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("a lease in the record");
+    let lease_until = lease_until(&server, &id);
     assert!(stopped_at > outage, "stopped because of the outage, not before it");
     assert!(
         stopped_at < lease_until,
         "the tool ran until {stopped_at}, past its lease ({lease_until}): another replica could have started it"
     );
+}
+
+/// The task's `lease_until` (wall-clock ms) as Redis holds it, read with redis-cli.
+fn lease_until(server: &RedisServer, id: &str) -> u64 {
+    let key = format!("w:{{w:{}}}:task:{id}", &id[1..3]);
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &server.port().to_string(), "HGET", &key, "lease_until"])
+        .output()
+        .expect("redis-cli runs (Debian package redis-tools)");
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a lease in the record")
 }
 
 /// Returns once released; counts its runs.

@@ -55,6 +55,9 @@ async fn claim_next(store: &RedisStore) -> (mcpgate_store::Lease, mcpgate_store:
 async fn dump(server: &RedisServer) -> String {
     let client = redis::Client::open(server.url()).expect("client");
     let mut conn = client.get_multiplexed_async_connection().await.expect("connect");
+    // SAVE writes and syncs a file: on a busy machine that can outlast the client's default
+    // 500 ms response timeout. Bound it generously instead (liveness, not speed).
+    conn.set_response_timeout(Duration::from_secs(30));
     let _: () =
         redis::cmd("CONFIG").arg("SET").arg("rdbcompression").arg("no").query_async(&mut conn).await.expect("set");
     let _: () = redis::cmd("SAVE").query_async(&mut conn).await.expect("save");
