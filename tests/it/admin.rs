@@ -5,11 +5,9 @@
 //! sees it cancelled); purging only ended tasks, by owner too; draining one replica (it claims
 //! no new jobs while a task it was running finishes) and undraining it. A wrong token gets 401.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, run_to_end};
+use mcpgate_e2e::{Client, Cluster, TaskPoll, Until, run_to_end};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 const TOKEN: &str = "admin-token-for-the-e2e-fleet-0123456789";
@@ -50,15 +48,9 @@ async fn status_of(client: &Client, url: &str, sub: &str, id: &str) -> anyhow::R
 }
 
 async fn wait_status(client: &Client, url: &str, sub: &str, id: &str, want: &str) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = status_of(client, url, sub, id).await?;
-        if status == want {
-            return Ok(());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} is {status}, never {want}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let auth = crate::jwt::bearer(sub)?;
+    TaskPoll::new(client, url).auth(&auth).until(id, Until::Status(want)).await;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use mcpgate_e2e::{Client, Cluster};
+use mcpgate_e2e::{Client, Cluster, TaskPoll, Until};
 
 use crate::mrtr::{accept, cluster, tasking, wait_for};
 
@@ -95,15 +95,8 @@ async fn completed(client: &Client, url: &str, auth: &str, label: &str) -> anyho
     let args = json!({"name": "slow_compute", "arguments": {"seconds": 0.05, "label": label}});
     let (_, created) = call(client, url, auth, "tools/call", args).await?;
     let id = created["result"]["taskId"].as_str().ok_or_else(|| anyhow::anyhow!("no task: {created}"))?.to_owned();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let (_, task) = call(client, url, auth, "tasks/get", json!({"taskId": id})).await?;
-        if task["result"]["status"] == "completed" {
-            return Ok((id, task["result"]["result"].clone()));
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} never completed: {task}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let task = TaskPoll::new(client, url).auth(auth).until(&id, Until::Status("completed")).await;
+    Ok((id, task["result"].clone()))
 }
 
 /// `value` as a release before the owner binding sealed `field` of task `id` (marker `\x01`,

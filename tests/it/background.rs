@@ -5,11 +5,10 @@
 //! stops), and another principal cannot see them.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster};
+use mcpgate_e2e::{Client, Cluster, Look, PATIENCE, eventually, wait_for};
 
 /// A caller: its bearer token and, for a 2025-11-25 client, its session.
 struct Agent<'a> {
@@ -71,15 +70,14 @@ fn text(result: &Value) -> &str {
 /// Follows a task with `task_status` until it completes (bounded); asserts progress was seen
 /// strictly between 0 and 1 with a message on the way, then fetches `task_result`.
 async fn follow(agent: &Agent<'_>, url: &str, id: &str) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut seen_progress = None;
-    loop {
+    wait_for(format!("task {id} to complete (task_status)"), PATIENCE, async || {
         let status = agent.call(url, "task_status", json!({"taskId": id})).await?;
         let report = &status["structuredContent"];
         match report["status"].as_str() {
             Some("completed") => {
                 anyhow::ensure!(report["progress"] == 1.0, "done is all done: {status}");
-                break;
+                return Ok(Look::Done(()));
             }
             Some("working") => {
                 anyhow::ensure!(report["pollAfterMs"].is_u64(), "{status}");
@@ -90,31 +88,21 @@ async fn follow(agent: &Agent<'_>, url: &str, id: &str) -> anyhow::Result<Value>
             }
             _ => anyhow::bail!("unexpected status: {status}"),
         }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never completed: {status}");
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
+        Ok(Look::not_yet(status))
+    })
+    .await;
     anyhow::ensure!(seen_progress.is_some(), "task {id}: no progress between 0 and 1 seen");
     agent.call(url, "task_result", json!({"taskId": id})).await
 }
 
 /// Bounded wait for a marker file the FastMCP fixture writes.
-async fn marker(dir: &Path, name: &str) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !dir.join(name).exists() {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{name} never appeared");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+async fn marker(dir: &Path, name: &str) {
+    eventually!(dir.join(name).exists(), "the marker {name} to appear");
 }
 
 /// Bounded wait until no replica runs a task (cancelled work has stopped).
-async fn idle(cluster: &Cluster, client: &Client) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while cluster.executing_replica(client).await?.is_some() {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "cancelled work still runs");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
+async fn idle(cluster: &Cluster, client: &Client) {
+    eventually!(cluster.executing_replica(client).await?.is_none(), "cancelled work to stop on every replica");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,21 +124,14 @@ async fn clients_without_tasks_start_follow_and_cancel_background_work_through_t
 
     // Every replica serves the upstream's tools (one still reading them retries within seconds).
     for i in 0..3 {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        loop {
+        // Its log is printed if this times out (the cluster drops while panicking).
+        wait_for(format!("replica {i} to list fm_slow"), PATIENCE, async || {
             let tools = client
                 .modern_with(&cluster.replica_url(i), &[("authorization", &modern.auth)], "tools/list", json!({}))
                 .await?;
-            if tools.body.contains("\"fm_slow\"") {
-                break;
-            }
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "replica {i} never listed fm_slow:\n{}",
-                cluster.replica(i).logs()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+            Ok(if tools.body.contains("\"fm_slow\"") { Look::Done(()) } else { Look::NotYet(tools.body) })
+        })
+        .await;
     }
     // Tools not marked stay plain.
     assert_eq!(text(&modern.call(&lb, "fm_add", json!({"a": 2, "b": 3})).await?), "5");
@@ -185,23 +166,23 @@ async fn clients_without_tasks_start_follow_and_cancel_background_work_through_t
 
     // Cancelled through the balancer: the upstream's work stops (its cancellation marker)...
     let waiting = legacy.start(&lb, "fm_wait", json!({"tag": "stop-me", "seconds": 60})).await?;
-    marker(dir.path(), "started-stop-me").await?;
+    marker(dir.path(), "started-stop-me").await;
     let refused = bob.call(&lb, "task_cancel", json!({"taskId": waiting})).await?;
     assert!(text(&refused).contains("not found"), "{refused}");
     let cancelled = legacy.call(&lb, "task_cancel", json!({"taskId": waiting})).await?;
     assert!(text(&cancelled).contains("cancelled"), "{cancelled}");
-    marker(dir.path(), "cancelled-stop-me").await?;
+    marker(dir.path(), "cancelled-stop-me").await;
     let status = legacy.call(&lb, "task_status", json!({"taskId": waiting})).await?;
     assert_eq!(status["structuredContent"]["status"], "cancelled", "{status}");
 
-    idle(&cluster, &client).await?;
+    idle(&cluster, &client).await;
 
     // ...and so does a built-in tool's, on whichever replica runs it.
     let long = modern.start(&lb, "background_report", json!({"topic": "moles", "seconds": 60})).await?;
     cluster.executing_replica_soon(&client).await?;
     let cancelled = modern.call(&lb, "task_cancel", json!({"taskId": long})).await?;
     assert!(text(&cancelled).contains("cancelled"), "{cancelled}");
-    idle(&cluster, &client).await?;
+    idle(&cluster, &client).await;
     let result = modern.call(&lb, "task_result", json!({"taskId": long})).await?;
     assert_eq!(result["isError"], true, "a cancelled task's result says so: {result}");
     Ok(())

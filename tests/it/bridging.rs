@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer};
+use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer, Look, PATIENCE, eventually, wait_for};
 
 /// A modern request declaring form elicitation.
 async fn asking(client: &Client, url: &str, mut params: Value) -> anyhow::Result<Value> {
@@ -112,8 +112,8 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
     Ok(())
 }
 
-/// Polls `tasks/get` (bounded, 30 s) on `urls` in turn, handing each task read to `seen`,
-/// until it returns true; returns that read.
+/// Polls `tasks/get` (with `meta`, the client's capabilities) on `urls` in turn, handing each
+/// task read to `seen`, until it returns true; returns that read.
 async fn poll_task(
     client: &Client,
     urls: &[String],
@@ -121,17 +121,14 @@ async fn poll_task(
     meta: &Value,
     mut seen: impl FnMut(&Value) -> bool,
 ) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    for i in 0.. {
-        let url = &urls[i % urls.len()];
+    let mut turn = 0;
+    Ok(wait_for(format!("task {id} to get there"), PATIENCE, async || {
+        let url = &urls[turn % urls.len()];
+        turn += 1;
         let got = client.modern(url, "tasks/get", json!({"taskId": id, "_meta": meta})).await?.json()?;
-        if seen(&got["result"]) {
-            return Ok(got);
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not there within 30 s: {got}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    unreachable!("the loop returns or fails")
+        Ok(if seen(&got["result"]) { Look::Done(got) } else { Look::not_yet(got) })
+    })
+    .await)
 }
 
 fn finished(task: &Value) -> bool {
@@ -143,16 +140,6 @@ async fn task_events(client: &Client, gateway: &Gateway, tool: &str, event: &str
     let (_, text) = client.get(&format!("http://{}/metrics", gateway.addr())).await?;
     let line = format!("mcpgate_tasks_total{{tool=\"{tool}\",event=\"{event}\"}} ");
     Ok(text.lines().find_map(|l| l.strip_prefix(&line)).and_then(|n| n.parse().ok()).unwrap_or(0))
-}
-
-/// Polls (bounded) until `check` holds.
-async fn eventually<F: AsyncFnMut() -> anyhow::Result<bool>>(mut check: F, what: &str) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check().await? {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{what} did not happen within 20 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,12 +187,10 @@ async fn an_upstreams_tasks_are_wrapped_for_clients_of_both_eras() -> anyhow::Re
     let call = json!({"name": "in_slow_compute", "arguments": {"seconds": 60}, "task": {}});
     let created = client.legacy(&url(1), "tools/call", call, Some(&session)).await?.json()?;
     let id = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    eventually(async || Ok(task_events(&client, &inner, "slow_compute", "created").await? == 1), "upstream task")
-        .await?;
+    eventually!(task_events(&client, &inner, "slow_compute", "created").await? == 1, "the upstream task");
     let cancelled = client.legacy(&url(2), "tasks/cancel", json!({"taskId": id}), Some(&session)).await?.json()?;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-    eventually(async || Ok(task_events(&client, &inner, "slow_compute", "cancelled").await? == 1), "upstream cancel")
-        .await?;
+    eventually!(task_events(&client, &inner, "slow_compute", "cancelled").await? == 1, "the upstream cancel");
 
     // A task-required upstream tool, called synchronously by a client without the extension.
     let failed = client.modern(&url(0), "tools/call", json!({"name": "in_failing_job", "arguments": {}})).await?;
@@ -221,8 +206,7 @@ async fn an_upstreams_tasks_are_wrapped_for_clients_of_both_eras() -> anyhow::Re
     let lb = cluster.url();
     let created = client.modern(&lb, "tools/call", call).await?.json()?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    eventually(async || Ok(task_events(&client, &inner, "slow_compute", "created").await? == 2), "upstream task")
-        .await?;
+    eventually!(task_events(&client, &inner, "slow_compute", "created").await? == 2, "the second upstream task");
     let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     let survivor = url((victim + 1) % 3);
@@ -252,17 +236,13 @@ async fn a_2025_upstreams_task_required_tool_serves_modern_clients() -> anyhow::
     let client = Client::new()?;
     let url = |i: usize| cluster.replica_url(i);
     let tool = "ev_simulate-research-query";
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     for i in 0..3 {
-        loop {
+        wait_for(format!("replica {i} to list {tool}"), PATIENCE, async || {
             let list = client.modern(&url(i), "tools/list", json!({})).await?.json()?;
             let tools = list["result"]["tools"].as_array().cloned().unwrap_or_default();
-            if tools.iter().any(|t| t["name"] == tool) {
-                break;
-            }
-            anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica {i} never listed {tool}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+            Ok(if tools.iter().any(|t| t["name"] == tool) { Look::Done(()) } else { Look::not_yet(list) })
+        })
+        .await;
     }
 
     // A synchronous call from a client without tasks: the gateway tracks the upstream task.

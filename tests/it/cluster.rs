@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, ClusterBuilder};
+use mcpgate_e2e::{Client, Cluster, ClusterBuilder, Look, PATIENCE, Until, poll_task, wait_for};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -32,20 +32,6 @@ async fn legacy_session(client: &Client, url: &str) -> anyhow::Result<String> {
     Ok(reply.session.expect("a session id"))
 }
 
-/// Polls `tasks/get` on `url` (bounded) until the task is terminal.
-async fn settle(client: &Client, url: &str, id: &str, within: Duration) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let task = modern(client, url, "tasks/get", json!({"taskId": id})).await?;
-        let status = task["result"]["status"].as_str().unwrap_or_default().to_owned();
-        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
-            return Ok(task["result"].clone());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not terminal within {within:?}: {task}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 fn task_id(created: &Value) -> String {
     created["result"]["taskId"]
         .as_str()
@@ -56,7 +42,8 @@ fn task_id(created: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_step_of_a_flow_on_a_different_replica() -> anyhow::Result<()> {
-    let cluster = cluster(4).start()?;
+    // A 90 s lease is first renewed after 30 s: a run that stops before then heard the cancel.
+    let cluster = cluster(4).env("MCPGATE_TASKS_LEASE_MS", "90000").start()?;
     let client = Client::new()?;
     let [a, b, c, d] = [0, 1, 2, 3].map(|i| cluster.replica_url(i));
 
@@ -67,7 +54,7 @@ async fn every_step_of_a_flow_on_a_different_replica() -> anyhow::Result<()> {
     let id = task_id(&created);
     let seen = modern(&client, &b, "tasks/get", json!({"taskId": id})).await?;
     assert_eq!(seen["result"]["taskId"], id.as_str(), "durable before the create answered: {seen}");
-    let done = settle(&client, &c, &id, Duration::from_secs(15)).await?;
+    let done = poll_task(&client, &c, &id, Until::Terminal).await;
     assert_eq!(done["result"]["content"][0]["text"], "Computed result in 0.5 s");
     let ack = modern(&client, &d, "tasks/cancel", json!({"taskId": id})).await?;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
@@ -79,9 +66,9 @@ async fn every_step_of_a_flow_on_a_different_replica() -> anyhow::Result<()> {
     assert_eq!(modern(&client, &b, "tasks/get", json!({"taskId": id})).await?["result"]["status"], "working");
     cluster.executing_replica_soon(&client).await?;
     modern(&client, &c, "tasks/cancel", json!({"taskId": id})).await?;
-    assert_eq!(settle(&client, &d, &id, Duration::from_secs(5)).await?["status"], "cancelled");
+    assert_eq!(poll_task(&client, &d, &id, Until::Terminal).await["status"], "cancelled");
     // The executing replica stops the tool (it heard the cancel event).
-    no_replica_runs_soon(&client, &cluster, Duration::from_secs(3)).await?;
+    no_replica_runs_soon(&client, &cluster).await;
 
     // Legacy: session from A, task on B, get on C, blocking result on D, refused cancel on A.
     let session = legacy_session(&client, &a).await?;
@@ -109,23 +96,29 @@ async fn a_blocking_tasks_result_is_woken_by_completion_on_another_replica() -> 
     let session = legacy_session(&client, &waiter).await?;
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 1.5}, "task": {}});
     let id = task_id(&client.legacy(&waiter, "tools/call", call, Some(&session)).await?.json()?);
-    let started = tokio::time::Instant::now();
-    let result = client.legacy(&waiter, "tasks/result", json!({"taskId": id}), Some(&session)).await?;
-    let waited = started.elapsed();
+    // The waiter reads the task again on its own only every 30 s: an answer before then was
+    // woken by the completion event.
+    let result = tokio::time::timeout(
+        Duration::from_secs(25),
+        client.legacy(&waiter, "tasks/result", json!({"taskId": id}), Some(&session)),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("tasks/result not woken by the completion on another replica"))??;
     let events = result.events()?;
     assert_eq!(events.last().expect("final")["result"]["content"][0]["text"], "Computed result in 1.5 s");
-    assert!(waited < Duration::from_secs(10), "woken by the event, not a slow poll: {waited:?}");
     Ok(())
 }
 
-/// Waits (bounded) until no replica runs a task.
-async fn no_replica_runs_soon(client: &Client, cluster: &Cluster, within: Duration) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    while let Some(i) = cluster.executing_replica(client).await? {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica {i} still runs the task after {within:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+/// Waits until no replica runs a task: within 20 s, before the first renewal of a 90 s lease
+/// (at 30 s) could have told the run to stop.
+async fn no_replica_runs_soon(client: &Client, cluster: &Cluster) {
+    wait_for("no replica to run the task", Duration::from_secs(20), async || {
+        Ok(match cluster.executing_replica(client).await? {
+            Some(i) => Look::NotYet(format!("replica {i} runs it")),
+            None => Look::Done(()),
+        })
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +133,7 @@ async fn killing_the_executing_replica_loses_no_task() -> anyhow::Result<()> {
     let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     // Another replica reclaims the job once the lease lapsed and runs it again.
-    let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
+    let done = poll_task(&client, &lb, &id, Until::Terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "Computed result in 3 s");
     // The takeover shows in the survivors' metrics, as do their Redis calls.
@@ -175,7 +168,7 @@ async fn a_replica_shutting_down_hands_its_task_over() -> anyhow::Result<()> {
     replica.terminate()?;
     let status = replica.wait(Duration::from_secs(15))?;
     assert!(status.success(), "graceful exit: {status}");
-    let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
+    let done = poll_task(&client, &lb, &id, Until::Terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "Computed result in 4 s");
     Ok(())
@@ -196,7 +189,7 @@ async fn a_task_never_outlives_its_attempts() -> anyhow::Result<()> {
     let id = task_id(&created);
     let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
-    let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
+    let done = poll_task(&client, &lb, &id, Until::Terminal).await;
     assert_eq!(done["status"], "failed", "{done}");
     assert!(done["error"]["message"].as_str().unwrap_or_default().contains("stopped before finishing"), "{done}");
     Ok(())
@@ -244,26 +237,33 @@ async fn another_principal_cannot_reach_a_task_on_any_replica() -> anyhow::Resul
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_expire_on_every_replica() -> anyhow::Result<()> {
-    let cluster =
-        cluster(2).env("MCPGATE_TASKS_DEFAULT_TTL_MS", "1000").env("MCPGATE_TASKS_MAX_TTL_MS", "1000").start()?;
+    // A 90 s lease is first renewed after 30 s, and the run lasts 120 s: a run that stops
+    // before either heard of the expiry.
+    let cluster = cluster(2)
+        .env("MCPGATE_TASKS_DEFAULT_TTL_MS", "1000")
+        .env("MCPGATE_TASKS_MAX_TTL_MS", "1000")
+        .env("MCPGATE_TASKS_LEASE_MS", "90000")
+        .start()?;
     let client = Client::new()?;
     let created = modern(
         &client,
         &cluster.replica_url(0),
         "tools/call",
-        json!({"name": "slow_compute", "arguments": {"seconds": 30}}),
+        json!({"name": "slow_compute", "arguments": {"seconds": 120}}),
     )
     .await?;
     assert_eq!(created["result"]["ttlMs"], 1000, "{created}");
     let id = task_id(&created);
     cluster.executing_replica_soon(&client).await?;
-    tokio::time::sleep(Duration::from_millis(1300)).await;
     for i in 0..2 {
-        let gone = modern(&client, &cluster.replica_url(i), "tasks/get", json!({"taskId": id})).await?;
-        assert_eq!(gone["error"]["code"], -32602, "replica {i}: {gone}");
+        wait_for(format!("task {id} to expire on replica {i}"), PATIENCE, async || {
+            let gone = modern(&client, &cluster.replica_url(i), "tasks/get", json!({"taskId": id})).await?;
+            Ok(if gone["error"]["code"] == -32602 { Look::Done(()) } else { Look::not_yet(gone) })
+        })
+        .await;
     }
     // The run of the expired task stops too (long before its next lease renewal).
-    no_replica_runs_soon(&client, &cluster, Duration::from_secs(3)).await?;
+    no_replica_runs_soon(&client, &cluster).await;
     Ok(())
 }
 
@@ -305,18 +305,18 @@ async fn a_job_for_an_unknown_tool_completes_on_a_replica_that_knows_it() -> any
     )
     .await?;
     let id = task_id(&created);
-    // The old replica passes it round (a deferral every half second) without failing it.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !cluster.replica(1).logs().contains("tool unknown here") {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "replica 1 never saw the job");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The old replica passes it round (a deferral every half second) without failing it: it
+    // has deferred it three times, and the task still works.
+    wait_for("replica 1 to defer the job three times", PATIENCE, async || {
+        let deferrals = cluster.replica(1).logs().matches("tool unknown here").count();
+        Ok(if deferrals >= 3 { Look::Done(()) } else { Look::not_yet(deferrals) })
+    })
+    .await;
     let waiting = modern(&client, &cluster.replica_url(0), "tasks/get", json!({"taskId": id})).await?;
     assert_eq!(waiting["result"]["status"], "working", "not failed while no replica could run it: {waiting}");
     // The new release arrives: it runs the task.
     cluster.add_replica(&[("MCPGATE_TOOLSET", "conformance")])?;
-    let done = settle(&client, &cluster.replica_url(0), &id, Duration::from_secs(20)).await?;
+    let done = poll_task(&client, &cluster.replica_url(0), &id, Until::Terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "Computed upgrade in 0 s", "{done}");
     Ok(())

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Gateway};
+use mcpgate_e2e::{Client, Gateway, Look, PATIENCE, wait_for};
 
 async fn call(client: &Client, url: &str, params: Value) -> anyhow::Result<Value> {
     client.modern(url, "tools/call", params).await?.json()
@@ -55,20 +55,17 @@ async fn background_report_runs_as_a_task_followed_by_the_companions() -> anyhow
         .as_str()
         .unwrap_or_else(|| panic!("a task id at once: {started}"))
         .to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut messages = Vec::new();
-    let result = loop {
+    wait_for(format!("task {id} to finish (task_status)"), PATIENCE, async || {
         let status = call(&client, &url, json!({"name": "task_status", "arguments": {"taskId": id}})).await?;
         let status = &status["result"]["structuredContent"];
         if let Some(message) = status["message"].as_str() {
             messages.push(message.to_owned());
         }
-        if status["status"] != "working" {
-            break call(&client, &url, json!({"name": "task_result", "arguments": {"taskId": id}})).await?;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never finished; last status {status}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        Ok(if status["status"] == "working" { Look::not_yet(status) } else { Look::Done(()) })
+    })
+    .await;
+    let result = call(&client, &url, json!({"name": "task_result", "arguments": {"taskId": id}})).await?;
     assert_eq!(result["result"]["content"][0]["text"], "Report on tides: 2 sections.", "{result}");
     assert!(messages.iter().any(|m| m.starts_with("Wrote section")), "progress was seen: {messages:?}");
     stop(example)

@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{CLUSTER_SEAL_KEYS, Client, Cluster, ClusterBuilder, loadgen_binary};
+use mcpgate_e2e::{
+    CLUSTER_SEAL_KEYS, Client, Cluster, ClusterBuilder, Look, PATIENCE, Until, loadgen_binary, poll_task, wait_for,
+};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -49,20 +51,11 @@ impl Load {
 
     /// Waits (bounded) for the run to end; returns its JSON report (printed for the log).
     async fn finish(mut self, within: Duration) -> anyhow::Result<Value> {
-        let mut child = self.child.take().context("finished twice")?;
-        let deadline = tokio::time::Instant::now() + within;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                anyhow::bail!("mcpgate-loadgen still running after {within:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        let output = child.wait_with_output()?;
+        // Still owned by `self` while waiting, so a failed wait kills it.
+        let running = self.child.as_mut().context("finished twice")?;
+        wait_for("mcpgate-loadgen to end its run", within, async || Ok(running.try_wait()?.is_some())).await;
+        let output = self.child.take().context("finished twice")?.wait_with_output()?;
+        let status = output.status;
         let markdown = String::from_utf8_lossy(&output.stdout);
         println!("{markdown}");
         anyhow::ensure!(
@@ -90,7 +83,25 @@ fn assert_nothing_lost(report: &Value) {
     assert_eq!(report["tasks"]["lost"], 0, "{report:#}");
     assert_eq!(report["tasks"]["duplicated"], 0, "{report:#}");
     assert_eq!(report["tasks"]["created"], report["tasks"]["ended"], "every created task ended: {report:#}");
-    assert!(report["flows_ok"].as_u64().unwrap_or(0) > 50, "the load ran: {report:#}");
+    assert!(report["flows_ok"].as_u64().unwrap_or(0) > 0, "the load ran: {report:#}");
+}
+
+/// Waits until the load reaches the fleet (the replicas answered 50 tool calls between them),
+/// so the fault that follows lands on work in flight.
+async fn load_running(client: &Client, cluster: &Cluster) {
+    wait_for("the load to reach the replicas (50 tools/call answered)", PATIENCE, async || {
+        let mut calls = 0.0;
+        for replica in cluster.replicas.iter().flatten() {
+            let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
+            calls += text
+                .lines()
+                .filter(|l| l.starts_with("mcpgate_requests_total{method=\"tools/call\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>();
+        }
+        Ok(if calls >= 50.0 { Look::Done(()) } else { Look::not_yet(calls) })
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,6 +125,8 @@ async fn replicas_killed_under_load_lose_no_task() -> anyhow::Result<()> {
             "sync=40,task=25,legacy_task=15,mrtr2=5,mrtr3=5,cancel=10",
         ],
     )?;
+    load_running(&Client::new()?, &cluster).await;
+    // The kills are spread over the run (pacing, not waiting for anything).
     for round in 0..4 {
         tokio::time::sleep(Duration::from_millis(2500)).await;
         let victim = round % 3;
@@ -130,20 +143,15 @@ async fn replicas_killed_under_load_lose_no_task() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn all_ready(client: &Client, cluster: &Cluster, want: u16, within: Duration) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let mut all = true;
+async fn all_ready(client: &Client, cluster: &Cluster, want: u16) {
+    wait_for(format!("/readyz to answer {want} on every replica"), PATIENCE, async || {
+        let mut statuses = Vec::new();
         for replica in cluster.replicas.iter().flatten() {
-            let (status, _) = client.get(&format!("http://{}/readyz", replica.addr())).await?;
-            all &= status == want;
+            statuses.push(client.get(&format!("http://{}/readyz", replica.addr())).await?.0);
         }
-        if all {
-            return Ok(());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "/readyz never {want} everywhere within {within:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Ok(if statuses.iter().all(|s| *s == want) { Look::Done(()) } else { Look::not_yet(statuses) })
+    })
+    .await;
 }
 
 fn tasks_meta() -> Value {
@@ -161,13 +169,7 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "before"}, "_meta": tasks_meta()});
     let created = client.modern(&lb, "tools/call", call).await?.json()?;
     let before = created["result"]["taskId"].as_str().context("a task")?.to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while client.modern(&lb, "tasks/get", json!({"taskId": before, "_meta": tasks_meta()})).await?.json()?["result"]["status"]
-        != "completed"
-    {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never completed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_task(&client, &lb, &before, Until::Status("completed")).await;
 
     let load = Load::start(
         &lb,
@@ -184,9 +186,9 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
             "sync=30,task=40,legacy_task=30",
         ],
     )?;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    load_running(&client, &cluster).await;
     cluster.redis().stop();
-    all_ready(&client, &cluster, 503, Duration::from_secs(10)).await?;
+    all_ready(&client, &cluster, 503).await;
     // Work that needs the store gets a clear, retryable error; work that does not goes on.
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 0}, "_meta": tasks_meta()});
     let refused = client.modern(&lb, "tools/call", call).await?;
@@ -196,9 +198,10 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
     assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("task store unavailable"), "{refused}");
     let echo = client.modern(&lb, "tools/call", json!({"name": "echo", "arguments": {"text": "still here"}})).await?;
     assert_eq!(echo.json()?["result"]["content"][0]["text"], "still here");
+    // The outage lasts a while longer (pacing).
     tokio::time::sleep(Duration::from_secs(2)).await;
     cluster.redis().restart();
-    all_ready(&client, &cluster, 200, Duration::from_secs(20)).await?;
+    all_ready(&client, &cluster, 200).await;
 
     let report = load.finish(Duration::from_secs(150)).await?;
     assert_nothing_lost(&report);
@@ -213,6 +216,7 @@ async fn a_rolling_restart_rotating_keys_fails_no_round() -> anyhow::Result<()> 
     const NEW_KEY: &str = "k2:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
     let mut cluster = cluster(3).start()?;
     let load = Load::start(&cluster.url(), &["--clients", "8", "--duration", "16", "--mix", "mrtr2=50,mrtr3=50"])?;
+    load_running(&Client::new()?, &cluster).await;
     // Two passes, as docs/operations.md prescribes for key rotation: first every replica
     // learns the new key, then it becomes the one that seals (the old one still opens what
     // was sealed with it).
@@ -220,6 +224,7 @@ async fn a_rolling_restart_rotating_keys_fails_no_round() -> anyhow::Result<()> 
     let seal = format!("{NEW_KEY},{CLUSTER_SEAL_KEYS}");
     for keys in [&learn, &seal] {
         for i in 0..3 {
+            // Restarts spread over the run (pacing).
             tokio::time::sleep(Duration::from_millis(1200)).await;
             cluster.stop(i)?;
             cluster.restart(i, &[("MCPGATE_SEAL_KEYS", keys)])?;
@@ -227,7 +232,7 @@ async fn a_rolling_restart_rotating_keys_fails_no_round() -> anyhow::Result<()> 
     }
     let report = load.finish(Duration::from_secs(120)).await?;
     assert_eq!(report["flows_failed"], 0, "no round failed: {report:#}");
-    assert!(report["flows_ok"].as_u64().unwrap_or(0) > 50, "{report:#}");
+    assert!(report["flows_ok"].as_u64().unwrap_or(0) > 0, "the load ran: {report:#}");
     // New rounds are sealed with the new key.
     let client = Client::new()?;
     let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
@@ -364,30 +369,27 @@ async fn a_redis_stall_under_load_loses_no_task() -> anyhow::Result<()> {
             "sync=30,task=40,legacy_task=30",
         ],
     )?;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    load_running(&client, &cluster).await;
     // Frozen for six command timeouts: every call in flight times out, connections stay open.
     cluster.redis().pause();
     tokio::time::sleep(Duration::from_secs(3)).await;
     cluster.redis().resume();
-    // The fleet serves tasks again within seconds: a task created now completes.
+    // The fleet serves tasks again: a task created now completes.
     let resumed = tokio::time::Instant::now();
-    let deadline = resumed + Duration::from_secs(15);
-    let done = loop {
+    let done = wait_for("a task created after the stall to complete", PATIENCE, async || {
         let call =
             json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "after"}, "_meta": tasks_meta()});
         let reply = client.modern(&lb, "tools/call", call).await?;
-        if reply.status == 200
-            && let Some(id) = reply.json()?["result"]["taskId"].as_str().map(str::to_owned)
-        {
-            let get = json!({"taskId": id, "_meta": tasks_meta()});
-            let task = client.modern(&lb, "tasks/get", get).await?.json()?;
-            if task["result"]["status"] == "completed" {
-                break task;
-            }
+        if reply.status != 200 {
+            return Ok(Look::NotYet(format!("tools/call: HTTP {} {}", reply.status, reply.body)));
         }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no task completed within 15 s of the stall ending");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        let Some(id) = reply.json()?["result"]["taskId"].as_str().map(str::to_owned) else {
+            return Ok(Look::NotYet(format!("tools/call: no task: {}", reply.body)));
+        };
+        let task = client.modern(&lb, "tasks/get", json!({"taskId": id, "_meta": tasks_meta()})).await?.json()?;
+        Ok(if task["result"]["status"] == "completed" { Look::Done(task) } else { Look::not_yet(task) })
+    })
+    .await;
     println!("a task completed {:?} after Redis came back", resumed.elapsed());
     assert_eq!(done["result"]["result"]["content"][0]["text"], "Computed after in 0 s", "{done}");
 

@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer, fastmcp_python, fixture, run_to_end, server_everything};
+use anyhow::Context as _;
+use mcpgate_e2e::{
+    Client, Cluster, Gateway, HttpServer, Look, PATIENCE, TaskPoll, Until, eventually, fastmcp_python, fixture,
+    poll_task, run_to_end, server_everything, settle, wait_for,
+};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -58,28 +62,9 @@ async fn legacy_session(client: &Client, url: &str) -> anyhow::Result<String> {
     reply.session.ok_or_else(|| anyhow::anyhow!("no session id: {}", reply.body))
 }
 
-/// Polls `tasks/get` through `url` (bounded) until the task is terminal.
-async fn settle(client: &Client, url: &str, id: &str, within: Duration) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let task = modern(client, url, "tasks/get", json!({"taskId": id}), true).await?;
-        let status = task["result"]["status"].as_str().unwrap_or_default().to_owned();
-        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
-            return Ok(task["result"].clone());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not terminal within {within:?}: {task}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Waits (bounded) until `path` exists.
-async fn appears(path: &Path, within: Duration) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    while !path.exists() {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{} did not appear within {within:?}", path.display());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
+/// Waits (bounded) until the marker file `path` exists.
+async fn appears(path: &Path) {
+    eventually!(path.exists(), "the marker {} to appear", path.display());
 }
 
 /// How many runs the FastMCP fixture started under `tag`.
@@ -202,14 +187,14 @@ async fn progress_is_relayed_and_cancellation_reaches_the_upstream() -> anyhow::
     // A client that disconnects cancels the upstream call.
     let params = json!({"name": "fm_wait", "arguments": {"tag": "gone"}, "_meta": {"progressToken": 1}});
     let stream = client.legacy_stream(&lb, "tools/call", params, &session).await?;
-    appears(&markers.join("started-gone"), Duration::from_secs(10)).await?;
+    appears(&markers.join("started-gone")).await;
     drop(stream);
-    appears(&markers.join("cancelled-gone"), Duration::from_secs(10)).await?;
+    appears(&markers.join("cancelled-gone")).await;
 
     // So does the client's notifications/cancelled, on whichever replica it lands.
     let params = json!({"name": "fm_wait", "arguments": {"tag": "noted"}, "_meta": {"progressToken": 2}});
     let mut stream = client.legacy_stream(&lb, "tools/call", params, &session).await?;
-    appears(&markers.join("started-noted"), Duration::from_secs(10)).await?;
+    appears(&markers.join("started-noted")).await;
     let note =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}});
     for _ in 0..3 {
@@ -217,18 +202,18 @@ async fn progress_is_relayed_and_cancellation_reaches_the_upstream() -> anyhow::
         let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
         assert_eq!(client.post(&lb, &headers, note.to_string()).await?.status, 202);
     }
-    appears(&markers.join("cancelled-noted"), Duration::from_secs(10)).await?;
+    appears(&markers.join("cancelled-noted")).await;
     assert!(stream.next(Duration::from_secs(5)).await?.is_none(), "a cancelled call sends no result");
 
     // Cancelling a task (on whichever replica) cancels the upstream call it runs.
     let params = json!({"name": "fm_wait", "arguments": {"tag": "task"}});
     let created = modern(&client, &lb, "tools/call", params, true).await?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    appears(&markers.join("started-task"), Duration::from_secs(10)).await?;
+    appears(&markers.join("started-task")).await;
     let cancelled = modern(&client, &lb, "tasks/cancel", json!({"taskId": id}), true).await?;
     assert!(cancelled.get("error").is_none(), "{cancelled}");
-    appears(&markers.join("cancelled-task"), Duration::from_secs(10)).await?;
-    assert_eq!(settle(&client, &lb, &id, Duration::from_secs(10)).await?["status"], "cancelled");
+    appears(&markers.join("cancelled-task")).await;
+    assert_eq!(poll_task(&client, &lb, &id, Until::Terminal).await["status"], "cancelled");
     Ok(())
 }
 
@@ -246,16 +231,17 @@ async fn slow_calls_become_tasks_and_fast_ones_stay_synchronous() -> anyhow::Res
         modern(&client, &lb, "tools/call", json!({"name": "fm_add", "arguments": {"a": 2, "b": 2}}), true).await?;
     assert_eq!((fast["result"]["resultType"].as_str(), text(&fast["result"]).as_str()), (Some("complete"), "4"));
 
-    // Slow: a task once it has run 300 ms; the call goes on behind it and any replica reports it.
-    let started = tokio::time::Instant::now();
-    let params = json!({"name": "fm_slow", "arguments": {"tag": "auto", "seconds": 4.0}});
+    // Slow: a task once it has run 300 ms; the call goes on behind it (the task is still
+    // working when first read, long before the call's 6 s are up) and any replica reports it.
+    let params = json!({"name": "fm_slow", "arguments": {"tag": "auto", "seconds": 6.0}});
     let created = modern(&client, &lb, "tools/call", params, true).await?;
-    assert!(started.elapsed() < Duration::from_secs(3), "the task came only after {:?}", started.elapsed());
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let id = created["result"]["taskId"].as_str().unwrap_or_default().to_owned();
-    let done = settle(&client, &lb, &id, Duration::from_secs(20)).await?;
+    let first = modern(&client, &lb, "tasks/get", json!({"taskId": id}), true).await?;
+    assert_eq!(first["result"]["status"], "working", "the task came before the call ended: {first}");
+    let done = poll_task(&client, &lb, &id, Until::Terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(text(&done["result"]), "slept 4.0", "{done}");
+    assert_eq!(text(&done["result"]), "slept 6.0", "{done}");
     assert_eq!(starts(dir.path(), "auto"), 1, "the call ran once");
 
     // A client that cannot take a task waits for the result.
@@ -268,15 +254,7 @@ async fn slow_calls_become_tasks_and_fast_ones_stay_synchronous() -> anyhow::Res
     let params = json!({"name": "fm_slow", "arguments": {"tag": "legacy", "seconds": 0.5}, "task": {"ttl": 60000}});
     let created = client.legacy(&lb, "tools/call", params, Some(&session)).await?.json()?;
     let id = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let got = client.legacy(&lb, "tasks/get", json!({"taskId": id}), Some(&session)).await?.json()?;
-        if got["result"]["status"] == "completed" {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "legacy task not completed: {got}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    TaskPoll::new(&client, &lb).legacy(&session).until(&id, Until::Status("completed")).await;
     Ok(())
 }
 
@@ -294,10 +272,10 @@ async fn a_killed_replica_reruns_idempotent_calls_and_fails_the_others() -> anyh
     let params = json!({"name": "fm_slow_safe", "arguments": {"tag": "safe", "seconds": 3.0}});
     let created = modern(&client, &lb, "tools/call", params, true).await?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    appears(&markers.join("started-safe"), Duration::from_secs(10)).await?;
+    appears(&markers.join("started-safe")).await;
     let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
-    let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
+    let done = poll_task(&client, &lb, &id, Until::Terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(starts(&markers, "safe"), 2, "run again after the kill");
 
@@ -305,15 +283,19 @@ async fn a_killed_replica_reruns_idempotent_calls_and_fails_the_others() -> anyh
     let params = json!({"name": "fm_slow", "arguments": {"tag": "once", "seconds": 3.0}});
     let created = modern(&client, &lb, "tools/call", params, true).await?;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
-    appears(&markers.join("started-once"), Duration::from_secs(10)).await?;
+    appears(&markers.join("started-once")).await;
     let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
-    let done = settle(&client, &lb, &id, Duration::from_secs(30)).await?;
+    let done = poll_task(&client, &lb, &id, Until::Terminal).await;
     assert_eq!(done["status"], "failed", "{done}");
     let message = done["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("interrupted") && message.contains("fm_slow"), "{done}");
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert_eq!(starts(&markers, "once"), 1, "a non-idempotent call ran twice");
+    // A rerun would add a start: the count must stay at one once it stops changing.
+    let once = settle("the starts of the non-idempotent call", Duration::from_secs(4), PATIENCE, async || {
+        Ok(starts(&markers, "once"))
+    })
+    .await;
+    assert_eq!(once, 1, "a non-idempotent call ran twice");
     Ok(())
 }
 
@@ -348,34 +330,42 @@ async fn dead_and_broken_upstreams_give_clear_errors_and_the_rest_still_answers(
     let crash = call(&client, &lb, "broken_crash", json!({})).await?;
     assert_eq!(crash["isError"], true, "{crash}");
     assert!(text(&crash).contains("Upstream broken"), "{crash}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
+    wait_for("the crashed server to be started again", PATIENCE, async || {
         let echo = call(&client, &lb, "broken_echo", json!({"again": true})).await?;
-        if echo["isError"] != true {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the crashed server was not restarted: {echo}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        Ok(if echo["isError"] == true { Look::not_yet(echo) } else { Look::Done(()) })
+    })
+    .await;
 
-    // An HTTP upstream killed mid-call: that call fails clearly, the others still answer.
-    let slow_client = Client::new()?;
-    let slow_lb = lb.clone();
-    let slow = tokio::spawn(async move {
-        call(&slow_client, &slow_lb, "evh_trigger-long-running-operation", json!({"duration": 5, "steps": 5})).await
-    });
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // An HTTP upstream killed mid-call: that call fails clearly, the others still answer. The
+    // kill waits for the upstream's first progress report: proof the call runs there.
+    let params = json!({"name": "evh_trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30},
+        "_meta": {"progressToken": "mid-call"}});
+    let mut slow = client.modern_stream(&lb, "tools/call", params).await?;
+    let progress = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let message = slow.next(PATIENCE).await?.context("the call ended before any progress")?;
+            if message["method"] == "notifications/progress" {
+                return anyhow::Ok(message);
+            }
+            anyhow::ensure!(message.get("id").is_none(), "the call ended before any progress: {message}");
+        }
+    })
+    .await
+    .context("no progress from the upstream's call")??;
+    assert_eq!(progress["params"]["progressToken"], "mid-call", "{progress}");
     evh.kill();
-    let failed = tokio::time::timeout(Duration::from_secs(15), slow).await???;
+    let failed = slow.next_result(PATIENCE).await?;
+    let failed = &failed["result"];
     assert_eq!(failed["isError"], true, "{failed}");
-    assert!(text(&failed).contains("Upstream evh"), "{failed}");
-    let started = tokio::time::Instant::now();
+    assert!(text(failed).contains("Upstream evh"), "{failed}");
+    // Later calls fail as unreachable (or at the open breaker), not by waiting out a timeout.
     for _ in 0..6 {
         let down = call(&client, &lb, "evh_echo", json!({"message": "x"})).await?;
         assert_eq!(down["isError"], true, "{down}");
-        assert!(text(&down).contains("Upstream evh"), "{down}");
+        let why = text(&down);
+        assert!(why.contains("Upstream evh"), "{down}");
+        assert!(why.contains("cannot reach it") || why.contains("unavailable after"), "{down}");
     }
-    assert!(started.elapsed() < Duration::from_secs(10), "calls to a dead upstream do not fail fast");
     assert_eq!(text(&call(&client, &lb, "broken_echo", json!({})).await?), "{}");
     let (status, _) = client.get(&format!("http://{}/readyz", cluster.replica(0).addr())).await?;
     assert_eq!(status, 200, "a dead upstream does not make a replica unready");
@@ -408,16 +398,12 @@ async fn changed_lists_reach_every_replica_and_survive_the_upstream() -> anyhow:
     assert_eq!(text(&call(&client, &cluster.replica_url(1), "fm_grow", json!({"name": "fresh"})).await?), "added");
     let heard = listener.next(Duration::from_secs(15)).await?.expect("a list change");
     assert_eq!(heard["method"], "notifications/tools/list_changed", "{heard}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     for i in 0..3 {
-        loop {
+        wait_for(format!("replica {i} to list fm_fresh"), PATIENCE, async || {
             let names = tool_names(&modern(&client, &cluster.replica_url(i), "tools/list", json!({}), false).await?);
-            if names.iter().any(|n| n == "fm_fresh") {
-                break;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "replica {i} never listed fm_fresh: {names:?}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+            Ok(if names.iter().any(|n| n == "fm_fresh") { Look::Done(()) } else { Look::not_yet(names) })
+        })
+        .await;
         assert_eq!(text(&call(&client, &cluster.replica_url(i), "fm_fresh", json!({})).await?), "grown");
     }
 
@@ -451,19 +437,12 @@ async fn a_stdio_server_slow_to_start_comes_up() -> anyhow::Result<()> {
         .args(&["--listen", "127.0.0.1:0", "--config", &config_file(dir.path(), &config)?])
         .start()?;
     let (client, url) = (Client::new()?, gateway.url());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
+    // The gateway's log is printed if this times out (it drops while panicking).
+    wait_for("the slow server's tools to be served", Duration::from_secs(60), async || {
         let names = tool_names(&modern(&client, &url, "tools/list", json!({}), false).await?);
-        if names.iter().any(|n| n == "slow_add") {
-            break;
-        }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the slow server's tools were not served within 60 s: {names:?}\n{}",
-            gateway.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        Ok(if names.iter().any(|n| n == "slow_add") { Look::Done(()) } else { Look::not_yet(names) })
+    })
+    .await;
     assert_eq!(text(&call(&client, &url, "slow_add", json!({"a": 2, "b": 3})).await?), "5");
     let logs = gateway.logs();
     assert!(logs.lines().any(|l| l.contains("upstream server started") && l.contains("2026-07-28")), "{logs}");

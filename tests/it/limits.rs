@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, HttpServer, Reply};
+use mcpgate_e2e::{Client, Cluster, HttpServer, Reply, TaskPoll, Until};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -248,15 +248,8 @@ async fn the_stored_bytes_quota_counts_arguments_and_results() -> anyhow::Result
             "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}})
     };
     let first = task_id(&call(&client, &url, "ivy", "tools/call", report(1)).await?.json()?)?;
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let got = call(&client, &url, "ivy", "tasks/get", poll(&first)).await?.json()?;
-        if got["result"]["status"] == "completed" {
-            break;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "not completed: {got}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let ivy = crate::jwt::bearer("ivy")?;
+    TaskPoll::new(&client, &url).auth(&ivy).until(&first, Until::Status("completed")).await;
     // Arguments alone (2 × ~930) would fit in 2500; with the first result counted they do not.
     let refused = call(&client, &url, "ivy", "tools/call", report(2)).await?;
     anyhow::ensure!(refused.status == 429, "{}", refused.body);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, EventStream};
+use mcpgate_e2e::{Client, Cluster, EventStream, PATIENCE};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 const SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
@@ -18,14 +18,15 @@ fn ext() -> Value {
 
 /// The next message on `stream` with this method (others skipped), within `within`.
 async fn next_with(stream: &mut EventStream, method: &str, within: Duration) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let message = stream.next(left).await?.ok_or_else(|| anyhow::anyhow!("stream ended before {method}"))?;
-        if message["method"] == method {
-            return Ok(message);
+    let next = async {
+        loop {
+            let message = stream.next(within).await?.ok_or_else(|| anyhow::anyhow!("stream ended before {method}"))?;
+            if message["method"] == method {
+                return Ok(message);
+            }
         }
-    }
+    };
+    tokio::time::timeout(within, next).await.map_err(|_| anyhow::anyhow!("no {method} within {within:?}"))?
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,15 +77,18 @@ async fn listeners_hear_changes_and_tasks_from_other_replicas() -> anyhow::Resul
     trigger.await?;
 
     // The task, run by whichever replica's worker took it, is reported when it finishes.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let done = loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let message = listen.next(left).await?.expect("the stream stays open");
-        assert_ne!(message["method"], "notifications/prompts/list_changed", "not asked for: {message}");
-        if message["method"] == "notifications/tasks" && message["params"]["status"] == "completed" {
-            break message;
+    let completed = async {
+        loop {
+            let message = listen.next(PATIENCE).await?.expect("the stream stays open");
+            assert_ne!(message["method"], "notifications/prompts/list_changed", "not asked for: {message}");
+            if message["method"] == "notifications/tasks" && message["params"]["status"] == "completed" {
+                return anyhow::Ok(message);
+            }
         }
     };
+    let done = tokio::time::timeout(PATIENCE, completed)
+        .await
+        .map_err(|_| anyhow::anyhow!("no notification of task {task} completing within {PATIENCE:?}"))??;
     assert_eq!(done["params"]["taskId"], task.as_str(), "{done}");
     assert_eq!(done["params"]["_meta"][SUBSCRIPTION], 1, "{done}");
     assert!(done["params"]["result"]["content"].is_array(), "the result is inline: {done}");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, ClusterBuilder};
+use mcpgate_e2e::{Client, Cluster, ClusterBuilder, Until, poll_task};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -198,15 +198,7 @@ async fn state_minted_for_one_user_or_tool_is_refused_for_another() -> anyhow::R
 
 /// Polls `tasks/get` on `url` (bounded) until the task has `status`.
 pub(crate) async fn wait_for(client: &Client, url: &str, id: &str, status: &str) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let task = tasking(client, url, "tasks/get", json!({"taskId": id})).await?;
-        if task["result"]["status"] == status {
-            return Ok(task["result"].clone());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} never {status}: {task}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    Ok(poll_task(client, url, id, Until::Status(status)).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Gateway, run_to_end};
+use anyhow::Context as _;
+use mcpgate_e2e::{Client, Gateway, PATIENCE, run_to_end};
 
 const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const OTHER_KEYS: &str = "k9:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
@@ -26,22 +27,15 @@ async fn prints_its_bound_address_and_serves() -> anyhow::Result<()> {
 async fn sigterm_lets_in_flight_work_finish_then_exits_cleanly() -> anyhow::Result<()> {
     let mut gw = Gateway::builder().start()?;
     let client = Client::new()?;
-    let url = gw.url();
-    let call = tokio::spawn({
-        let client = client.clone();
-        async move {
-            let params = json!({"name": "slow_report", "arguments": {"topic": "drain", "seconds": 2}, "_meta": {"progressToken": "t"}});
-            client.modern(&url, "tools/call", params).await
-        }
-    });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let params =
+        json!({"name": "slow_report", "arguments": {"topic": "drain", "seconds": 2}, "_meta": {"progressToken": "t"}});
+    let mut call = client.modern_stream(&gw.url(), "tools/call", params).await?;
+    // SIGTERM once the call runs: its first progress report says so.
+    let first = call.next(PATIENCE).await?.context("the call ended before any progress")?;
+    assert_eq!(first["method"], "notifications/progress", "{first}");
     gw.terminate()?;
-    let reply = tokio::time::timeout(Duration::from_secs(15), call)
-        .await??
-        .map_err(|e| anyhow::anyhow!("{e:#}\n{}", gw.logs()))?;
-    let events = reply.events()?;
-    let last = events.last().expect("final event");
-    assert_eq!(last["result"]["content"][0]["text"], "Report on drain: 2 sections compiled.", "{events:?}");
+    let last = call.next_result(PATIENCE).await.map_err(|e| anyhow::anyhow!("{e:#}\n{}", gw.logs()))?;
+    assert_eq!(last["result"]["content"][0]["text"], "Report on drain: 2 sections compiled.", "{last}");
     let status = tokio::task::block_in_place(|| gw.wait(Duration::from_secs(15)))?;
     assert!(status.success(), "exit status {status}\n{}", gw.logs());
     assert!(gw.logs().contains("SIGTERM received"), "{}", gw.logs());

@@ -2,11 +2,9 @@
 //! answer, cancel and take over tasks whose keys spread over the cluster's nodes, legacy
 //! waiters are woken across nodes, and single-use requestState marks hold cluster-wide.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, ClusterBuilder};
+use mcpgate_e2e::{Client, Cluster, ClusterBuilder, Until, poll_task};
 
 fn cluster(replicas: usize) -> ClusterBuilder {
     Cluster::builder(replicas)
@@ -23,18 +21,6 @@ async fn modern(client: &Client, url: &str, method: &str, mut params: Value, tas
     }
     params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": caps});
     client.modern(url, method, params).await?.json()
-}
-
-async fn settle(client: &Client, url: &str, id: &str) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let task = modern(client, url, "tasks/get", json!({"taskId": id}), true).await?;
-        if ["completed", "failed", "cancelled"].contains(&task["result"]["status"].as_str().unwrap_or_default()) {
-            return Ok(task["result"].clone());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not terminal: {task}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,7 +40,7 @@ async fn tasks_run_end_to_end_on_a_redis_cluster() -> anyhow::Result<()> {
     let shards: std::collections::BTreeSet<&str> = ids.iter().map(|id| &id[1..3]).collect();
     assert!(shards.len() >= 6, "tasks spread over shards: {shards:?}");
     for (n, id) in ids.iter().enumerate() {
-        let done = settle(&client, &b, id).await?;
+        let done = poll_task(&client, &b, id, Until::Terminal).await;
         assert_eq!(done["result"]["content"][0]["text"], format!("Computed n{n} in 0.05 s"));
     }
 
@@ -63,22 +49,18 @@ async fn tasks_run_end_to_end_on_a_redis_cluster() -> anyhow::Result<()> {
         modern(&client, &a, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "f"}}), true)
             .await?;
     let id = created["result"]["taskId"].as_str().expect("a task").to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while modern(&client, &b, "tasks/get", json!({"taskId": id}), true).await?["result"]["status"] != "input_required" {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never parked");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_task(&client, &b, &id, Until::Status("input_required")).await;
     let answer =
         json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
     modern(&client, &c, "tasks/update", answer, true).await?;
-    assert_eq!(settle(&client, &a, &id).await?["result"]["content"][0]["text"], "Deleted f");
+    assert_eq!(poll_task(&client, &a, &id, Until::Terminal).await["result"]["content"][0]["text"], "Deleted f");
 
     // Cancel from another replica.
     let created =
         modern(&client, &a, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60}}), true).await?;
     let id = created["result"]["taskId"].as_str().expect("a task").to_owned();
     modern(&client, &c, "tasks/cancel", json!({"taskId": id}), true).await?;
-    assert_eq!(settle(&client, &b, &id).await?["status"], "cancelled");
+    assert_eq!(poll_task(&client, &b, &id, Until::Terminal).await["status"], "cancelled");
 
     // A legacy waiter on one replica, woken by completion on another node's shard.
     let init =
@@ -105,24 +87,9 @@ async fn tasks_run_end_to_end_on_a_redis_cluster() -> anyhow::Result<()> {
     let created =
         modern(&client, &a, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 2}}), true).await?;
     let id = created["result"]["taskId"].as_str().expect("a task").to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let victim = loop {
-        let mut running = None;
-        for (i, replica) in cluster.replicas.iter().enumerate() {
-            let Some(replica) = replica else { continue };
-            let (_, text) = client.get(&format!("http://{}/metrics", replica.addr())).await?;
-            if text.lines().any(|l| l.starts_with("mcpgate_tasks_running ") && !l.ends_with(" 0")) {
-                running = Some(i);
-            }
-        }
-        if let Some(i) = running {
-            break i;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "nobody ran the task");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let victim = cluster.executing_replica_soon(&client).await?;
     cluster.kill(victim);
     let survivor = cluster.replica_url((victim + 1) % 3);
-    assert_eq!(settle(&client, &survivor, &id).await?["status"], "completed");
+    assert_eq!(poll_task(&client, &survivor, &id, Until::Terminal).await["status"], "completed");
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! OpenTelemetry span export from the default build: with `OTEL_EXPORTER_OTLP_ENDPOINT` set,
 //! every replica sends its spans to the collector over OTLP/HTTP, and the spans of one task
 //! (its creation, its run and a read on another replica) all carry the task's id; without the
-//! variable nothing is sent.
+//! variable nothing is sent, not even to the default endpoint (`localhost:4318`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,19 +9,24 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::io::AsyncWriteExt as _;
 
-use mcpgate_e2e::{Client, Cluster, next_request};
+use mcpgate_e2e::{Client, Cluster, Look, PATIENCE, TaskPoll, Until, next_request, settle, wait_for};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
 /// What the collector received: (path, body) of each request.
 type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
-/// A stand-in OTLP/HTTP collector: answers every POST with 200 and keeps the bodies.
+/// A stand-in OTLP/HTTP collector on an ephemeral port: its URL and what it receives.
 async fn collector() -> anyhow::Result<(String, Received)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let received: Received = Arc::default();
-    let store = received.clone();
+    serve_collector(listener, received.clone());
+    Ok((url, received))
+}
+
+/// Serves OTLP/HTTP on `listener`: answers every POST with 200 and keeps the bodies in `store`.
+fn serve_collector(listener: tokio::net::TcpListener, store: Received) {
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             let store = store.clone();
@@ -38,7 +43,6 @@ async fn collector() -> anyhow::Result<(String, Received)> {
             });
         }
     });
-    Ok((url, received))
 }
 
 /// Starts a one-second `slow_report` task on `url`; its id.
@@ -67,36 +71,77 @@ async fn every_replica_exports_the_spans_of_a_task_with_its_id() -> anyhow::Resu
         .replica_env(1, "OTEL_SERVICE_NAME", "gateway-one")
         .start()?;
     let client = Client::new()?;
-    let caps = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
     let id = start_report(&client, &cluster.replica_url(0), "spans").await?;
     // Read it on the other replica until it is done.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let got = client.modern(&cluster.replica_url(1), "tasks/get", json!({"taskId": id, "_meta": caps})).await?;
-        if got.json()?["result"]["status"] == "completed" {
-            break;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task not completed: {}", got.body);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    TaskPoll::new(&client, &cluster.replica_url(1)).until(&id, Until::Status("completed")).await;
     // Both replicas' spans, each naming the task, reach the collector.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let (zero, one) = {
-            let bodies = received.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            anyhow::ensure!(bodies.iter().all(|(path, _)| path == "/v1/traces"), "only traces are sent");
-            let naming = |service: &str| bodies.iter().any(|(_, b)| contains(b, service) && contains(b, &id));
-            (naming("gateway-zero"), naming("gateway-one"))
-        };
-        if zero && one {
-            break;
-        }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "spans naming task {id}: from the creating replica {zero}, from the reading one {one}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_for(format!("spans naming task {id} from both replicas"), PATIENCE, async || {
+        let bodies = received.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        anyhow::ensure!(bodies.iter().all(|(path, _)| path == "/v1/traces"), "only traces are sent");
+        let naming = |service: &str| bodies.iter().any(|(_, b)| contains(b, service) && contains(b, &id));
+        let (zero, one) = (naming("gateway-zero"), naming("gateway-one"));
+        Ok(if zero && one {
+            Look::Done(())
+        } else {
+            Look::NotYet(format!("from the creating replica {zero}, from the reading one {one}"))
+        })
+    })
+    .await;
+    Ok(())
+}
+
+/// The port of OTLP/HTTP's default endpoint (`http://localhost:4318`): where an exporter left
+/// at its defaults would send.
+const DEFAULT_OTLP_PORT: u16 = 4318;
+
+/// Requests that make spans on one replica: a call, and a one-second task followed to its end.
+async fn make_spans(cluster: &Cluster, topic: &str) -> anyhow::Result<()> {
+    let client = Client::new()?;
+    let url = cluster.replica_url(0);
+    let echo = client.modern(&url, "tools/call", json!({"name": "echo", "arguments": {"text": topic}})).await?;
+    anyhow::ensure!(echo.status == 200, "{}", echo.body);
+    let id = start_report(&client, &url, topic).await?;
+    TaskPoll::new(&client, &url).until(&id, Until::Status("completed")).await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_variable_nothing_is_sent_even_to_the_default_endpoint() -> anyhow::Result<()> {
+    // A collector on the default endpoint (both loopbacks `localhost` may name); another run of
+    // this test may hold the port for a while.
+    let listener = wait_for("the default OTLP port 4318 to be free", Duration::from_secs(120), async || {
+        Ok(tokio::net::TcpListener::bind(("127.0.0.1", DEFAULT_OTLP_PORT)).await.ok())
+    })
+    .await;
+    let received: Received = Arc::default();
+    serve_collector(listener, received.clone());
+    if let Ok(v6) = tokio::net::TcpListener::bind(("::1", DEFAULT_OTLP_PORT)).await {
+        serve_collector(v6, received.clone());
     }
+    let count = || received.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+
+    // Without the variable (but with the others that tune export): nothing arrives while the
+    // replica serves, over thirty of its export intervals.
+    let quiet =
+        Cluster::builder(1).env("OTEL_BSP_SCHEDULE_DELAY", "100").env("OTEL_SERVICE_NAME", "gateway-quiet").start()?;
+    make_spans(&quiet, "quiet").await?;
+    let sent = settle("requests at the collector", Duration::from_secs(3), PATIENCE, async || Ok(count())).await;
+    assert_eq!(sent, 0, "spans were sent without OTEL_EXPORTER_OTLP_ENDPOINT");
+    drop(quiet);
+
+    // The same set-up with the variable naming the default endpoint: spans arrive, so the
+    // collector would have seen any sent above.
+    let loud = Cluster::builder(1)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .env("OTEL_SERVICE_NAME", "gateway-loud")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://localhost:{DEFAULT_OTLP_PORT}"))
+        .start()?;
+    make_spans(&loud, "loud").await?;
+    wait_for("spans at the collector with the variable set", PATIENCE, async || {
+        let sent = count();
+        Ok(if sent > 0 { Look::Done(()) } else { Look::not_yet(sent) })
+    })
+    .await;
     Ok(())
 }
 
@@ -196,25 +241,28 @@ async fn a_queued_task_run_links_to_its_creation_and_settles_in_its_trace() -> a
         .replica_env(0, "MCPGATE_TASKS_MAX_RUNNING", "0")
         .start()?;
     let id = start_report(&Client::new()?, &cluster.replica_url(0), "links").await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    let all = wait_for(format!("the mcp, task and settle spans of task {id}"), PATIENCE, async || {
         let all: Vec<Span> = {
             let bodies = received.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             bodies.iter().flat_map(|(_, body)| spans(body)).collect()
         };
-        let of_task = |name: &str| {
-            all.iter().find(|s| s.name == name && s.attributes.iter().any(|(k, v)| k == "task" && *v == id))
-        };
-        if let (Some(create), Some(run), Some(settle)) = (of_task("mcp"), of_task("task"), of_task("settle")) {
-            anyhow::ensure!(run.trace != create.trace, "a queued run is a trace of its own");
-            anyhow::ensure!(
-                run.links.contains(&(create.trace.clone(), create.id.clone())),
-                "the run links to the creating request: {run:?} / {create:?}"
-            );
-            anyhow::ensure!(settle.trace == run.trace, "the settle span is in the run's trace");
-            return Ok(());
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "spans of task {id} not all exported");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+        let found = ["mcp", "task", "settle"].iter().all(|name| of_task(&all, name, &id).is_some());
+        Ok(if found { Look::Done(all) } else { Look::not_yet(names) })
+    })
+    .await;
+    let (create, run, settle) = (of_task(&all, "mcp", &id), of_task(&all, "task", &id), of_task(&all, "settle", &id));
+    let (Some(create), Some(run), Some(settle)) = (create, run, settle) else { unreachable!("found above") };
+    anyhow::ensure!(run.trace != create.trace, "a queued run is a trace of its own");
+    anyhow::ensure!(
+        run.links.contains(&(create.trace.clone(), create.id.clone())),
+        "the run links to the creating request: {run:?} / {create:?}"
+    );
+    anyhow::ensure!(settle.trace == run.trace, "the settle span is in the run's trace");
+    Ok(())
+}
+
+/// The span named `name` whose `task` attribute is `id`.
+fn of_task<'a>(all: &'a [Span], name: &str, id: &str) -> Option<&'a Span> {
+    all.iter().find(|s| s.name == name && s.attributes.iter().any(|(k, v)| k == "task" && v == id))
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt as _;
 
-use mcpgate_e2e::{Client, Cluster, HttpServer, next_request};
+use mcpgate_e2e::{Client, Cluster, HttpServer, TaskPoll, Until, next_request};
 
 const CLIENT_ID: &str = "mcpgate";
 const CLIENT_SECRET: &str = "tx-s3cret";
@@ -296,15 +296,8 @@ async fn a_token_exchange_upstream_receives_exchanged_tokens_never_the_callers()
     let auth: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let created = client.modern_with(&one, &auth, "tools/call", params).await?.json()?;
     let id = created["result"]["taskId"].as_str().ok_or_else(|| anyhow::anyhow!("no task: {created}"))?.to_owned();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    let done = loop {
-        let got = client.modern_with(&lb, &auth, "tasks/get", json!({"taskId": id, "_meta": caps})).await?.json()?;
-        if got["result"]["status"] == "completed" {
-            break got["result"].clone();
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "task not completed: {got}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let alice = jwt("alice");
+    let done = TaskPoll::new(&client, &lb).auth(&alice).until(&id, Until::Status("completed")).await;
     let seen_by_task = text(&done["result"]);
     anyhow::ensure!(
         seen_by_task.starts_with("Bearer exchanged-") && seen_by_task.ends_with("-alice"),

@@ -10,6 +10,7 @@ use mcpgate_store::testing::{RedisCluster, RedisServer};
 
 use crate::gateway::Gateway;
 use crate::nginx::Nginx;
+use crate::wait::{Look, PATIENCE, wait_for, wait_for_blocking};
 
 /// Sealing keys every replica of a test cluster shares.
 pub const CLUSTER_SEAL_KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -129,15 +130,12 @@ impl Cluster {
     }
 
     /// Index of the replica running the (only) task, once one picked it up (bounded wait).
+    ///
+    /// # Panics
+    ///
+    /// When no replica runs a task within [`PATIENCE`].
     pub async fn executing_replica_soon(&self, client: &crate::Client) -> anyhow::Result<usize> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(i) = self.executing_replica(client).await? {
-                return Ok(i);
-            }
-            anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica picked the task up");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        Ok(wait_for("a replica to run the task", PATIENCE, async || self.executing_replica(client).await).await)
     }
 
     /// A cluster of `replicas` replicas.
@@ -200,8 +198,8 @@ impl Cluster {
         let addr = self.addrs[i].clone();
         let mut args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         args.extend(["--listen", addr.as_str()]);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
+        // The old process's port may take a moment to be free.
+        let gateway = wait_for_blocking(format!("replica {i} to start again on {addr}"), PATIENCE, || {
             let mut builder = Gateway::builder().args(&args);
             for (k, v) in self.env.iter().chain(self.per_replica.get(&i).into_iter().flatten()) {
                 builder = builder.env(k, v);
@@ -209,19 +207,10 @@ impl Cluster {
             for (k, v) in extra {
                 builder = builder.env(k, v);
             }
-            match builder.start() {
-                Ok(gateway) => {
-                    self.replicas[i] = Some(gateway);
-                    return Ok(());
-                }
-                // The old process's port may take a moment to be free.
-                Err(e) if tokio::time::Instant::now() < deadline => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err(e) => return Err(e.context(format!("restarting replica {i} on {addr}"))),
-            }
-        }
+            Ok(builder.start().map_or_else(|e| Look::NotYet(format!("{e:#}")), Look::Done))
+        });
+        self.replicas[i] = Some(gateway);
+        Ok(())
     }
 
     /// Environment shared by the replicas (for starting more like them).

@@ -7,9 +7,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use anyhow::{Context, bail};
+
+use crate::wait::{Look, wait_for_blocking};
 
 /// How long a process may take to print its address.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -218,17 +218,15 @@ impl Gateway {
     }
 
     /// Waits (bounded) for the process to exit.
+    ///
+    /// # Panics
+    ///
+    /// When it still runs after `timeout` (its log is printed as it drops).
     pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().context("waiting for mcpgate")? {
-                return Ok(status);
-            }
-            if Instant::now() >= deadline {
-                bail!("mcpgate still running after {timeout:?}\n{}", self.logs());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = &mut self.child;
+        Ok(wait_for_blocking(format!("mcpgate on {} to exit", self.addr), timeout, || {
+            Ok(child.try_wait().context("waiting for mcpgate")?.map_or_else(|| Look::not_yet("running"), Look::Done))
+        }))
     }
 }
 
@@ -245,7 +243,7 @@ impl Drop for Gateway {
 
 /// Runs `mcpgate` with arguments to completion (bounded) and returns (status, stdout, stderr).
 pub fn run_to_end(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<(ExitStatus, String, String)> {
-    let mut child = Command::new(binary()?)
+    let child = Command::new(binary()?)
         .args(args)
         .env_clear()
         .envs(env.iter().copied())
@@ -254,21 +252,24 @@ pub fn run_to_end(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<(ExitSt
         .stderr(Stdio::piped())
         .spawn()
         .context("spawning mcpgate")?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if child.try_wait()?.is_some() {
-            let out = child.wait_with_output()?;
-            return Ok((
-                out.status,
-                String::from_utf8_lossy(&out.stdout).into(),
-                String::from_utf8_lossy(&out.stderr).into(),
-            ));
-        }
-        if Instant::now() >= deadline {
+    // Killed if the wait fails (its Drop), so no mcpgate outlives a failed test.
+    let mut child = KillOnDrop(Some(child));
+    let running = child.0.as_mut().context("no child")?;
+    wait_for_blocking(format!("mcpgate {args:?} to finish"), Duration::from_secs(30), || {
+        Ok(running.try_wait().context("waiting for mcpgate")?.is_some())
+    });
+    let out = child.0.take().context("no child")?.wait_with_output()?;
+    Ok((out.status, String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into()))
+}
+
+/// A child process killed and reaped if dropped before it was taken out.
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
             let _ = child.kill();
             let _ = child.wait();
-            bail!("mcpgate {args:?} did not finish within 30 s");
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }

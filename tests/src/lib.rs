@@ -8,8 +8,10 @@ mod client;
 mod cluster;
 mod gateway;
 mod nginx;
+mod probe;
 mod stand_in;
 mod upstreams;
+mod wait;
 
 pub use client::{Client, EventStream, Reply};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
@@ -17,3 +19,4 @@ pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binar
 pub use nginx::Nginx;
 pub use stand_in::{StandInRequest, next_request};
 pub use upstreams::{HttpServer, fastmcp_python, fixture, free_port, server_everything};
+pub use wait::{Look, Observed, PATIENCE, TaskPoll, Until, patience, poll_task, settle, wait_for, wait_for_blocking};

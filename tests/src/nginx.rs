@@ -1,15 +1,29 @@
 //! A real `nginx` load balancer on an ephemeral loopback port: plain round robin over the
 //! replicas with the deployed proxy settings (`deploy/nginx/mcpgate-proxy.conf`: no
 //! affinity, buffering off so SSE streams through, long read timeouts for blocking
-//! `tasks/result`). Config, pid and logs live in its temp dir; killed on drop.
+//! `tasks/result`). Config, pid and logs live in its temp dir; ready once it answers its own
+//! probe location; killed on drop.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::time::Instant;
+
+use crate::probe;
+use crate::wait::{Look, wait_for_blocking};
+
+/// How long nginx may take to answer its probe.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// nginx's own location (never proxied), proving that what answers on the port is this nginx.
+const READY_PATH: &str = "/mcpgate-e2e-nginx-ready";
+
+/// What nginx on `port` answers at [`READY_PATH`].
+fn ready_marker(port: u16) -> String {
+    format!("mcpgate-e2e nginx on {port}")
+}
 
 /// A running nginx.
 #[derive(Debug)]
@@ -29,15 +43,20 @@ fn binary() -> PathBuf {
 }
 
 impl Nginx {
-    /// Starts nginx in front of `upstreams` (`host:port` each).
+    /// Starts nginx in front of `upstreams` (`host:port` each), ready once it answers on its
+    /// own probe location.
+    ///
+    /// # Panics
+    ///
+    /// When it neither answers nor exits within 30 s.
     pub fn start(upstreams: &[String]) -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir().context("temp dir for nginx")?;
         let mut last = String::new();
         // The port may be taken between our probe and nginx binding it: retry.
         for _ in 0..5 {
+            let dir = tempfile::tempdir().context("temp dir for nginx")?;
             let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
             std::fs::write(dir.path().join("nginx.conf"), config(dir.path(), port, upstreams))?;
-            let mut child = Command::new(binary())
+            let child = Command::new(binary())
                 .arg("-p")
                 .arg(dir.path())
                 .arg("-c")
@@ -52,24 +71,22 @@ impl Nginx {
                         binary().display()
                     )
                 })?;
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Ok(Self { child, port, dir });
+            // Owned before waiting, so a failed wait kills it.
+            let mut nginx = Self { child, port, dir };
+            let request = probe::get(READY_PATH);
+            let marker = ready_marker(port);
+            let up = wait_for_blocking(format!("nginx to answer on port {port}"), START_TIMEOUT, || {
+                if let Some(status) = nginx.child.try_wait()? {
+                    return Ok(Look::Done(Err(format!("nginx exited with {status}: {}", nginx.log()))));
                 }
-                if let Ok(Some(status)) = child.try_wait() {
-                    last = format!(
-                        "nginx exited with {status}: {}",
-                        std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
-                    );
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    bail!("nginx did not listen within 10 s");
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                Ok(match probe::answers(port, &request, &marker) {
+                    Look::Done(()) => Look::Done(Ok(())),
+                    Look::NotYet(seen) => Look::NotYet(seen),
+                })
+            });
+            match up {
+                Ok(()) => return Ok(nginx),
+                Err(exited) => last = exited,
             }
         }
         bail!("nginx did not start: {last}")
@@ -98,6 +115,7 @@ fn config(dir: &std::path::Path, port: u16, upstreams: &[String]) -> String {
     let servers: String = upstreams.iter().map(|u| format!("        server {u};\n")).collect();
     // The proxy settings are the deployed ones (deploy/nginx/mcpgate-proxy.conf).
     let proxy = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nginx/mcpgate-proxy.conf");
+    let marker = ready_marker(port);
     format!(
         r#"daemon off;
 master_process off;
@@ -118,6 +136,9 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         client_max_body_size 8m;
+        location = {READY_PATH} {{
+            return 200 "{marker}";
+        }}
         location / {{
             include {proxy};
         }}

@@ -2,7 +2,8 @@
 //! or Streamable HTTP, and a FastMCP (PyPI) server speaking 2026-07-28, as installed by the
 //! test command under `.cache/test-tools` (or where `MCPGATE_TEST_SERVER_EVERYTHING` and
 //! `MCPGATE_TEST_PYTHON` say). A missing server is an error saying how to install it, never
-//! a skipped test. Every process is killed when its handle drops.
+//! a skipped test. A server is ready once it answers as one (not merely once something listens
+//! on its port), and every process is killed when its handle drops.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -10,6 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+
+use crate::probe;
+use crate::wait::{Look, wait_for_blocking};
+
+/// How long a server may take to answer its first request (node and Python start slowly on a
+/// busy machine).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The repository root.
 fn root() -> PathBuf {
@@ -71,6 +79,7 @@ impl HttpServer {
             "node",
             &[script.to_string_lossy().as_ref(), "streamableHttp"],
             port,
+            "/mcp",
             &[("PORT", &port.to_string())],
         )
     }
@@ -79,10 +88,7 @@ impl HttpServer {
     pub fn everything_sse() -> anyhow::Result<Self> {
         let script = server_everything()?;
         let port = free_port()?;
-        let mut server =
-            Self::start("node", &[script.to_string_lossy().as_ref(), "sse"], port, &[("PORT", &port.to_string())])?;
-        server.path = "/sse";
-        Ok(server)
+        Self::start("node", &[script.to_string_lossy().as_ref(), "sse"], port, "/sse", &[("PORT", &port.to_string())])
     }
 
     /// The FastMCP fixture server (2026-07-28); its markers go to `markers`.
@@ -99,11 +105,25 @@ impl HttpServer {
             python.to_string_lossy().as_ref(),
             &[script.to_string_lossy().as_ref(), &port.to_string(), markers.to_string_lossy().as_ref()],
             port,
+            "/mcp",
             &[],
         )
     }
 
-    fn start(program: &str, args: &[&str], port: u16, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+    /// Starts `program` and waits until it answers as the MCP server at `path` on `port`: an
+    /// `initialize` answered with its `serverInfo` (Streamable HTTP), or the `endpoint` event
+    /// that opens an HTTP+SSE stream (`/sse`).
+    ///
+    /// # Panics
+    ///
+    /// When it exits or does not answer so within 60 s (with what it printed).
+    fn start(
+        program: &str,
+        args: &[&str],
+        port: u16,
+        path: &'static str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let log = dir.path().join("server.log");
         let out = std::fs::File::create(&log)?;
@@ -115,17 +135,20 @@ impl HttpServer {
             .stderr(out)
             .spawn()
             .with_context(|| format!("starting {program}"))?;
-        let mut server = Self { child, port, path: "/mcp", log, _dir: dir };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let mut server = Self { child, port, path, log, _dir: dir };
+        let (request, expect) = match path {
+            "/sse" => (probe::get(path), "event: endpoint"),
+            _ => (probe::initialize(path), "\"serverInfo\""),
+        };
+        wait_for_blocking(format!("{program} to answer as an MCP server on {}", server.url()), START_TIMEOUT, || {
             if let Some(status) = server.child.try_wait()? {
-                bail!("{program} exited ({status}) before listening: {}", server.log());
+                anyhow::bail!("{program} exited ({status}) before answering: {}", server.log());
             }
-            if tokio::time::Instant::now() > deadline {
-                bail!("{program} did not listen on {port} within 30 s: {}", server.log());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            Ok(match probe::answers(port, &request, expect) {
+                Look::NotYet(seen) => Look::NotYet(format!("{seen}\n{}", server.log())),
+                done => done,
+            })
+        });
         Ok(server)
     }
 
