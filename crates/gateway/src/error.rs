@@ -309,8 +309,8 @@ pub enum GatewayError {
 const MAX_QUOTE: usize = 100;
 
 /// Cuts client input for quoting in errors and logs.
-pub fn clip(s: &str) -> String {
-    s.chars().take(MAX_QUOTE).collect()
+pub(crate) fn clip(s: &str) -> String {
+    mcpgate_protocol::quote::clip(s, MAX_QUOTE)
 }
 
 impl From<RuntimeError> for GatewayError {

@@ -6,6 +6,7 @@
 //! messages (never panicking on any input) and describes what the gateway writes back.
 //! `README.md` next to this crate explains how the two eras differ.
 
+pub mod authority;
 pub mod capabilities;
 pub mod completion;
 pub mod content;
@@ -20,6 +21,7 @@ pub mod meta;
 pub mod method;
 pub mod pagination;
 pub mod prompt;
+pub mod quote;
 pub mod relayed;
 pub mod resource;
 pub mod result;

@@ -304,7 +304,7 @@ impl TokenExchangeConfig {
         if authority.is_empty() || authority.contains('@') {
             return Err(("token_url", "must be an absolute http(s) URL without credentials".to_owned()));
         }
-        if !(scheme == "https" || scheme == "http" && is_loopback_authority(authority)) {
+        if !(scheme == "https" || scheme == "http" && mcpgate_protocol::authority::is_loopback_authority(authority)) {
             return Err(("token_url", "must be https (plain http is allowed only on loopback)".to_owned()));
         }
         if self.client_id.is_empty() {
@@ -345,15 +345,6 @@ impl TokenExchangeConfig {
         }
         Ok(())
     }
-}
-
-/// Whether `host[:port]` names a loopback host.
-fn is_loopback_authority(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `[upstream.limits]`: how often one principal may call this upstream's tools, across every

@@ -323,15 +323,7 @@ pub(crate) fn sniff_id(prefix: &[u8]) -> Option<u64> {
 
 /// Text from an upstream, clipped for messages and logs.
 pub(crate) fn clip(text: &str) -> String {
-    const MAX: usize = 512;
-    if text.len() <= MAX {
-        return text.to_owned();
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    mcpgate_protocol::quote::clip(text, 512)
 }
 
 #[cfg(test)]

@@ -373,11 +373,8 @@ fn read_answer(
 /// caller's token.
 fn clean(text: &str, subject: &str, max: usize) -> String {
     let text = if subject.is_empty() { text.to_owned() } else { text.replace(subject, "[redacted]") };
-    let mut out: String = text.chars().filter(|c| !c.is_control()).take(max).collect();
-    if text.chars().count() > max {
-        out.push('…');
-    }
-    out
+    let printable: String = text.chars().filter(|c| !c.is_control()).collect();
+    mcpgate_protocol::quote::clip(&printable, max)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! its value came from, and never echoes a secret value.
 
 use std::collections::HashSet;
-use std::net::IpAddr;
 
 use serde::Deserialize;
 use toml::{Table, Value};
@@ -542,7 +541,8 @@ fn validate_jwt(c: &Config) -> Result<(), GatewayError> {
         if authority.is_empty() || authority.contains('@') {
             return Err(invalid_key("auth.jwt.jwks_url", "must be an absolute URL without credentials"));
         }
-        let allowed = scheme == "https" || (scheme == "http" && is_loopback_authority(authority));
+        let allowed =
+            scheme == "https" || (scheme == "http" && mcpgate_protocol::authority::is_loopback_authority(authority));
         if !allowed {
             return Err(invalid_key("auth.jwt.jwks_url", "must be https (plain http is allowed only on loopback)"));
         }
@@ -559,15 +559,6 @@ pub fn parse_origin(origin: &str) -> Option<String> {
         return None;
     }
     Some(format!("{scheme}://{}", authority.to_ascii_lowercase()))
-}
-
-/// Whether `host[:port]` names a loopback host.
-pub(crate) fn is_loopback_authority(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `[admin]`: a token worth the name, and a listener of its own.

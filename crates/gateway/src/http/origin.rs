@@ -10,9 +10,9 @@
 //! `Origin` and are governed by authentication alone. The host is the request's authority:
 //! the `:authority` of an HTTP/2 request (h2c carries no `Host`), else the `Host` header.
 
-use std::net::IpAddr;
-
 use axum::http::{HeaderMap, Uri, header};
+
+use mcpgate_protocol::authority::{host_name, is_loopback_host};
 
 use crate::config::{Config, parse_origin};
 use crate::error::{GatewayError, clip};
@@ -92,30 +92,12 @@ fn origin_authority(origin: &str) -> &str {
     origin.split_once("://").map_or(origin, |(_, a)| a)
 }
 
-/// The host name of a `host[:port]` or `[v6]:port` authority.
-fn host_name(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    }
-}
-
-fn is_loopback_host(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn host_names() {
-        assert_eq!(host_name("localhost:3000"), "localhost");
-        assert_eq!(host_name("[::1]:8080"), "::1");
-        assert_eq!(host_name("example.com"), "example.com");
         assert_eq!(parse_origin("HTTP://LocalHost:3000").as_deref(), Some("http://localhost:3000"));
         assert!(parse_origin("null").is_none());
         assert!(parse_origin("http://a/b").is_none());
