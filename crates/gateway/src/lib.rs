@@ -26,6 +26,7 @@ mod http;
 mod limits;
 mod mcp;
 mod metrics;
+mod origin;
 mod principal_slots;
 pub mod probe;
 pub mod shutdown;

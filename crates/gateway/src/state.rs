@@ -23,9 +23,9 @@ use mcpgate_upstream::Federation;
 use crate::auth::Authenticator;
 use crate::catalog_parts::CatalogParts;
 use crate::config::{AuthMode, Config};
-use crate::http::origin::OriginPolicy;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
+use crate::origin::OriginPolicy;
 use crate::principal_slots::PrincipalSlots;
 use crate::tasks::TaskService;
 

@@ -25,7 +25,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::error::GatewayError;
-use crate::http::origin::OriginPolicy;
+use crate::origin::OriginPolicy;
 use crate::state::AppState;
 
 pub use client::{AdminArgs, run as run_command};

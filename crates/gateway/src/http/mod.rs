@@ -4,7 +4,6 @@ mod endpoint;
 pub(crate) mod headers;
 pub(crate) mod negotiate;
 pub(crate) mod ops;
-pub(crate) mod origin;
 pub(crate) mod reply;
 mod well_known;
 
