@@ -1,15 +1,23 @@
-//! A small MCP-over-HTTP client for tests: modern and legacy requests with the headers each
-//! era requires, replies read as JSON or SSE.
+//! The tests' MCP-over-HTTP client: modern and legacy requests built and sent by
+//! `mcpgate-client` (the load generator's too), replies read as JSON or SSE, and streams read
+//! message by message with a bound on every wait.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use serde_json::{Value, json};
+use mcpgate_client::McpRequest;
+use mcpgate_protocol::ProtocolVersion;
+use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde_json::Value;
+
+/// How long a stream read as it comes may stay open (its messages have their own bounds).
+const STREAM_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// An HTTP client with bounded timeouts.
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: reqwest::Client,
+    mcp: mcpgate_client::Client,
 }
 
 /// A reply: status, headers and body.
@@ -25,6 +33,18 @@ pub struct Reply {
     pub retry_after: Option<String>,
     /// The body.
     pub body: String,
+}
+
+impl From<mcpgate_client::Reply> for Reply {
+    fn from(r: mcpgate_client::Reply) -> Self {
+        Self {
+            status: r.status,
+            session: r.session,
+            content_type: r.content_type,
+            retry_after: r.retry_after,
+            body: r.body,
+        }
+    }
 }
 
 impl Reply {
@@ -48,28 +68,12 @@ impl Client {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .context("building the HTTP client")?;
-        Ok(Self { http })
+        Ok(Self { mcp: mcpgate_client::Client::new(http) })
     }
 
     /// POSTs a raw body with the given headers.
     pub async fn post(&self, url: &str, headers: &[(&str, &str)], body: String) -> anyhow::Result<Reply> {
-        let mut req = self
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let resp = req.send().await.with_context(|| format!("POST {url}"))?;
-        let status = resp.status().as_u16();
-        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let session = header("mcp-session-id");
-        let content_type = header("content-type").unwrap_or_default();
-        let retry_after = header("retry-after");
-        let body = resp.text().await.context("reading the body")?;
-        Ok(Reply { status, session, content_type, retry_after, body })
+        Ok(self.mcp.post(url, headers.iter().copied(), body).await?.into())
     }
 
     /// A modern (2026-07-28) request with `_meta` and mirrored headers.
@@ -85,37 +89,26 @@ impl Client {
         method: &str,
         params: Value,
     ) -> anyhow::Result<Reply> {
-        let (headers, body) = modern_request(method, params);
-        let mut headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        headers.extend_from_slice(extra);
-        self.post(url, &headers, body).await
+        let request = with_headers(McpRequest::modern(1, method, params), extra);
+        Ok(self.mcp.send(url, &request).await?.into())
     }
 
     /// A modern request whose SSE reply is read as it streams (`subscriptions/listen`).
     pub async fn modern_stream(&self, url: &str, method: &str, params: Value) -> anyhow::Result<EventStream> {
-        let (headers, body) = modern_request(method, params);
-        let mut req = self
-            .http
-            .post(url)
-            .timeout(Duration::from_secs(600))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body);
-        for (k, v) in &headers {
-            req = req.header(*k, v);
-        }
-        EventStream::open(req.send().await.with_context(|| format!("POST {url}"))?)
+        let request = McpRequest::modern(1, method, params);
+        EventStream::open(self.mcp.open(url, &request, Some(STREAM_TIMEOUT)).await?)
     }
 
     /// A 2025-11-25 session's GET stream.
     pub async fn get_stream(&self, url: &str, session: &str) -> anyhow::Result<EventStream> {
         let req = self
-            .http
+            .mcp
+            .http()
             .get(url)
-            .timeout(Duration::from_secs(600))
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25");
+            .timeout(STREAM_TIMEOUT)
+            .header(ACCEPT, "text/event-stream")
+            .header(MCP_SESSION_ID, session)
+            .header(MCP_PROTOCOL_VERSION, ProtocolVersion::LATEST_LEGACY.as_str());
         EventStream::open(req.send().await.with_context(|| format!("GET {url}"))?)
     }
 
@@ -133,12 +126,8 @@ impl Client {
         params: Value,
         session: Option<&str>,
     ) -> anyhow::Result<Reply> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-        let mut headers = extra.to_vec();
-        if let Some(s) = session {
-            headers.extend([("mcp-session-id", s), ("mcp-protocol-version", "2025-11-25")]);
-        }
-        self.post(url, &headers, body).await
+        let request = with_headers(McpRequest::legacy(1, method, params, session), extra);
+        Ok(self.mcp.send(url, &request).await?.into())
     }
 
     /// A legacy request whose SSE reply is read as it streams.
@@ -149,49 +138,21 @@ impl Client {
         params: Value,
         session: &str,
     ) -> anyhow::Result<EventStream> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-        let resp = self
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-            .await
-            .with_context(|| format!("POST {url}"))?;
-        EventStream::open(resp)
+        let request = McpRequest::legacy(1, method, params, Some(session));
+        EventStream::open(self.mcp.open(url, &request, None).await?)
     }
 
     /// GET a path.
     pub async fn get(&self, url: &str) -> anyhow::Result<(u16, String)> {
-        let resp = self.http.get(url).send().await.with_context(|| format!("GET {url}"))?;
+        let resp = self.mcp.http().get(url).send().await.with_context(|| format!("GET {url}"))?;
         let status = resp.status().as_u16();
         Ok((status, resp.text().await?))
     }
 }
 
-/// The headers and body of a modern request: `_meta` with the protocol version and no client
-/// capabilities unless `params._meta` adds some, `Mcp-Method`, and `Mcp-Name` from the body.
-fn modern_request(method: &str, mut params: Value) -> (Vec<(&'static str, String)>, String) {
-    let name = ["name", "uri", "taskId"].iter().find_map(|k| params.get(*k).and_then(Value::as_str).map(str::to_owned));
-    let extra = params.get("_meta").cloned();
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    if let Some(Value::Object(extra)) = extra {
-        for (k, v) in extra {
-            params["_meta"][k] = v;
-        }
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    let mut headers = vec![("mcp-protocol-version", "2026-07-28".to_owned()), ("mcp-method", method.to_owned())];
-    if let Some(name) = name {
-        headers.push(("mcp-name", name));
-    }
-    (headers, body)
+/// `request` with the caller's extra headers after its own.
+fn with_headers(request: McpRequest, extra: &[(&str, &str)]) -> McpRequest {
+    extra.iter().fold(request, |request, (name, value)| request.header(*name, *value))
 }
 
 /// An SSE reply read message by message.
@@ -216,7 +177,7 @@ impl EventStream {
 
     /// Reads `resp` as a stream; fails (with the body) when it is not one.
     fn open(resp: reqwest::Response) -> anyhow::Result<Self> {
-        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let content_type = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
         anyhow::ensure!(
             content_type.starts_with("text/event-stream"),
             "not a stream: HTTP {} {content_type}",

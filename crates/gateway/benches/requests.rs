@@ -22,6 +22,7 @@ use tower::ServiceExt as _;
 
 use mcpgate::{AppState, Config};
 use mcpgate_protocol::Era;
+use mcpgate_protocol::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{TaskId, TaskOutcome, TaskRecord};
 
@@ -33,9 +34,9 @@ fn request(method: &str, name: &str, params: &str) -> Request<Body> {
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("host", "localhost")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .header("mcp-name", name)
+        .header(MCP_PROTOCOL_VERSION, "2026-07-28")
+        .header(MCP_METHOD, method)
+        .header(MCP_NAME, name)
         .body(Body::from(body))
         .expect("request")
 }

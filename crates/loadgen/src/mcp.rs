@@ -1,6 +1,6 @@
-//! A minimal MCP-over-HTTP client for load: 2026-07-28 requests with `_meta` and mirrored
-//! headers, 2025-11-25 requests in a session, replies read as JSON or as an SSE stream whose
-//! last message answers the request.
+//! The load generator's MCP calls, on `mcpgate-client`: 2026-07-28 requests declaring the
+//! capabilities a flow needs, 2025-11-25 requests in a session, and every outcome sorted into
+//! a [`CallError`] the report can count.
 //!
 //! Invariant: every request is bounded in time; a failure says whether it is worth retrying
 //! (transport errors and 502/503/504, which a load balancer or a restarting replica causes).
@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use mcpgate_client::{Client, ClientError, McpRequest, Response};
+use mcpgate_protocol::ProtocolVersion;
+use mcpgate_protocol::capabilities::TASKS_EXTENSION;
+use mcpgate_protocol::meta::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY};
+use reqwest::header::AUTHORIZATION;
 use serde_json::{Value, json};
-
-const MODERN: &str = "2026-07-28";
-const LEGACY: &str = "2025-11-25";
-const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// Why a request failed.
 #[derive(Debug, Clone)]
@@ -75,7 +76,7 @@ impl std::fmt::Display for CallError {
 /// A client of one endpoint (cheap to clone: the connection pool is shared).
 #[derive(Debug, Clone)]
 pub(crate) struct Mcp {
-    http: reqwest::Client,
+    client: Client,
     url: String,
     authorization: Option<String>,
     /// HTTP requests sent, by every clone (for requests per second next to flows).
@@ -99,7 +100,7 @@ impl Mcp {
             .connect_timeout(Duration::from_secs(5))
             .pool_max_idle_per_host(clients)
             .build()?;
-        Ok(Self { http, url: url.to_owned(), authorization, sent: Arc::new(AtomicU64::new(0)) })
+        Ok(Self { client: Client::new(http), url: url.to_owned(), authorization, sent: Arc::new(AtomicU64::new(0)) })
     }
 
     /// HTTP requests sent so far.
@@ -117,21 +118,13 @@ impl Mcp {
     ) -> Result<Answer, CallError> {
         let mut caps = json!({"elicitation": {}, "sampling": {}, "roots": {}});
         if tasks {
-            caps["extensions"] = json!({TASKS: {}});
+            caps["extensions"] = json!({TASKS_EXTENSION: {}});
         }
-        let name =
-            ["name", "uri", "taskId"].iter().find_map(|k| params.get(*k).and_then(Value::as_str).map(str::to_owned));
         params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": caps,
-            "io.modelcontextprotocol/clientInfo": {"name": "mcpgate-loadgen", "version": env!("CARGO_PKG_VERSION")},
+            CLIENT_CAPABILITIES_KEY: caps,
+            CLIENT_INFO_KEY: {"name": "mcpgate-loadgen", "version": env!("CARGO_PKG_VERSION")},
         });
-        let mut headers = vec![("mcp-protocol-version", MODERN.to_owned()), ("mcp-method", method.to_owned())];
-        if let Some(name) = name {
-            headers.push(("mcp-name", name));
-        }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.post(id, &headers, &body).await
+        self.post(McpRequest::modern(id, method, params)).await
     }
 
     /// A 2025-11-25 request (in `session` when given).
@@ -142,19 +135,13 @@ impl Mcp {
         params: Value,
         session: Option<&str>,
     ) -> Result<Answer, CallError> {
-        let mut headers = Vec::new();
-        if let Some(session) = session {
-            headers.push(("mcp-session-id", session.to_owned()));
-            headers.push(("mcp-protocol-version", LEGACY.to_owned()));
-        }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.post(id, &headers, &body).await
+        self.post(McpRequest::legacy(id, method, params, session)).await
     }
 
     /// A new 2025-11-25 session.
     pub(crate) async fn initialize(&self, id: &str) -> Result<String, CallError> {
         let params = json!({
-            "protocolVersion": LEGACY,
+            "protocolVersion": ProtocolVersion::LATEST_LEGACY.as_str(),
             "capabilities": {"elicitation": {}},
             "clientInfo": {"name": "mcpgate-loadgen", "version": env!("CARGO_PKG_VERSION")},
         });
@@ -162,55 +149,30 @@ impl Mcp {
         answer.session.ok_or_else(|| CallError::Malformed("initialize returned no Mcp-Session-Id".to_owned()))
     }
 
-    async fn post(&self, id: &str, headers: &[(&str, String)], body: &Value) -> Result<Answer, CallError> {
-        let mut req = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
-        for (k, v) in headers {
-            req = req.header(*k, v);
-        }
+    async fn post(&self, mut request: McpRequest) -> Result<Answer, CallError> {
         if let Some(auth) = &self.authorization {
-            req = req.header("authorization", auth);
+            request = request.header(AUTHORIZATION.as_str(), auth.as_str());
         }
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let resp = req.send().await.map_err(|e| CallError::Transport(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let session = header("mcp-session-id");
-        let sse = header("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
-        let text = resp.text().await.map_err(|e| CallError::Transport(e.to_string()))?;
-        let message = if sse { answer_in_stream(id, &text) } else { serde_json::from_str(&text).ok() };
-        let Some(message) = message else {
-            return Err(if sse && (200..300).contains(&status) {
+        let reply = self.client.send(&self.url, &request).await.map_err(|e| match e {
+            ClientError::Send { source, .. } | ClientError::Read { source } => CallError::Transport(source.to_string()),
+            other => CallError::Malformed(other.to_string()),
+        })?;
+        let status = reply.status;
+        let Some(message) = reply.message(request.id()) else {
+            return Err(if reply.is_sse() && (200..300).contains(&status) {
                 // The stream was cut before its answer: the replica went away mid-request.
                 CallError::Transport("stream ended before the answer".to_owned())
             } else if (200..300).contains(&status) {
-                CallError::Malformed(format!("no answer in {} bytes", text.len()))
+                CallError::Malformed(format!("no answer in {} bytes", reply.body.len()))
             } else {
                 CallError::Status(status)
             });
         };
-        if let Some(error) = message.get("error") {
-            return Err(CallError::Rpc {
-                code: error["code"].as_i64().unwrap_or(0),
-                message: error["message"].as_str().unwrap_or_default().to_owned(),
-                status,
-            });
-        }
-        match message.get("result") {
-            Some(result) => Ok(Answer { result: result.clone(), session }),
+        match Response::parse(&message).map(|r| r.outcome) {
+            Some(Ok(result)) => Ok(Answer { result, session: reply.session }),
+            Some(Err(error)) => Err(CallError::Rpc { code: error.code, message: error.message, status }),
             None => Err(CallError::Malformed("neither result nor error".to_owned())),
         }
     }
-}
-
-/// The answer to request `id` in an SSE body (notifications before it are skipped).
-fn answer_in_stream(id: &str, body: &str) -> Option<Value> {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
-        .find(|message| message.get("method").is_none() && message.get("id").and_then(Value::as_str) == Some(id))
 }

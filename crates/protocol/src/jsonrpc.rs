@@ -40,6 +40,24 @@ impl fmt::Display for RequestId {
     }
 }
 
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        Self::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        Self::String(s.to_owned())
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> Self {
+        Self::String(s)
+    }
+}
+
 impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {

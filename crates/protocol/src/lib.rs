@@ -2,8 +2,10 @@
 //! `initialize` handshake, core tasks) and 2026-07-28 ("modern", per-request `_meta`, MRTR,
 //! the tasks extension).
 //!
-//! This crate does no I/O and knows nothing of HTTP: it decodes untrusted bytes into typed
-//! messages (never panicking on any input) and describes what the gateway writes back.
+//! This crate does no I/O and uses no HTTP stack: it decodes untrusted bytes into typed
+//! messages (never panicking on any input) and describes what the gateway writes back. Of the
+//! HTTP transport it knows only the vocabulary: header names ([`headers`]) and which values a
+//! request mirrors into them, and how ([`mirrored`]).
 //! `README.md` next to this crate explains how the two eras differ.
 
 pub mod authority;
@@ -13,12 +15,14 @@ pub mod content;
 pub mod discover;
 pub mod elicitation;
 pub mod error_code;
+pub mod headers;
 pub mod implementation;
 pub mod initialize;
 pub mod input;
 pub mod jsonrpc;
 pub mod meta;
 pub mod method;
+pub mod mirrored;
 pub mod pagination;
 pub mod prompt;
 pub mod quote;
@@ -66,5 +70,11 @@ pub enum ProtocolError {
     InvalidParams {
         /// What is wrong.
         detail: String,
+    },
+    /// A mirrored header's value cannot be decoded (see [`mirrored::decode`]).
+    #[error("{problem}")]
+    HeaderValue {
+        /// What is wrong, worded to follow the header's name.
+        problem: &'static str,
     },
 }

@@ -9,7 +9,8 @@ use crate::content::{ContentBlock, Role};
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
 use crate::meta::RequestMeta;
-use crate::result::{CacheScope, ResultMeta, ResultType};
+use crate::pagination::{ListResult, Listed};
+use crate::result::{ResultMeta, ResultType};
 
 /// A prompt template the server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,27 +103,11 @@ pub struct GetPromptResult {
     pub meta: Option<ResultMeta>,
 }
 
-/// `prompts/list` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// The prompts.
-    pub prompts: Vec<Prompt>,
-    /// Cursor for the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache scope (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `"complete"` (modern).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+/// `prompts/list` result: a page of prompts.
+pub type ListPromptsResult = ListResult<Prompt>;
+
+impl Listed for Prompt {
+    const MEMBER: &'static str = "prompts";
 }
 
-crate::impl_mcp_result!(GetPromptResult, ListPromptsResult);
+crate::impl_mcp_result!(GetPromptResult);

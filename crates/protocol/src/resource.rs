@@ -8,6 +8,7 @@ use crate::content::{Annotations, ResourceContents};
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
 use crate::meta::RequestMeta;
+use crate::pagination::{ListResult, Listed};
 use crate::result::{CacheScope, ResultMeta, ResultType};
 
 /// A concrete resource.
@@ -106,50 +107,18 @@ pub struct ReadResourceResult {
     pub meta: Option<ResultMeta>,
 }
 
-/// `resources/list` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// The resources.
-    pub resources: Vec<Resource>,
-    /// Cursor for the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache scope (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `"complete"` (modern).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+/// `resources/list` result: a page of resources.
+pub type ListResourcesResult = ListResult<Resource>;
+
+impl Listed for Resource {
+    const MEMBER: &'static str = "resources";
 }
 
-/// `resources/templates/list` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// The templates.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// Cursor for the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache scope (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `"complete"` (modern).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+/// `resources/templates/list` result: a page of resource templates.
+pub type ListResourceTemplatesResult = ListResult<ResourceTemplate>;
+
+impl Listed for ResourceTemplate {
+    const MEMBER: &'static str = "resourceTemplates";
 }
 
-crate::impl_mcp_result!(ReadResourceResult, ListResourcesResult, ListResourceTemplatesResult);
+crate::impl_mcp_result!(ReadResourceResult);

@@ -11,8 +11,9 @@ use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
 use crate::meta::RequestMeta;
+use crate::pagination::{ListResult, Listed};
 use crate::relayed::RawMembers;
-use crate::result::{CacheScope, ResultMeta, ResultType};
+use crate::result::{ResultMeta, ResultType};
 use crate::task::TaskMetadata;
 
 /// A tool the server offers.
@@ -190,27 +191,11 @@ impl CallToolResult {
     }
 }
 
-/// `tools/list` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// The tools, in a deterministic order.
-    pub tools: Vec<Tool>,
-    /// Cursor for the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// Cache scope (modern, required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_scope: Option<CacheScope>,
-    /// `"complete"` (modern).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<ResultType>,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+/// `tools/list` result: a page of tools.
+pub type ListToolsResult = ListResult<Tool>;
+
+impl Listed for Tool {
+    const MEMBER: &'static str = "tools";
 }
 
-crate::impl_mcp_result!(CallToolResult, ListToolsResult);
+crate::impl_mcp_result!(CallToolResult);

@@ -17,10 +17,12 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use mcpgate_e2e::{Client, Gateway, Reply};
+use mcpgate_protocol::ProtocolVersion;
+use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use mcpgate_protocol::mirrored;
 
 /// The whole run ends within this (the suite's own client timeout is 30 s).
 const DEADLINE: Duration = Duration::from_secs(25);
@@ -234,10 +236,7 @@ impl Session {
             params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": caps});
             self.client.modern_with(&self.url, extra, method, params).await?
         } else {
-            let mut headers = self.legacy_headers();
-            headers.extend_from_slice(extra);
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-            self.client.post(&self.url, &headers, body).await?
+            self.client.legacy_with(&self.url, extra, method, params, self.id.as_deref()).await?
         };
         let message = last_message(&reply)?;
         if let Some(error) = message.get("error") {
@@ -246,9 +245,12 @@ impl Session {
         message.get("result").cloned().with_context(|| format!("{method}: no result: {}", reply.body))
     }
 
+    /// The headers of the session's POSTs that are not requests (a notification, responses).
     fn legacy_headers(&self) -> Vec<(&str, &str)> {
         match &self.id {
-            Some(id) => vec![("mcp-session-id", id.as_str()), ("mcp-protocol-version", "2025-11-25")],
+            Some(id) => {
+                vec![(MCP_SESSION_ID, id.as_str()), (MCP_PROTOCOL_VERSION, ProtocolVersion::LATEST_LEGACY.as_str())]
+            }
             None => Vec::new(),
         }
     }
@@ -314,20 +316,8 @@ fn param_headers(schema: &Value, arguments: &Value) -> Vec<(String, String)> {
         .iter()
         .filter_map(|(key, property)| {
             let header = property["x-mcp-header"].as_str()?;
-            let text = match arguments.get(key)? {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
-                _ => return None,
-            };
-            let plain =
-                text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text && !text.starts_with("=?");
-            let value = if plain {
-                text
-            } else {
-                format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(text))
-            };
-            Some((format!("mcp-param-{header}"), value))
+            let text = mirrored::param_text(arguments.get(key)?)?;
+            Some((mirrored::param_header(header), mirrored::encode(&text).into_owned()))
         })
         .collect()
 }

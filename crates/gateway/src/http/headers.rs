@@ -3,48 +3,27 @@
 //! the server must check that they agree with the body.
 //!
 //! Invariant: a header value is compared only after trimming optional whitespace and decoding
-//! the `=?base64?…?=` form (strict RFC 4648 base64 of UTF-8); undecodable values are a
-//! mismatch, never silently accepted; a call passes only when every `x-mcp-header` argument
-//! and its header agree.
+//! the `=?base64?…?=` form (`mcpgate_protocol::mirrored::decode`: strict RFC 4648 base64 of
+//! UTF-8); undecodable values are a mismatch, never silently accepted; a call passes only
+//! when every `x-mcp-header` argument and its header agree.
 
 use axum::http::HeaderMap;
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 
 use mcpgate_protocol::JsonObject;
+use mcpgate_protocol::mirrored::decode as decode_value;
 use mcpgate_runtime::catalog::{HeaderParam, ParamKind};
 
 use crate::error::GatewayError;
 
-/// `Mcp-Method`.
-pub(crate) const MCP_METHOD: &str = "mcp-method";
-/// `Mcp-Name`.
-pub(crate) const MCP_NAME: &str = "mcp-name";
-/// `MCP-Protocol-Version`.
-pub(crate) const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
-/// `Mcp-Session-Id` (legacy).
-pub(crate) const MCP_SESSION_ID: &str = "mcp-session-id";
+pub(crate) use mcpgate_protocol::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 
-/// The decoded value of a mirrored header, if present.
+/// The decoded value of a mirrored header, if present; an undecodable one is a mismatch
+/// (`<header> <problem>`).
 pub(crate) fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, GatewayError> {
     let Some(raw) = headers.get(name) else {
         return Ok(None);
     };
-    let text = raw
-        .to_str()
-        .map_err(|_| GatewayError::header_mismatch(format!("{name} contains characters that are not visible ASCII")))?;
-    let text = text.trim_matches([' ', '\t']);
-    match text.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
-        Some(encoded) => {
-            let bytes = STANDARD
-                .decode(encoded)
-                .map_err(|_| GatewayError::header_mismatch(format!("{name} has an invalid base64 value")))?;
-            String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|_| GatewayError::header_mismatch(format!("{name} base64 value is not UTF-8")))
-        }
-        None => Ok(Some(text.to_owned())),
-    }
+    decode_value(raw.as_bytes()).map(Some).map_err(|e| GatewayError::header_mismatch(format!("{name} {e}")))
 }
 
 /// What [`check_routing`] found.

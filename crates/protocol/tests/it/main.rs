@@ -3,4 +3,5 @@
 
 mod envelope;
 mod golden;
+mod list_result;
 mod property;

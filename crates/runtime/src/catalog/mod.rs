@@ -319,10 +319,10 @@ impl Catalog {
         let resources = self.resources.iter().filter_map(|h| h.resource().cloned()).collect();
         let resource_templates = self.resources.iter().filter_map(|h| h.template().cloned()).collect();
         Ok(RenderedLists {
-            tools: finish(ListToolsResult { tools, ..Default::default() }, era, r)?,
-            prompts: finish(ListPromptsResult { prompts, ..Default::default() }, era, r)?,
-            resources: finish(ListResourcesResult { resources, ..Default::default() }, era, r)?,
-            templates: finish(ListResourceTemplatesResult { resource_templates, ..Default::default() }, era, r)?,
+            tools: finish(ListToolsResult::new(tools), era, r)?,
+            prompts: finish(ListPromptsResult::new(prompts), era, r)?,
+            resources: finish(ListResourcesResult::new(resources), era, r)?,
+            templates: finish(ListResourceTemplatesResult::new(resource_templates), era, r)?,
         })
     }
 }

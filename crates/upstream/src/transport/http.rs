@@ -22,7 +22,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use base64::Engine as _;
+use mcpgate_protocol::headers::{LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use mcpgate_protocol::mirrored;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -34,8 +35,6 @@ use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
 use crate::rpc::{self, Inbound, Negotiated, Offered};
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Most bytes of an error body read (to find a JSON-RPC error in it).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Times one answer's event stream is resumed (2025-11-25 `Last-Event-ID`) before the call
@@ -260,7 +259,7 @@ impl Http {
         let response = self.send(&opening, body, &init).await?;
         let session_id = response
             .headers()
-            .get(SESSION_HEADER)
+            .get(MCP_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty() && v.len() <= 1024)
             .map(str::to_owned);
@@ -321,8 +320,8 @@ impl Http {
                     .get(url.clone())
                     .headers(headers.clone())
                     .header(ACCEPT, "text/event-stream")
-                    .header(VERSION_HEADER, version.as_str())
-                    .header(SESSION_HEADER, session.as_str())
+                    .header(MCP_PROTOCOL_VERSION, version.as_str())
+                    .header(MCP_SESSION_ID, session.as_str())
                     .send();
                 let response = tokio::select! {
                     () = stop.cancelled() => return,
@@ -370,8 +369,8 @@ impl Http {
                                             .headers(headers.clone())
                                             .header(CONTENT_TYPE, "application/json")
                                             .header(ACCEPT, "application/json, text/event-stream")
-                                            .header(VERSION_HEADER, version.as_str())
-                                            .header(SESSION_HEADER, session.as_str())
+                                            .header(MCP_PROTOCOL_VERSION, version.as_str())
+                                            .header(MCP_SESSION_ID, session.as_str())
                                             .timeout(Duration::from_secs(5))
                                             .body(refusal)
                                             .send()
@@ -402,17 +401,17 @@ impl Http {
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
-            .header(VERSION_HEADER, session.negotiated.version());
+            .header(MCP_PROTOCOL_VERSION, session.negotiated.version());
         if let Some(id) = &session.id {
-            request = request.header(SESSION_HEADER, id.as_str());
+            request = request.header(MCP_SESSION_ID, id.as_str());
         }
         if session.negotiated == Negotiated::Modern {
-            request = request.header("mcp-method", ex.method);
+            request = request.header(MCP_METHOD, ex.method);
             if let Some(name) = &ex.name {
-                request = request.header("mcp-name", header_value(name));
+                request = request.header(MCP_NAME, mirrored::encode(name).as_ref());
             }
             for (header, value) in &ex.param_headers {
-                request = request.header(header.as_str(), header_value(value));
+                request = request.header(header.as_str(), mirrored::encode(value).as_ref());
             }
         }
         if let Some(bearer) = &ex.bearer {
@@ -526,9 +525,9 @@ impl Http {
             .get(self.url.clone())
             .headers(self.headers.clone())
             .header(ACCEPT, "text/event-stream")
-            .header(VERSION_HEADER, session.negotiated.version())
-            .header(SESSION_HEADER, sid)
-            .header("last-event-id", last);
+            .header(MCP_PROTOCOL_VERSION, session.negotiated.version())
+            .header(MCP_SESSION_ID, sid)
+            .header(LAST_EVENT_ID, last);
         if let Some(value) = ex.bearer.as_ref().and_then(bearer_header) {
             request = request.header(AUTHORIZATION, value);
         }
@@ -706,21 +705,6 @@ async fn read_body(response: &mut reqwest::Response, max: usize) -> Result<Vec<u
     Ok(body)
 }
 
-/// A header value as SEP-2243 sends it: plain when it is safe visible ASCII, otherwise
-/// `=?base64?…?=`.
-fn header_value(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !value.starts_with("=?");
-    if plain {
-        value.to_owned()
-    } else {
-        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
-    }
-}
-
 /// Forwards a cancellation upstream when a call to a legacy session ends early (a modern
 /// upstream sees the connection close instead). Costs nothing unless the call is dropped.
 struct CancelGuard<'a> {
@@ -755,8 +739,8 @@ impl Drop for CancelGuard<'_> {
             .headers(self.http.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
-            .header(VERSION_HEADER, self.session.negotiated.version())
-            .header(SESSION_HEADER, sid)
+            .header(MCP_PROTOCOL_VERSION, self.session.negotiated.version())
+            .header(MCP_SESSION_ID, sid)
             .timeout(Duration::from_secs(5))
             .body(rpc::cancelled(self.id));
         if let Some(bearer) = bearer {
@@ -774,16 +758,4 @@ pub(crate) fn install_tls_provider() {
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::header_value;
-
-    #[test]
-    fn header_values_are_encoded_when_not_plain() {
-        assert_eq!(header_value("get_weather"), "get_weather");
-        assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
-        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
-    }
 }

@@ -1,0 +1,44 @@
+//! A small MCP-over-HTTP client for both eras, shared by `mcpgate-loadgen` and the end-to-end
+//! harness: [`McpRequest`] builds one JSON-RPC request with the headers its era requires,
+//! [`Client`] posts it and reads the reply (bounded), and [`Reply`] finds the JSON-RPC
+//! response in it, whether the body is JSON or an SSE stream.
+//!
+//! Invariants: the wire vocabulary (header names, mirrored values and their encoding, `_meta`
+//! keys, protocol versions) comes from `mcpgate-protocol`, never spelled here; no reply body
+//! is buffered past the client's `max_body`.
+
+mod client;
+mod reply;
+mod request;
+
+pub use client::Client;
+pub use reply::{Reply, Response, RpcError};
+pub use request::McpRequest;
+
+/// Why a request got no reply that could be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The request was not sent, or no response came (connection refused or reset, timeout).
+    #[error("POST {url}: {source}")]
+    Send {
+        /// Where it went.
+        url: String,
+        /// What reqwest said.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The response started but its body could not be read to the end.
+    #[error("reading the reply: {source}")]
+    Read {
+        /// What reqwest said.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The body is larger than the client accepts.
+    #[error("the reply is larger than {max} bytes")]
+    TooLarge {
+        /// The client's `max_body`.
+        max: usize,
+    },
+}
