@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
 
-use mcpgate_e2e::{Client, Gateway, Reply};
+use mcpgate_e2e::{Client, Gateway, Look, Reply, wait_for};
 use mcpgate_protocol::ProtocolVersion;
 use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use mcpgate_protocol::mirrored;
@@ -183,27 +183,28 @@ impl Session {
     /// Polls a task to its end, answering what it asks.
     async fn follow(&self, task: &Value) -> anyhow::Result<Value> {
         let id = task["taskId"].as_str().context("a task without an id")?.to_owned();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
+        let what = format!("task {id} to end");
+        let result = wait_for(what, Duration::from_secs(20), async || {
             let got = self.request("tasks/get", json!({"taskId": id}), &[]).await?;
-            match got["status"].as_str() {
-                Some("completed") if self.modern => return Ok(got["result"].clone()),
+            Ok(match got["status"].as_str() {
+                Some("completed") if self.modern => Look::Done(got["result"].clone()),
                 Some("completed" | "failed") if !self.modern => {
-                    return self.request("tasks/result", json!({"taskId": id}), &[]).await;
+                    Look::Done(self.request("tasks/result", json!({"taskId": id}), &[]).await?)
                 }
-                Some("input_required") if !self.modern => return self.legacy_result(&id).await,
+                Some("input_required") if !self.modern => Look::Done(self.legacy_result(&id).await?),
                 Some("failed" | "cancelled") => bail!("task {id} ended {got}"),
                 Some("input_required") if self.modern => {
                     if let Some(requests) = got.get("inputRequests") {
                         let update = json!({"taskId": id, "inputResponses": answers(requests)});
                         self.request("tasks/update", update, &[]).await?;
                     }
+                    Look::not_yet(got)
                 }
-                _ => {}
-            }
-            anyhow::ensure!(tokio::time::Instant::now() < deadline, "task {id} not done in time: {got}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+                _ => Look::not_yet(got),
+            })
+        })
+        .await;
+        Ok(result)
     }
 
     /// A 2025-11-25 task's result from `tasks/result`, whose stream carries the task's
