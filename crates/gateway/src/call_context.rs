@@ -6,7 +6,7 @@ use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::meta::{LoggingLevel, ProgressToken};
 use mcpgate_protocol::{Era, Method, ProtocolVersion, RequestId};
 
-use crate::auth::Principal;
+use mcpgate_runtime::Principal;
 
 /// An admitted request.
 #[derive(Debug, Clone)]

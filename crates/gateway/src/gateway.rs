@@ -73,7 +73,7 @@ impl Gateway {
 
     /// The HTTP router (`/mcp`, health and metrics endpoints), to mount or test in process.
     pub fn router(&self) -> Router {
-        crate::app(self.state.clone())
+        crate::serve::app(self.state.clone())
     }
 
     /// Serves `listener` until `shutdown` resolves, then shuts down gracefully: stops
@@ -84,7 +84,7 @@ impl Gateway {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        crate::serve(listener, self.state, shutdown).await
+        crate::serve::serve(listener, self.state, shutdown).await
     }
 
     /// Binds the configured `listen` address; returns the listener and the address bound (which

@@ -37,7 +37,7 @@ pub fn router(state: AppState) -> Router {
     let policy = std::sync::Arc::new(OriginPolicy::admin(loopback));
     routes::routes()
         .layer(axum::middleware::from_fn_with_state(state.clone(), authorize))
-        .merge(crate::http::ops::observability())
+        .merge(crate::routes::ops::observability())
         .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
             let policy = policy.clone();
             async move {

@@ -25,9 +25,9 @@ use mcpgate_store::{
 
 use super::Failed;
 use super::view::{detail, summary, upstream_of};
-use crate::auth::Principal;
 use crate::error::GatewayError;
 use crate::state::AppState;
+use mcpgate_runtime::Principal;
 
 /// Tasks one listing returns by default, and at most.
 const DEFAULT_LIMIT: usize = 100;

@@ -16,7 +16,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde::Deserialize;
 
 use super::jwks::{Jwks, NamedKey};
-use super::{Principal, resource_metadata_url};
+use mcpgate_runtime::Principal;
+
+use super::resource_metadata_url;
 use crate::config::Config;
 use crate::error::GatewayError;
 use mcpgate_runtime::Credential;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 
-pub(crate) use mcpgate_runtime::Principal;
+use mcpgate_runtime::Principal;
 
 use crate::config::{AuthMode, Config};
 use crate::error::GatewayError;

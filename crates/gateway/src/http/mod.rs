@@ -1,46 +1,10 @@
-//! The HTTP surface: routes, the MCP endpoint pipeline and the pieces it is made of.
+//! MCP over HTTP, the pieces the MCP layer and the endpoint share: the mirrored headers and
+//! their checks, content negotiation and bounded body reading, and replies as JSON or SSE
+//! frames.
+//!
+//! Invariant: these pieces know HTTP and the wire, not methods or handlers: nothing here
+//! imports the MCP layer or the routes.
 
-mod endpoint;
 pub(crate) mod headers;
 pub(crate) mod negotiate;
-pub(crate) mod ops;
 pub(crate) mod reply;
-mod well_known;
-
-use axum::Router;
-use axum::extract::{Request, State};
-use axum::middleware::{Next, from_fn_with_state};
-use axum::response::{IntoResponse as _, Response};
-use axum::routing::{get, post};
-
-use crate::error::ErrorReply;
-use crate::state::AppState;
-
-/// Path of the MCP endpoint.
-pub(crate) const MCP_PATH: &str = "/mcp";
-
-/// All routes of a replica's MCP listener. `/metrics` and `/upstreams` answer only requests
-/// the Host/Origin policy admits, and not at all with `admin.private_metrics` (then the admin
-/// listener serves them).
-pub(crate) fn router(state: AppState) -> Router {
-    let mut router = Router::new()
-        .route(MCP_PATH, post(endpoint::post_mcp).get(endpoint::get_mcp).fallback(endpoint::not_allowed))
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/.well-known/oauth-protected-resource", get(well_known::protected_resource))
-        .route("/.well-known/oauth-protected-resource/{*resource}", get(well_known::protected_resource));
-    if !state.config.admin.private_metrics {
-        router = router.merge(ops::observability().route_layer(from_fn_with_state(state.clone(), guard)));
-    }
-    router.with_state(state)
-}
-
-/// Middleware for the operational routes of the MCP listener (`/metrics`, `/upstreams`): the
-/// same Host/Origin policy as the MCP endpoint, so a page in the user's browser cannot read
-/// them from a loopback deployment.
-async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match state.origin.check(request.headers(), request.uri()) {
-        Ok(()) => next.run(request).await,
-        Err(error) => ErrorReply::bare(error).into_response(),
-    }
-}

@@ -30,12 +30,12 @@ use mcpgate_protocol::tool::CallToolParams;
 use mcpgate_protocol::{Era, Method, ProtocolError, ProtocolVersion, decode_params};
 
 use super::session;
-use crate::auth::Principal;
 use crate::call_context::CallContext;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Routing, check_routing};
 use crate::state::AppState;
 use crate::tasks::idempotency;
+use mcpgate_runtime::Principal;
 
 /// Params of a method: they carry `_meta`, and maybe the value `Mcp-Name` mirrors.
 pub(super) trait Params: for<'de> Deserialize<'de> {

@@ -29,13 +29,13 @@ use super::admission::admit;
 use super::cancellation;
 use super::handlers;
 use super::work::{Prepared, Reply};
-use crate::auth::Principal;
 use crate::call_context::CallContext;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
 use crate::http::reply::{self, Frame};
 use crate::metrics::{InFlight, MethodLabel, Outcome};
 use crate::state::AppState;
+use mcpgate_runtime::Principal;
 use mcpgate_runtime::catalog::Notifier;
 
 /// How long a 2025-11-25 call that answers JSON unless it asks for input runs before it

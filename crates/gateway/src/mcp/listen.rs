@@ -26,7 +26,6 @@ use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{Change, EventBus as _, Read, Subscription, TaskEvent, TaskId, TaskStore as _};
 
 use super::task_view;
-use crate::auth::Principal;
 use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::http::headers::MCP_PROTOCOL_VERSION;
@@ -34,6 +33,7 @@ use crate::http::negotiate::Accept;
 use crate::http::reply::{self, Frame};
 use crate::principal_slots::PrincipalSlot;
 use crate::state::AppState;
+use mcpgate_runtime::Principal;
 
 /// Task ids one listen stream may watch.
 pub(crate) const MAX_TASK_IDS: usize = 100;

@@ -17,10 +17,10 @@ use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::implementation::Implementation;
 use mcpgate_seal::{Binding, Purpose, SealError, Sealer};
 
-use crate::auth::Principal;
 use crate::config::{AnonymousScope, AuthMode, Config};
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
+use mcpgate_runtime::Principal;
 
 /// What a legacy session id carries.
 #[derive(Debug, Clone, Serialize, Deserialize)]

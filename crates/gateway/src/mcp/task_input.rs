@@ -21,10 +21,10 @@ use mcpgate_store::{TaskId, TaskRecord};
 
 use crate::mcp::answers;
 
-use crate::auth::Principal;
 use crate::error::{GatewayError, clip};
 use crate::state::AppState;
 use crate::time::now_ms;
+use mcpgate_runtime::Principal;
 
 /// Prefix of the ids of input requests sent on a task's stream.
 const ID_PREFIX: &str = "mcpgate-input:";

@@ -14,10 +14,10 @@ use tracing::field::Empty;
 
 use mcpgate_protocol::{Era, Incoming, Method, ProtocolError, ProtocolVersion, decode};
 
-use super::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-use super::negotiate::{Accept, BodyLimits, check_content_type, read_body};
-use super::reply;
 use crate::error::{ErrorReply, GatewayError};
+use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use crate::http::negotiate::{Accept, BodyLimits, check_content_type, read_body};
+use crate::http::reply;
 use crate::mcp::{Reply, Ticket, answer_task_input, dispatch, session};
 use crate::metrics::{MethodLabel, Outcome};
 use crate::state::AppState;
@@ -182,7 +182,7 @@ pub(super) async fn get_mcp(State(state): State<AppState>, uri: Uri, headers: He
 async fn forward_cancel(
     state: &AppState,
     headers: &HeaderMap,
-    principal: &crate::auth::Principal,
+    principal: &mcpgate_runtime::Principal,
     params: Option<&serde_json::value::RawValue>,
 ) {
     let Some(session) = headers.get(MCP_SESSION_ID).and_then(|v| v.to_str().ok()) else { return };
