@@ -48,7 +48,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 pub use config::Config;
-pub use error::GatewayError;
+pub use error::{GatewayError, StartupError};
 pub use gateway::{Gateway, GatewayBuilder};
 /// The MCP wire types (results, content blocks, input requests).
 pub use mcpgate_protocol as protocol;
