@@ -354,6 +354,37 @@ fn the_configuration_doc_lists_exactly_the_settings() {
     assert_eq!(listed.len(), SETTINGS.len(), "the settings table has rows that are not settings: {listed:?}");
 }
 
+/// The bracketed default ending a settings row's description, if any.
+fn documented_default(row: &str) -> Option<&str> {
+    let description = row.trim_end().strip_suffix('|')?.trim_end();
+    let inner = description.strip_suffix(']')?;
+    let open = inner.rfind('[')?;
+    let default = &inner[open + 1..];
+    (!default.contains(']')).then_some(default)
+}
+
+#[test]
+fn the_configuration_doc_shows_the_defaults_of_the_code() {
+    let doc = configuration_doc();
+    let defaults = mcpgate::config::settings::defaults();
+    let mut wrong = Vec::new();
+    for s in SETTINGS {
+        let start = format!("| `{}` | `{}` |", s.key, s.env_name());
+        let row = doc.lines().find(|l| l.starts_with(&start)).expect("every setting has a row");
+        let computed = s.default_text(&defaults);
+        if documented_default(row) != computed.as_deref() {
+            wrong.push(format!("{}: docs say {:?}, the code {computed:?}", s.key, documented_default(row)));
+        }
+    }
+    assert!(wrong.is_empty(), "docs/configuration.md's defaults differ from Config::default():\n{}", wrong.join("\n"));
+    // Spot checks that the defaults are computed, not absent.
+    assert_eq!(SETTINGS[0].default_text(&defaults).as_deref(), Some("127.0.0.1:8080"));
+    let lease = SETTINGS.iter().find(|s| s.key == "tasks.lease_ms").expect("tasks.lease_ms");
+    assert_eq!(lease.default_text(&defaults), Some(mcpgate::Config::default().tasks.lease_ms.to_string()));
+    let keys = SETTINGS.iter().find(|s| s.key == "seal.keys").expect("seal.keys");
+    assert_eq!(keys.default_text(&defaults), None, "a secret shows no default");
+}
+
 #[test]
 fn background_settings_are_validated() {
     let c = load_from_str("[tasks]\nanonymous_scope = \"server\"\n[background]\nstatus_tool = \"jobs.status\"\n")
