@@ -132,7 +132,8 @@ pub enum GatewayError {
     #[error("Bad Request: the request body could not be read")]
     BodyRead {
         /// Why, for the log.
-        detail: String,
+        #[source]
+        source: BoxError,
     },
     /// Too many requests in flight on this replica.
     #[error("Service Unavailable: too many requests in flight, retry shortly")]
