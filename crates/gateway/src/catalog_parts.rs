@@ -8,7 +8,7 @@ use mcpgate_runtime::catalog::{Catalog, CatalogBuilder, ListRendering};
 use mcpgate_upstream::{Federation, Lists};
 
 use crate::config::BackgroundConfig;
-use crate::error::GatewayError;
+use crate::error::StartupError;
 use crate::tasks::TaskBook;
 
 /// The fixed parts of every snapshot.
@@ -45,7 +45,7 @@ impl CatalogParts {
         federation: &Federation,
         lists: &[Option<Lists>],
         book: &TaskBook,
-    ) -> Result<Catalog, GatewayError> {
+    ) -> Result<Catalog, StartupError> {
         let mut builder = self.assemble(federation, lists);
         let fixed = |name: &str| self.toolsets.has_tool(name) || self.extra.has_tool(name);
         crate::tasks::companions::register(&mut builder, book, &self.background, fixed)?;

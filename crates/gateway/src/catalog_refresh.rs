@@ -135,7 +135,7 @@ pub(crate) fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                         kinds.announce(&state.store).await;
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "the new lists do not make a valid catalog; keeping the current one")
+                        tracing::warn!(error = ?e, "the new lists do not make a valid catalog; keeping the current one")
                     }
                 }
             }

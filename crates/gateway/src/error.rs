@@ -1,9 +1,11 @@
-//! `GatewayError`, the one error type of the gateway crate, and the one place where an error
-//! becomes an HTTP status, a JSON-RPC error object and response headers.
+//! The gateway crate's errors — `GatewayError` for a request, `StartupError` for loading the
+//! configuration and building a replica — and the one place where an error becomes an HTTP
+//! status, a JSON-RPC error object and response headers.
 //!
 //! Invariants: the client-facing message of an error never carries internal detail (that goes
-//! to the log through `detail` fields); every response to a request whose id could be read
-//! echoes that id; the status of an error depends only on the error and the request's era.
+//! to the log through `detail` fields and `source` causes); every response to a request whose
+//! id could be read echoes that id; the status of an error depends only on the error and the
+//! request's era. A start-up error never reaches a client: it stops the replica.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -29,26 +31,73 @@ fn quota_advice(retry_after: &Option<std::time::Duration>) -> String {
     }
 }
 
-/// Everything that can go wrong in the gateway, from start-up to a single request.
+/// The cause of an error, kept for the log and for `{:#}` chains.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What stops a replica from starting: a configuration that does not load or validate, or a
+/// part of the state (sealer, authenticator, store, upstreams, catalog, logger) that cannot be
+/// built. Its `Display` names the setting or the step; the cause, when there is one, is the
+/// `source` (shown by `{:#}` and by the binary's exit message).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum GatewayError {
-    /// A setting is missing, malformed or inconsistent (start-up only).
+pub enum StartupError {
+    /// A setting is missing, malformed or inconsistent.
     #[error("invalid setting {setting}: {problem}")]
     Config {
         /// The setting (TOML key and environment twin) or source.
         setting: String,
         /// What is wrong, never including a secret value.
         problem: String,
+        /// The error that said so, if another component did (never one carrying a secret).
+        #[source]
+        source: Option<BoxError>,
     },
-    /// Start-up failed outside configuration (bind, key files, JWKS).
+    /// A start-up step failed (key files, JWKS, store, upstreams, logger).
     #[error("{what}: {problem}")]
-    Startup {
+    Step {
         /// What was being done.
         what: String,
         /// What went wrong.
         problem: String,
+        /// The error that said so, if another component did.
+        #[source]
+        source: Option<BoxError>,
     },
+    /// A tool, prompt or resource could not be registered.
+    #[error(transparent)]
+    Runtime {
+        /// What the runtime said.
+        #[from]
+        source: RuntimeError,
+    },
+}
+
+impl StartupError {
+    /// An invalid setting, said in our own words.
+    pub fn config(setting: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self::Config { setting: setting.into(), problem: problem.into(), source: None }
+    }
+
+    /// An invalid setting another component refused: `problem` says what, `source` why.
+    pub fn config_caused(setting: impl Into<String>, problem: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Config { setting: setting.into(), problem: problem.into(), source: Some(source.into()) }
+    }
+
+    /// A failed start-up step, said in our own words.
+    pub fn step(what: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self::Step { what: what.into(), problem: problem.into(), source: None }
+    }
+
+    /// A start-up step another component failed: `problem` says what, `source` why.
+    pub fn step_caused(what: impl Into<String>, problem: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Step { what: what.into(), problem: problem.into(), source: Some(source.into()) }
+    }
+}
+
+/// Everything that can go wrong serving a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
     /// A method other than POST on the MCP endpoint.
     #[error("Method Not Allowed: the MCP endpoint accepts POST only")]
     MethodNotAllowed,
@@ -83,7 +132,8 @@ pub enum GatewayError {
     #[error("Bad Request: the request body could not be read")]
     BodyRead {
         /// Why, for the log.
-        detail: String,
+        #[source]
+        source: BoxError,
     },
     /// Too many requests in flight on this replica.
     #[error("Service Unavailable: too many requests in flight, retry shortly")]
@@ -313,15 +363,6 @@ pub(crate) fn clip(s: &str) -> String {
     mcpgate_protocol::quote::clip(s, MAX_QUOTE)
 }
 
-impl From<RuntimeError> for GatewayError {
-    fn from(e: RuntimeError) -> Self {
-        match e {
-            RuntimeError::Registration { what, problem } => GatewayError::Startup { what, problem },
-            other => GatewayError::Startup { what: "runtime".to_owned(), problem: other.to_string() },
-        }
-    }
-}
-
 impl From<mcpgate_store::StoreError> for GatewayError {
     fn from(source: mcpgate_store::StoreError) -> Self {
         match source {
@@ -388,9 +429,7 @@ impl GatewayError {
         };
         let message = self.to_string();
         let (status, code, data, header) = match self {
-            E::Config { .. } | E::Startup { .. } | E::Internal { .. } => {
-                (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None)
-            }
+            E::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
             E::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 ErrorCode::INVALID_REQUEST,
@@ -528,14 +567,7 @@ impl GatewayError {
 
     /// Whether the error is the server's fault (logged at error level).
     pub fn is_server_fault(&self) -> bool {
-        matches!(
-            self,
-            Self::Config { .. }
-                | Self::Startup { .. }
-                | Self::Internal { .. }
-                | Self::Store { .. }
-                | Self::StoredData { .. }
-        )
+        matches!(self, Self::Internal { .. } | Self::Store { .. } | Self::StoredData { .. })
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use mcpgate_runtime::catalog::{CatalogBuilder, PromptHandler, ResourceHandler, Tool};
 
 use crate::config::Config;
-use crate::error::GatewayError;
+use crate::error::StartupError;
 use crate::state::AppState;
 
 /// A gateway ready to serve (see the module docs).
@@ -123,7 +123,7 @@ impl GatewayBuilder {
     /// Validates the config, connects the store (Redis when `redis_url` is set), starts the
     /// upstream connections and task workers, and builds the catalog. Fails on an invalid
     /// config, a store that cannot be reached, or two entries of one name.
-    pub async fn build(self) -> Result<Gateway, GatewayError> {
+    pub async fn build(self) -> Result<Gateway, StartupError> {
         self.config.validate()?;
         let catalog = self.catalog;
         let state = AppState::with_tools(self.config, move |builder| {

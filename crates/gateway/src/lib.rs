@@ -45,7 +45,7 @@ pub mod internals {
 }
 
 pub use config::Config;
-pub use error::GatewayError;
+pub use error::{GatewayError, StartupError};
 pub use gateway::{Gateway, GatewayBuilder};
 /// The MCP wire types (results, content blocks, input requests).
 pub use mcpgate_protocol as protocol;

@@ -27,7 +27,7 @@ use crate::auth::Authenticator;
 use crate::catalog_parts::CatalogParts;
 use crate::catalog_refresh;
 use crate::config::{AuthMode, Config, invalid_key};
-use crate::error::GatewayError;
+use crate::error::{GatewayError, StartupError};
 use crate::limits::Limits;
 use crate::mcp::discover_result;
 use crate::metrics::Metrics;
@@ -39,13 +39,13 @@ use crate::tasks::{TaskBook, TaskService};
 impl AppState {
     /// Builds the state of a replica from a validated config: connects the store (Redis when
     /// `redis_url` is set, memory otherwise) and starts the task workers.
-    pub async fn new(config: Config) -> Result<Self, GatewayError> {
+    pub async fn new(config: Config) -> Result<Self, StartupError> {
         Self::with_tools(config, |_| {}).await
     }
 
     /// Builds the state with extra tools, prompts or resources registered after the
     /// configured toolsets (for embedding mcpgate as a library, and for tests).
-    pub async fn with_tools(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> Result<Self, GatewayError> {
+    pub async fn with_tools(config: Config, extra: impl FnOnce(&mut CatalogBuilder)) -> Result<Self, StartupError> {
         let server_info = Arc::new(Implementation {
             title: Some("mcpgate".to_owned()),
             description: Some("Stateless, horizontally scalable MCP gateway".to_owned()),
@@ -60,10 +60,10 @@ impl AppState {
             cache_scope,
             legacy_task_support: true,
         };
-        let federation =
-            Arc::new(Federation::new(config.upstream.clone(), &config.federation.separator).map_err(|e| {
-                GatewayError::Startup { what: "configuring upstreams".to_owned(), problem: e.to_string() }
-            })?);
+        let federation = Arc::new(
+            Federation::new(config.upstream.clone(), &config.federation.separator)
+                .map_err(|e| StartupError::step_caused("configuring upstreams", "an upstream cannot be set up", e))?,
+        );
         let store = connect_store(&config, &sealer).await?;
         let lists = if federation.is_empty() {
             Vec::new()
@@ -95,7 +95,8 @@ impl AppState {
             config.server.instructions.clone(),
             config.server.discover_ttl_ms,
             cache_scope,
-        )?;
+        )
+        .map_err(|e| StartupError::step_caused("rendering server/discover", "it cannot be serialized", e))?;
         let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
@@ -149,7 +150,7 @@ impl AppState {
     }
 }
 
-async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, GatewayError> {
+async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, StartupError> {
     let shards = u16::try_from(config.store.shards).unwrap_or(16);
     let Some(url) = &config.redis_url else {
         return Ok(AnyStore::Memory(MemoryStore::new(shards)));
@@ -175,7 +176,7 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Gat
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err(e) => {
-                return Err(GatewayError::Startup { what: "connecting to Redis".to_owned(), problem: e.to_string() });
+                return Err(StartupError::step_caused("connecting to Redis", "still unreachable after 30 s", e));
             }
         }
     }
@@ -204,7 +205,7 @@ fn rand_u32() -> u32 {
     u32::from_le_bytes(b)
 }
 
-fn sealer(config: &Config) -> Result<Sealer, GatewayError> {
+fn sealer(config: &Config) -> Result<Sealer, StartupError> {
     let max = usize::try_from(config.seal.max_bytes).unwrap_or(usize::MAX);
     let ring = if config.seal.keys.is_empty() {
         tracing::warn!(
@@ -216,9 +217,6 @@ fn sealer(config: &Config) -> Result<Sealer, GatewayError> {
         let specs: Vec<&str> = config.seal.keys.iter().map(|k| k.expose()).collect();
         KeyRing::parse(&specs)
     }
-    .map_err(|e| GatewayError::Config {
-        setting: "seal.keys (MCPGATE_SEAL_KEYS)".to_owned(),
-        problem: e.to_string(),
-    })?;
+    .map_err(|e| StartupError::config_caused("seal.keys (MCPGATE_SEAL_KEYS)", "not a usable key ring", e))?;
     Ok(Sealer::new(ring, max))
 }

@@ -17,7 +17,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
 use crate::config::{LogConfig, LogFormat};
-use crate::error::GatewayError;
+use crate::error::StartupError;
 
 /// The environment variables that turn span export on.
 const OTLP_ENDPOINT_VARS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];
@@ -40,11 +40,9 @@ impl Drop for Telemetry {
 }
 
 /// Installs the global subscriber. `env` reads the environment (the OTLP variables).
-pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Telemetry, GatewayError> {
-    let filter = EnvFilter::try_new(&config.level).map_err(|e| GatewayError::Config {
-        setting: "log.level (MCPGATE_LOG_LEVEL)".to_owned(),
-        problem: e.to_string(),
-    })?;
+pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Telemetry, StartupError> {
+    let filter = EnvFilter::try_new(&config.level)
+        .map_err(|e| StartupError::config_caused("log.level (MCPGATE_LOG_LEVEL)", "not a valid filter", e))?;
     // Colours only for a person at a terminal: escape codes garble files and log collectors.
     let ansi = std::io::stderr().is_terminal();
     let logs = match config.format {
@@ -62,7 +60,7 @@ pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<
     tracing_subscriber::registry()
         .with(layers)
         .try_init()
-        .map_err(|e| GatewayError::Startup { what: "installing the logger".to_owned(), problem: e.to_string() })?;
+        .map_err(|e| StartupError::step_caused("installing the logger", "another one is installed", e))?;
     if endpoint.is_some() && !cfg!(feature = "otel") {
         tracing::warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set but this build has no span export (cargo feature `otel`)");
     }
@@ -76,19 +74,19 @@ type BoxedLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry
 fn export_layer(
     endpoint: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Option<BoxedLayer>, Telemetry), GatewayError> {
+) -> Result<(Option<BoxedLayer>, Telemetry), StartupError> {
     use opentelemetry::trace::TracerProvider as _;
     use tracing_subscriber::filter::{FilterExt as _, LevelFilter, Targets, filter_fn};
 
     let Some(endpoint) = endpoint else { return Ok((None, Telemetry::default())) };
-    let failed = |problem: String| GatewayError::Startup { what: format!("span export to {endpoint}"), problem };
     // Its HTTP client (reqwest, built without a default TLS backend) needs the process's
     // crypto provider, as the JWKS client does.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself (endpoint, headers,
     // timeout; no compression is built in).
-    let exporter =
-        opentelemetry_otlp::SpanExporter::builder().with_http().build().map_err(|e| failed(e.to_string()))?;
+    let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().build().map_err(|e| {
+        StartupError::step_caused(format!("span export to {endpoint}"), "the exporter cannot be built", e)
+    })?;
     let service = env("OTEL_SERVICE_NAME").filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "mcpgate".to_owned());
     let resource = opentelemetry_sdk::Resource::builder().with_service_name(service).build();
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
@@ -163,6 +161,6 @@ pub fn trace_link() -> Option<mcpgate_runtime::worker::TraceLink> {
 fn export_layer(
     _endpoint: Option<&str>,
     _env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Option<BoxedLayer>, Telemetry), GatewayError> {
+) -> Result<(Option<BoxedLayer>, Telemetry), StartupError> {
     Ok((None, Telemetry::default()))
 }

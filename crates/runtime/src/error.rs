@@ -1,7 +1,7 @@
 //! The one error type of the runtime crate.
 
 /// What can go wrong in the runtime.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuntimeError {
     /// A tool, prompt or resource cannot be registered (start-up only).
@@ -11,5 +11,14 @@ pub enum RuntimeError {
         what: String,
         /// What is wrong.
         problem: String,
+    },
+    /// A list could not be rendered to JSON.
+    #[error("rendering {what}")]
+    Rendering {
+        /// What was being rendered.
+        what: &'static str,
+        /// What the serializer said (shared, so the error stays `Clone`).
+        #[source]
+        source: std::sync::Arc<serde_json::Error>,
     },
 }

@@ -31,7 +31,11 @@ pub enum SealError {
     },
     /// The operating system's random number generator failed.
     #[error("the operating system random number generator failed")]
-    Random,
+    Random {
+        /// What the generator said.
+        #[source]
+        source: getrandom::Error,
+    },
 }
 
 impl SealError {

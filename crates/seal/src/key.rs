@@ -102,7 +102,7 @@ impl KeyRing {
     /// A ring with one fresh random key, for a single process that shares tokens with nobody.
     pub fn generate(id: &str) -> Result<Self, SealError> {
         let mut bytes = Zeroizing::new([0u8; 32]);
-        getrandom::fill(bytes.as_mut_slice()).map_err(|_| SealError::Random)?;
+        getrandom::fill(bytes.as_mut_slice()).map_err(|source| SealError::Random { source })?;
         Self::new(vec![(KeyId::new(id)?, bytes)])
     }
 

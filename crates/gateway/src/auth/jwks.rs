@@ -14,7 +14,7 @@ use jsonwebtoken::jwk::{JwkSet, PublicKeyUse};
 use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 
-use crate::error::GatewayError;
+use crate::error::StartupError;
 
 /// Largest JWKS document accepted.
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
@@ -56,26 +56,23 @@ impl std::fmt::Debug for Jwks {
 
 impl Jwks {
     /// A JWKS read from a file; the file is read now, so a missing file fails start-up.
-    pub(super) fn file(path: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, GatewayError> {
+    pub(super) fn file(path: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, StartupError> {
         let path = PathBuf::from(path);
-        let keys = read_file(&path).map_err(|problem| GatewayError::Startup {
-            what: format!("reading auth.jwt.jwks_file {}", path.display()),
-            problem,
-        })?;
+        let keys = read_file(&path)
+            .map_err(|problem| StartupError::step(format!("reading auth.jwt.jwks_file {}", path.display()), problem))?;
         Ok(Self::with(Location::File(path), keys, Some(Instant::now()), min_interval, lifetime))
     }
 
     /// A JWKS fetched from a URL on first use.
-    pub(super) fn url(url: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, GatewayError> {
+    pub(super) fn url(url: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, StartupError> {
         install_tls_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
             .redirect(redirect_policy())
             .build()
-            .map_err(|e| GatewayError::Startup {
-                what: "building the JWKS HTTP client".to_owned(),
-                problem: e.to_string(),
+            .map_err(|e| {
+                StartupError::step_caused("building the JWKS HTTP client", "reqwest refused its settings", e)
             })?;
         Ok(Self::with(Location::Url { url: url.to_owned(), client }, Vec::new(), None, min_interval, lifetime))
     }

@@ -20,7 +20,7 @@ use mcpgate_runtime::Principal;
 
 use super::resource_metadata_url;
 use crate::config::Config;
-use crate::error::GatewayError;
+use crate::error::{GatewayError, StartupError};
 use mcpgate_runtime::Credential;
 
 /// Verifies bearer tokens.
@@ -69,15 +69,14 @@ impl Scopes {
 
 impl JwtAuthenticator {
     /// Builds the verifier from a validated config.
-    pub(super) fn from_config(config: &Config) -> Result<Self, GatewayError> {
+    pub(super) fn from_config(config: &Config) -> Result<Self, StartupError> {
         let jwt = &config.auth.jwt;
         let issuer = jwt.issuer.clone().unwrap_or_default();
         let audience = jwt.audience.clone().or_else(|| config.auth.resource.clone()).unwrap_or_default();
         let mut validations = HashMap::new();
         for name in &jwt.algorithms {
-            let alg: Algorithm = name.parse().map_err(|_| GatewayError::Config {
-                setting: "auth.jwt.algorithms".to_owned(),
-                problem: format!("unknown algorithm {name:?}"),
+            let alg: Algorithm = name.parse().map_err(|e| {
+                StartupError::config_caused("auth.jwt.algorithms", format!("unknown algorithm {name:?}"), e)
             })?;
             let mut v = Validation::new(alg);
             v.set_issuer(&[&issuer]);
@@ -99,10 +98,7 @@ impl JwtAuthenticator {
         let lifetime = Duration::from_secs(jwt.jwks_cache_secs.max(1));
         let jwks = match (&jwt.jwks_file, &jwt.jwks_url) {
             (Some(_), Some(_)) => {
-                return Err(GatewayError::Config {
-                    setting: "auth.jwt.jwks_url".to_owned(),
-                    problem: "set either jwks_file or jwks_url, not both".to_owned(),
-                });
+                return Err(StartupError::config("auth.jwt.jwks_url", "set either jwks_file or jwks_url, not both"));
             }
             (Some(path), None) => Some(Arc::new(Jwks::file(path, min, lifetime)?)),
             (None, Some(url)) => Some(Arc::new(Jwks::url(url, min, lifetime)?)),
@@ -259,19 +255,16 @@ fn reason(kind: &ErrorKind) -> &'static str {
     }
 }
 
-fn load_pem(spec: &str) -> Result<NamedKey, GatewayError> {
+fn load_pem(spec: &str) -> Result<NamedKey, StartupError> {
     let (kid, path) = match spec.split_once('=') {
         Some((kid, path)) => (Some(kid.trim().to_owned()), path.trim()),
         None => (None, spec.trim()),
     };
-    let startup = |problem: String| GatewayError::Startup {
-        what: format!("loading auth.jwt.public_key_files entry {path}"),
-        problem,
-    };
-    let pem = std::fs::read(path).map_err(|e| startup(e.to_string()))?;
+    let what = || format!("loading auth.jwt.public_key_files entry {path}");
+    let pem = std::fs::read(path).map_err(|e| StartupError::step_caused(what(), "cannot read it", e))?;
     let key = DecodingKey::from_rsa_pem(&pem)
         .or_else(|_| DecodingKey::from_ec_pem(&pem))
         .or_else(|_| DecodingKey::from_ed_pem(&pem))
-        .map_err(|_| startup("not an RSA, EC or Ed25519 public key in PEM form".to_owned()))?;
+        .map_err(|_| StartupError::step(what(), "not an RSA, EC or Ed25519 public key in PEM form"))?;
     Ok(NamedKey { kid, key })
 }

@@ -17,7 +17,7 @@ use axum::http::HeaderMap;
 use mcpgate_runtime::Principal;
 
 use crate::config::{AuthMode, Config};
-use crate::error::GatewayError;
+use crate::error::{GatewayError, StartupError};
 use jwt::JwtAuthenticator;
 
 /// Turns request headers into a principal.
@@ -31,7 +31,7 @@ pub enum Authenticator {
 
 impl Authenticator {
     /// Builds the authenticator: loads key files and JWKS documents named in the config.
-    pub fn from_config(config: &Config) -> Result<Self, GatewayError> {
+    pub fn from_config(config: &Config) -> Result<Self, StartupError> {
         match config.auth.mode {
             AuthMode::None => Ok(Self::Anonymous(Principal::anonymous())),
             AuthMode::Jwt => Ok(Self::Jwt(Arc::new(JwtAuthenticator::from_config(config)?))),

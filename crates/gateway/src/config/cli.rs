@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-use super::settings::{Kind, SETTINGS};
+use super::settings::{Kind, SETTINGS, defaults};
 
 /// mcpgate: a stateless, horizontally scalable MCP gateway (2026-07-28 and 2025-11-25 from one endpoint).
 #[derive(Debug, Default, Parser)]
@@ -94,6 +94,7 @@ fn settings_help() -> String {
         "Settings (TOML key / environment variable): sources apply in the order defaults, --config file, \
          environment, flags. Lists are comma-separated in the environment.\n",
     );
+    let defaults = defaults();
     for s in SETTINGS {
         let kind = match s.kind {
             Kind::Str => "string",
@@ -101,7 +102,8 @@ fn settings_help() -> String {
             Kind::Bool => "bool",
             Kind::List => "list",
         };
-        out.push_str(&format!("\n  {} ({kind}) / {}\n      {}\n", s.key, s.env_name(), s.help));
+        let default = s.default_text(&defaults).map(|d| format!(" [{d}]")).unwrap_or_default();
+        out.push_str(&format!("\n  {} ({kind}) / {}\n      {}{default}\n", s.key, s.env_name(), s.help));
     }
     out.push_str(
         "\nUpstream servers: one [[upstream]] table each in the --config file (not in the environment), or \

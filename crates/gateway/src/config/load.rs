@@ -9,7 +9,7 @@ use toml::{Table, Value};
 
 use super::settings::{self, Kind, SETTINGS, Setting};
 use super::{AuthMode, Cli, Config};
-use crate::error::GatewayError;
+use crate::error::StartupError;
 use mcpgate_runtime::toolsets;
 
 /// Highest rate a limit may name: one request a microsecond (the buckets' resolution).
@@ -26,7 +26,7 @@ mod upstream {
     use mcpgate_upstream::import::{import_mcp_servers, merge};
     use mcpgate_upstream::{UpstreamConfig, UpstreamError};
 
-    use crate::error::GatewayError;
+    use crate::error::StartupError;
 
     /// The upstreams of the `[[upstream]]` tables and of the imported `mcpServers` file, each
     /// with its `${VAR}`s expanded. A table is the operator's own text and expands from the
@@ -38,22 +38,20 @@ mod upstream {
         mcp_servers_file: Option<&str>,
         import_env: &[String],
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Vec<UpstreamConfig>, GatewayError> {
+    ) -> Result<Vec<UpstreamConfig>, StartupError> {
         let mut parsed = Vec::with_capacity(tables.len());
         for (i, table) in tables.into_iter().enumerate() {
             let label = table
                 .get("name")
                 .and_then(Value::as_str)
                 .map_or_else(|| format!("upstream #{}", i + 1), |n| format!("upstream {n:?}"));
-            let config = UpstreamConfig::deserialize_from(table)
-                .map_err(|e| GatewayError::Config { setting: label, problem: e })?;
+            let config = UpstreamConfig::deserialize_from(table).map_err(|e| StartupError::config(label, e))?;
             parsed.push(config);
         }
         let imported = match mcp_servers_file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| GatewayError::Config {
-                    setting: "federation.mcp_servers_file".to_owned(),
-                    problem: format!("cannot read {path}: {e}"),
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    StartupError::config_caused("federation.mcp_servers_file", format!("cannot read {path}"), e)
                 })?;
                 import_mcp_servers(&text, path).map_err(config_error)?
             }
@@ -72,8 +70,9 @@ mod upstream {
                 continue;
             }
             u.expand(&allowed).map_err(|e| match config_error(e) {
-                GatewayError::Config { setting, problem } => GatewayError::Config {
+                StartupError::Config { setting, problem, source } => StartupError::Config {
                     setting,
+                    source,
                     problem: format!(
                         "{problem} (an imported mcpServers file may expand only the variables \
                          federation.import_env lists)"
@@ -87,25 +86,23 @@ mod upstream {
         Ok(all)
     }
 
-    fn config_error(e: UpstreamError) -> GatewayError {
+    fn config_error(e: UpstreamError) -> StartupError {
         match e {
             UpstreamError::Config { upstream, key, problem } => {
-                GatewayError::Config { setting: format!("upstream {upstream:?} {key}"), problem }
+                StartupError::config(format!("upstream {upstream:?} {key}"), problem)
             }
-            other => GatewayError::Config { setting: "upstream".to_owned(), problem: other.to_string() },
+            other => StartupError::config_caused("upstream", "not a valid upstream", other),
         }
     }
 }
 
 /// Loads the configuration from the CLI flags, the file they name, and `env` (a lookup of
 /// environment variables; pass `|k| std::env::var(k).ok()` in the binary, a map in tests).
-pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
     let (table, upstreams) = match &cli.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| GatewayError::Config {
-                setting: "--config".to_owned(),
-                problem: format!("cannot read {}: {e}", path.display()),
-            })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| StartupError::config_caused("--config", format!("cannot read {}", path.display()), e))?;
             parse_file(&text, &path.display().to_string())?
         }
         None => (Table::new(), Vec::new()),
@@ -116,7 +113,7 @@ pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, G
 /// Loads TOML `text` as a program's own defaults with `env`'s `MCPGATE_*` variables on top
 /// (as the binary layers them over its config file), validated: how a program built on the
 /// library takes its settings from the environment.
-pub fn load_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+pub fn load_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
     let (table, upstreams) = parse_file(text, "configuration text")?;
     layered(table, upstreams, &Cli::default(), env)
 }
@@ -127,7 +124,7 @@ fn layered(
     upstreams: Vec<Value>,
     cli: &Cli,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Config, GatewayError> {
+) -> Result<Config, StartupError> {
     for setting in SETTINGS {
         let name = setting.env_name();
         if let Some(raw) = env(&name) {
@@ -139,10 +136,8 @@ fn layered(
         }
     }
     for (key, raw) in cli.overrides() {
-        let setting = settings::find(key).ok_or_else(|| GatewayError::Config {
-            setting: key.to_owned(),
-            problem: "flag without a setting".to_owned(),
-        })?;
+        let setting = settings::find(key)
+            .ok_or_else(|| StartupError::config(key.to_owned(), "flag without a setting".to_owned()))?;
         let flag = format!("--{}", key.replace(['.', '_'], "-"));
         if let Some(value) = parse_text(setting, raw, &flag)? {
             insert(&mut table, setting.key, value);
@@ -153,21 +148,21 @@ fn layered(
 
 /// Loads a configuration from TOML text alone (defaults for everything else, `${VAR}` in
 /// upstream values expanded from `env`), validated.
-pub fn load_from_str_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+pub fn load_from_str_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
     let (table, upstreams) = parse_file(text, "configuration text")?;
     finish(table, upstreams, env)
 }
 
 /// Loads a configuration from TOML text alone (defaults for everything else), validated.
-pub fn load_from_str(text: &str) -> Result<Config, GatewayError> {
+pub fn load_from_str(text: &str) -> Result<Config, StartupError> {
     load_from_str_with_env(text, &|_| None)
 }
 
 /// Deserializes the layered table, resolves the upstreams, validates.
-fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, GatewayError> {
+fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
     let toolset_given = table.contains_key("toolset");
     let mut config = Config::deserialize(Value::Table(table))
-        .map_err(|e| GatewayError::Config { setting: "configuration".to_owned(), problem: e.to_string() })?;
+        .map_err(|e| StartupError::config_caused("configuration", "not a valid configuration", e))?;
     let federation = &config.federation;
     config.upstream =
         upstream::resolve(upstreams, federation.mcp_servers_file.as_deref(), &federation.import_env, env)?;
@@ -180,18 +175,17 @@ fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<Stri
 }
 
 /// Parses a file: the settings table (checked leaf by leaf) and its `[[upstream]]` tables.
-fn parse_file(text: &str, source: &str) -> Result<(Table, Vec<Value>), GatewayError> {
-    let mut table: Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| GatewayError::Config { setting: source.to_owned(), problem: e.to_string() })?;
+fn parse_file(text: &str, source: &str) -> Result<(Table, Vec<Value>), StartupError> {
+    let mut table: Table =
+        text.parse().map_err(|e: toml::de::Error| StartupError::config_caused(source, "not valid TOML", e))?;
     let upstreams = match table.remove("upstream") {
         None => Vec::new(),
         Some(Value::Array(items)) => items,
         Some(_) => {
-            return Err(GatewayError::Config {
-                setting: "upstream".to_owned(),
-                problem: format!("in {source}: write each upstream as an [[upstream]] table"),
-            });
+            return Err(StartupError::config(
+                "upstream".to_owned(),
+                format!("in {source}: write each upstream as an [[upstream]] table"),
+            ));
         }
     };
     normalize(&mut table, "", source)?;
@@ -200,7 +194,7 @@ fn parse_file(text: &str, source: &str) -> Result<(Table, Vec<Value>), GatewayEr
 
 /// Checks that every leaf is a known setting of the right kind; a lone string where a list
 /// is expected becomes a one-element list.
-fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), GatewayError> {
+fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), StartupError> {
     for (key, value) in table.iter_mut() {
         let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
         if let Value::Table(inner) = value {
@@ -210,10 +204,8 @@ fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), Gatewa
                 continue;
             }
         }
-        let setting = settings::find(&path).ok_or_else(|| GatewayError::Config {
-            setting: path.clone(),
-            problem: format!("unknown setting in {source}"),
-        })?;
+        let setting = settings::find(&path)
+            .ok_or_else(|| StartupError::config(path.clone(), format!("unknown setting in {source}")))?;
         let fits = match (setting.kind, &*value) {
             (Kind::Str, Value::String(_)) | (Kind::Bool, Value::Boolean(_)) => true,
             (Kind::Int, Value::Integer(i)) => *i >= 0,
@@ -241,7 +233,7 @@ fn expected(kind: Kind) -> &'static str {
 }
 
 /// Parses an environment or flag value; `None` means "unset" (an empty string).
-fn parse_text(setting: &Setting, raw: &str, source: &str) -> Result<Option<Value>, GatewayError> {
+fn parse_text(setting: &Setting, raw: &str, source: &str) -> Result<Option<Value>, StartupError> {
     let raw = raw.trim();
     let shown = if setting.secret { String::new() } else { format!(" (got {raw:?})") };
     let value = match setting.kind {
@@ -295,21 +287,31 @@ fn remove(table: &mut Table, key: &str) {
     current.remove(leaf);
 }
 
-fn invalid(setting: &Setting, problem: &str) -> GatewayError {
-    GatewayError::Config { setting: format!("{} ({})", setting.key, setting.env_name()), problem: problem.to_owned() }
+fn invalid(setting: &Setting, problem: &str) -> StartupError {
+    StartupError::config(format!("{} ({})", setting.key, setting.env_name()), problem.to_owned())
 }
 
-pub(crate) fn invalid_key(key: &str, problem: &str) -> GatewayError {
+pub(crate) fn invalid_key(key: &str, problem: &str) -> StartupError {
     match settings::find(key) {
         Some(setting) => invalid(setting, problem),
-        None => GatewayError::Config { setting: key.to_owned(), problem: problem.to_owned() },
+        None => StartupError::config(key.to_owned(), problem.to_owned()),
+    }
+}
+
+/// [`invalid_key`] for a value another component refused: `source` says why.
+fn invalid_key_caused(key: &str, problem: &str, source: impl Into<crate::error::BoxError>) -> StartupError {
+    match invalid_key(key, problem) {
+        StartupError::Config { setting, problem, .. } => {
+            StartupError::Config { setting, problem, source: Some(source.into()) }
+        }
+        other => other,
     }
 }
 
 /// Checks what the types alone cannot: required combinations, ranges and formats.
 /// (Whether there is anything to serve at all is checked when the catalog is built, as a
 /// program using the library may bring its own tools.)
-pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
+pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
     if c.federation.separator.is_empty()
         || !c.federation.separator.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
     {
@@ -439,10 +441,11 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
     }
     if !c.seal.keys.is_empty() {
         let specs: Vec<&str> = c.seal.keys.iter().map(|k| k.expose()).collect();
-        mcpgate_seal::KeyRing::parse(&specs).map_err(|e| invalid_key("seal.keys", &e.to_string()))?;
+        mcpgate_seal::KeyRing::parse(&specs)
+            .map_err(|e| invalid_key_caused("seal.keys", "not a usable key ring", e))?;
     }
     tracing_subscriber::EnvFilter::try_new(&c.log.level)
-        .map_err(|e| invalid_key("log.level", &format!("not a valid filter: {e}")))?;
+        .map_err(|e| invalid_key_caused("log.level", "not a valid filter", e))?;
     if let Some(resource) = &c.auth.resource {
         validate_resource_uri(resource)?;
     }
@@ -462,7 +465,7 @@ pub(super) fn validate(c: &Config) -> Result<(), GatewayError> {
 }
 
 /// Companion names are tool names (1 to 128 of `A-Za-z0-9_-.`) and distinct.
-fn validate_background(b: &crate::config::BackgroundConfig) -> Result<(), GatewayError> {
+fn validate_background(b: &crate::config::BackgroundConfig) -> Result<(), StartupError> {
     let names = [
         ("background.status_tool", &b.status_tool),
         ("background.result_tool", &b.result_tool),
@@ -484,7 +487,7 @@ fn validate_background(b: &crate::config::BackgroundConfig) -> Result<(), Gatewa
     Ok(())
 }
 
-fn validate_resource_uri(resource: &str) -> Result<(), GatewayError> {
+fn validate_resource_uri(resource: &str) -> Result<(), StartupError> {
     let ok = (resource.starts_with("https://") || resource.starts_with("http://")) && !resource.contains('#');
     if !ok {
         return Err(invalid_key("auth.resource", "must be an absolute http(s) URI without a fragment"));
@@ -492,7 +495,7 @@ fn validate_resource_uri(resource: &str) -> Result<(), GatewayError> {
     Ok(())
 }
 
-fn validate_jwt(c: &Config) -> Result<(), GatewayError> {
+fn validate_jwt(c: &Config) -> Result<(), StartupError> {
     let jwt = &c.auth.jwt;
     if jwt.issuer.as_deref().is_none_or(str::is_empty) {
         return Err(invalid_key("auth.jwt.issuer", "required when auth.mode = jwt"));
@@ -562,7 +565,7 @@ pub fn parse_origin(origin: &str) -> Option<String> {
 }
 
 /// `[admin]`: a token worth the name, and a listener of its own.
-fn validate_admin(c: &Config) -> Result<(), GatewayError> {
+fn validate_admin(c: &Config) -> Result<(), StartupError> {
     let Some(listen) = c.admin.listen else {
         if c.admin.private_metrics {
             return Err(invalid_key(

@@ -523,13 +523,13 @@ impl fmt::Debug for Secret {
 
 impl Config {
     /// Loads a configuration from TOML text (defaults for everything else), validated.
-    pub fn from_toml(text: &str) -> Result<Self, crate::error::GatewayError> {
+    pub fn from_toml(text: &str) -> Result<Self, crate::error::StartupError> {
         load::load_from_str(text)
     }
 
     /// Checks what the types alone cannot (for a config built in code; loaded ones are
     /// checked already): consistent auth, seal keys in multi-replica mode, bounds.
-    pub fn validate(&self) -> Result<(), crate::error::GatewayError> {
+    pub fn validate(&self) -> Result<(), crate::error::StartupError> {
         load::validate(self)
     }
 

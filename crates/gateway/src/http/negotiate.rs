@@ -104,6 +104,6 @@ pub(crate) async fn read_body(
         Err(_) => Err(GatewayError::BodyTimeout),
         Ok(Ok(collected)) => Ok(ReadBody { bytes: collected.to_bytes(), _budget: permit }),
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(GatewayError::PayloadTooLarge { limit }),
-        Ok(Err(e)) => Err(GatewayError::BodyRead { detail: e.to_string() }),
+        Ok(Err(source)) => Err(GatewayError::BodyRead { source }),
     }
 }

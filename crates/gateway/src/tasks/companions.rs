@@ -25,7 +25,7 @@ use mcpgate_runtime::catalog::{
 use mcpgate_store::{Cancelled, Read, TaskId, TaskOutcome, TaskRecord};
 
 use crate::config::BackgroundConfig;
-use crate::error::{GatewayError, clip};
+use crate::error::{StartupError, clip};
 use crate::tasks::TaskBook;
 
 /// Registers the companions when some tool is a background tool. `fixed` says whether a
@@ -36,7 +36,7 @@ pub(crate) fn register(
     book: &TaskBook,
     names: &BackgroundConfig,
     fixed: impl Fn(&str) -> bool,
-) -> Result<(), GatewayError> {
+) -> Result<(), StartupError> {
     if !builder.has_background() {
         return Ok(());
     }
@@ -62,12 +62,12 @@ pub(crate) fn register(
         ("background.cancel_tool", names.cancel_tool.as_str(), Kind::Cancel, "Stops a background task."),
     ] {
         if fixed(name) {
-            return Err(GatewayError::Config {
-                setting: setting.to_owned(),
-                problem: format!(
+            return Err(StartupError::config(
+                setting.to_owned(),
+                format!(
                     "a tool named {name:?} is already served: choose another name for the background-task companion"
                 ),
-            });
+            ));
         }
         if builder.remove_tool(name) {
             tracing::warn!(

@@ -135,7 +135,7 @@ async fn companion_names_are_configurable_and_never_take_a_served_tools_name() {
         .build()
         .await;
     assert!(
-        matches!(&clash, Err(mcpgate::GatewayError::Config { setting, .. }) if setting == "background.cancel_tool"),
+        matches!(&clash, Err(mcpgate::StartupError::Config { setting, .. }) if setting == "background.cancel_tool"),
         "{:?}",
         clash.err()
     );

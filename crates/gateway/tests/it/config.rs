@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use mcpgate::config::settings::SETTINGS;
 use mcpgate::config::{AuthMode, Cli, LogFormat, load, load_from_str};
-use mcpgate::{Config, GatewayError};
+use mcpgate::{Config, StartupError};
 
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -19,8 +19,15 @@ fn file(text: &str) -> tempfile::NamedTempFile {
     f
 }
 
-fn error_text(e: GatewayError) -> String {
-    e.to_string()
+/// The error and every cause under it, as the binary's exit message shows them.
+fn error_text(e: StartupError) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 #[test]
@@ -69,7 +76,7 @@ const KEY: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
 #[test]
 fn errors_name_the_setting() {
-    type Loader = Box<dyn Fn() -> Result<Config, GatewayError>>;
+    type Loader = Box<dyn Fn() -> Result<Config, StartupError>>;
     let cases: Vec<(Loader, &str)> = vec![
         (Box::new(|| load_from_str("[auth]\nmoode = \"jwt\"\n")), "auth.moode"),
         (Box::new(|| load_from_str("[http]\nbody_limit_bytes = \"big\"\n")), "http.body_limit_bytes"),
@@ -260,7 +267,7 @@ fn upstream_tables_are_validated_and_their_secrets_never_shown() {
         ("upstream = 1\n", "upstream"),
         ("[federation]\nseparator = \"/\"\n[[upstream]]\nname = \"a\"\ncommand = \"x\"\n", "separator"),
     ] {
-        let err = mcpgate::config::load_from_str_with_env(text, &env).expect_err(text).to_string();
+        let err = error_text(mcpgate::config::load_from_str_with_env(text, &env).expect_err(text));
         assert!(err.contains(named), "{named:?} not named in {err}");
     }
     let with_demo = format!("toolset = [\"demo\"]\n{ok}");
@@ -292,7 +299,7 @@ fn token_exchange_tables_expand_their_secret_and_are_validated() {
             "headers.Authorization",
         ),
     ] {
-        let err = mcpgate::config::load_from_str_with_env(&text, &env).expect_err(&text).to_string();
+        let err = error_text(mcpgate::config::load_from_str_with_env(&text, &env).expect_err(&text));
         assert!(err.contains(named) && !err.contains("tx-s3cret-9"), "{named:?} not named in {err}");
     }
 }
@@ -347,6 +354,37 @@ fn the_configuration_doc_lists_exactly_the_settings() {
     assert_eq!(listed.len(), SETTINGS.len(), "the settings table has rows that are not settings: {listed:?}");
 }
 
+/// The bracketed default ending a settings row's description, if any.
+fn documented_default(row: &str) -> Option<&str> {
+    let description = row.trim_end().strip_suffix('|')?.trim_end();
+    let inner = description.strip_suffix(']')?;
+    let open = inner.rfind('[')?;
+    let default = &inner[open + 1..];
+    (!default.contains(']')).then_some(default)
+}
+
+#[test]
+fn the_configuration_doc_shows_the_defaults_of_the_code() {
+    let doc = configuration_doc();
+    let defaults = mcpgate::config::settings::defaults();
+    let mut wrong = Vec::new();
+    for s in SETTINGS {
+        let start = format!("| `{}` | `{}` |", s.key, s.env_name());
+        let row = doc.lines().find(|l| l.starts_with(&start)).expect("every setting has a row");
+        let computed = s.default_text(&defaults);
+        if documented_default(row) != computed.as_deref() {
+            wrong.push(format!("{}: docs say {:?}, the code {computed:?}", s.key, documented_default(row)));
+        }
+    }
+    assert!(wrong.is_empty(), "docs/configuration.md's defaults differ from Config::default():\n{}", wrong.join("\n"));
+    // Spot checks that the defaults are computed, not absent.
+    assert_eq!(SETTINGS[0].default_text(&defaults).as_deref(), Some("127.0.0.1:8080"));
+    let lease = SETTINGS.iter().find(|s| s.key == "tasks.lease_ms").expect("tasks.lease_ms");
+    assert_eq!(lease.default_text(&defaults), Some(mcpgate::Config::default().tasks.lease_ms.to_string()));
+    let keys = SETTINGS.iter().find(|s| s.key == "seal.keys").expect("seal.keys");
+    assert_eq!(keys.default_text(&defaults), None, "a secret shows no default");
+}
+
 #[test]
 fn background_settings_are_validated() {
     let c = load_from_str("[tasks]\nanonymous_scope = \"server\"\n[background]\nstatus_tool = \"jobs.status\"\n")
@@ -396,13 +434,13 @@ fn the_admin_api_needs_a_strong_token_and_a_listener_of_its_own() {
         (format!("[admin]\nlisten = \"127.0.0.1:8080\"\ntoken = \"{token}\"\n"), "differ from listen"),
         (format!("[admin]\nlisten = \"nowhere\"\ntoken = \"{token}\"\n"), "admin"),
     ] {
-        let err = load_from_str(&text).expect_err(&text).to_string();
+        let err = error_text(load_from_str(&text).expect_err(&text));
         assert!(err.contains("admin") && err.contains(says) && !err.contains(token), "{text}: {err}");
     }
     let short = "too-short-secret";
-    let err = load_from_str(&format!("[admin]\nlisten = \"127.0.0.1:9091\"\ntoken = \"{short}\"\n"))
-        .expect_err("short")
-        .to_string();
+    let err = error_text(
+        load_from_str(&format!("[admin]\nlisten = \"127.0.0.1:9091\"\ntoken = \"{short}\"\n")).expect_err("short"),
+    );
     assert!(!err.contains(short), "the token is never echoed: {err}");
 }
 

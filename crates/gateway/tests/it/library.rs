@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use mcpgate::{Config, Gateway, GatewayError, Json, ToolError, typed_tool};
+use mcpgate::{Config, Gateway, Json, StartupError, ToolError, typed_tool};
 
 use crate::support::Req;
 
@@ -48,7 +48,7 @@ async fn rust_tools_are_served_alone_or_beside_toolsets() {
 async fn nothing_to_serve_or_an_invalid_config_is_refused() {
     let empty = Gateway::builder(only_code()).build().await;
     assert!(
-        matches!(&empty, Err(GatewayError::Config { setting, .. }) if setting.contains("toolset")),
+        matches!(&empty, Err(StartupError::Config { setting, .. }) if setting.contains("toolset")),
         "{:?}",
         empty.err()
     );
@@ -56,7 +56,7 @@ async fn nothing_to_serve_or_an_invalid_config_is_refused() {
     let config = Config { redis_url: Some("redis://127.0.0.1:1".to_owned()), ..Config::default() };
     let invalid = Gateway::builder(config).build().await;
     assert!(
-        matches!(&invalid, Err(GatewayError::Config { setting, .. }) if setting.contains("seal.keys")),
+        matches!(&invalid, Err(StartupError::Config { setting, .. }) if setting.contains("seal.keys")),
         "{:?}",
         invalid.err()
     );

@@ -352,5 +352,5 @@ fn finish<T: Cacheable>(mut result: T, era: Era, r: &ListRendering) -> Result<By
     }
     serde_json::to_vec(&result)
         .map(Bytes::from)
-        .map_err(|e| RuntimeError::Registration { what: "rendering a list".to_owned(), problem: e.to_string() })
+        .map_err(|e| RuntimeError::Rendering { what: "a list", source: std::sync::Arc::new(e) })
 }
