@@ -110,7 +110,11 @@ impl Tool for Companion {
             let owner = cx.principal().key();
             let not_found = || Outcome::Complete(CallToolResult::error(format!("Task {} not found", clip(raw))));
             let Some(id) = TaskId::parse(raw) else { return not_found() };
-            let unavailable = |e: mcpgate_store::StoreError| Outcome::Failed(Failure::Unavailable(e.to_string()));
+            // The store's own error (addresses, OS errors) is for the log, not the client.
+            let unavailable = |e: mcpgate_store::StoreError| {
+                tracing::warn!(task = %id, error = %e, "a background-task companion could not reach the task store");
+                Outcome::Failed(Failure::Unavailable("The task store is unavailable; try again shortly".to_owned()))
+            };
             match self.kind {
                 Kind::Cancel => match self.book.cancel(&id, owner).await {
                     Ok(Cancelled::Now(_)) => text(format!("Task {id} cancelled."), None),

@@ -140,3 +140,26 @@ async fn companion_names_are_configurable_and_never_take_a_served_tools_name() {
         clash.err()
     );
 }
+
+/// With Redis gone, a companion answers that the task store is unavailable, and nothing of
+/// Redis's own error (addresses, OS errors) reaches the client: that goes to the log.
+#[tokio::test]
+async fn a_companion_never_shows_the_clients_the_stores_own_error() {
+    let mut redis = mcpgate_store::testing::RedisServer::start();
+    let mut c = config();
+    c.redis_url = Some(redis.url());
+    c.seal.keys = vec![mcpgate::config::Secret::new("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")];
+    c.store.command_timeout_ms = 500;
+    let app = app(c).await;
+    let started = call(&app, "background_report", json!({"topic": "otters", "seconds": 30}), None).await;
+    let id = started["structuredContent"]["taskId"].as_str().expect("a task id").to_owned();
+    redis.stop();
+    let port = redis.port().to_string();
+    for companion in ["task_status", "task_result", "task_cancel"] {
+        let reply = Req::modern("tools/call", json!({"name": companion, "arguments": {"taskId": id}})).send(&app).await;
+        let json = reply.json();
+        let message = json["error"]["message"].as_str().unwrap_or_else(|| panic!("{companion}: an error: {json}"));
+        assert_eq!(message, "The task store is unavailable; try again shortly", "{companion}: {json}");
+        assert!(!json.to_string().contains(&port), "{companion} leaks the store's address: {json}");
+    }
+}

@@ -328,6 +328,11 @@ impl ToolContext {
         within: Duration,
     ) -> Result<InputResponses, Failure> {
         let unavailable = |why: String| Failure::Unavailable(why);
+        // What the store said is for the log: the failure becomes the task's, which its client reads.
+        let store_down = |e: mcpgate_store::StoreError| {
+            tracing::warn!(error = %e, "asking for input in place: the task store is unavailable");
+            Failure::Unavailable("the task store is unavailable".to_owned())
+        };
         let Some(checkpoints) = &self.checkpoints else {
             return Err(unavailable("input can be asked in place only inside a task".to_owned()));
         };
@@ -351,11 +356,11 @@ impl ToolContext {
             }
         };
         // Subscribed before asking, so the answer's event cannot be missed.
-        let mut events = store.subscribe(&lease.task).await.map_err(|e| unavailable(e.to_string()))?;
+        let mut events = store.subscribe(&lease.task).await.map_err(store_down)?;
         match store.hold(lease, &raw, state.as_ref().map(Option::as_deref)).await {
             Ok(Renewal::Held) => {}
             Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
-            Err(e) => return Err(unavailable(e.to_string())),
+            Err(e) => return Err(store_down(e)),
         }
         let deadline = tokio::time::Instant::now() + within;
         loop {
