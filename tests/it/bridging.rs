@@ -12,7 +12,7 @@ use mcpgate_e2e::{Client, Cluster, Gateway, HttpServer, Look, PATIENCE, eventual
 /// A modern request declaring form elicitation.
 async fn asking(client: &Client, url: &str, mut params: Value) -> anyhow::Result<Value> {
     params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
-    client.modern(url, "tools/call", params).await?.json()
+    Ok(client.modern(url, "tools/call", params).await?.json()?)
 }
 
 fn accept(content: Value) -> Value {

@@ -22,7 +22,7 @@ fn cluster(replicas: usize) -> ClusterBuilder {
 async fn modern(client: &Client, url: &str, method: &str, mut params: Value) -> anyhow::Result<Value> {
     params["_meta"] = ext();
     let reply = client.modern(url, method, params).await?;
-    reply.json()
+    Ok(reply.json()?)
 }
 
 async fn legacy_session(client: &Client, url: &str) -> anyhow::Result<String> {
@@ -204,16 +204,9 @@ async fn another_principal_cannot_reach_a_task_on_any_replica() -> anyhow::Resul
         let client = client.clone();
         async move {
             let mut params = params;
-            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
-            let mut headers =
-                vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method), ("authorization", auth.as_str())];
-            let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
-            if let Some(name) = &name {
-                headers.push(("mcp-name", name));
-            }
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-            client.post(&url, &headers, body).await?.json()
+            params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
+            let reply = client.modern_with(&url, &[("authorization", auth.as_str())], method, params).await?;
+            anyhow::Ok(reply.json()?)
         }
     };
     let created = call(

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use mcpgate_e2e::{Client, Gateway, Look, PATIENCE, wait_for};
 
 async fn call(client: &Client, url: &str, params: Value) -> anyhow::Result<Value> {
-    client.modern(url, "tools/call", params).await?.json()
+    Ok(client.modern(url, "tools/call", params).await?.json()?)
 }
 
 fn stop(mut example: Gateway) -> anyhow::Result<()> {

@@ -289,7 +289,7 @@ async fn thousands_of_waiters_on_slow_clients_keep_memory_bounded() -> anyhow::R
             let (client, url, session) = (client.clone(), url.clone(), session.clone());
             let call =
                 json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": format!("w{n}")}, "task": {}});
-            async move { client.legacy(&url, "tools/call", call, Some(&session)).await?.json() }
+            async move { anyhow::Ok(client.legacy(&url, "tools/call", call, Some(&session)).await?.json()?) }
         });
         for created in futures_util::future::join_all(creates).await {
             ids.push(created?["result"]["task"]["taskId"].as_str().context("a task")?.to_owned());

@@ -43,7 +43,7 @@ async fn modern(client: &Client, url: &str, method: &str, mut params: Value, tas
     if tasks {
         params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
     }
-    client.modern(url, method, params).await?.json()
+    Ok(client.modern(url, method, params).await?.json()?)
 }
 
 async fn call(client: &Client, url: &str, tool: &str, arguments: Value) -> anyhow::Result<Value> {

@@ -42,7 +42,7 @@ async fn modern_call(
     let mut all =
         vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "slow_compute")];
     all.extend_from_slice(headers);
-    client.post(url, &all, body).await?.json()
+    Ok(client.post(url, &all, body).await?.json()?)
 }
 
 fn task_id(reply: &Value) -> String {

@@ -58,7 +58,7 @@ async fn request(
         headers.push(("authorization", auth));
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    client.post(url, &headers, body).await?.json()
+    Ok(client.post(url, &headers, body).await?.json()?)
 }
 
 fn round(name: &str, arguments: Value, answers: Value, state: Option<&str>) -> Value {

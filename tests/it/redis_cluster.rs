@@ -20,7 +20,7 @@ async fn modern(client: &Client, url: &str, method: &str, mut params: Value, tas
         caps["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
     }
     params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": caps});
-    client.modern(url, method, params).await?.json()
+    Ok(client.modern(url, method, params).await?.json()?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

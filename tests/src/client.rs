@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use mcpgate_client::McpRequest;
+use mcpgate_client::{McpRequest, Reply};
 use mcpgate_protocol::ProtocolVersion;
 use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
@@ -18,45 +18,6 @@ const STREAM_TIMEOUT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone)]
 pub struct Client {
     mcp: mcpgate_client::Client,
-}
-
-/// A reply: status, headers and body.
-#[derive(Debug)]
-pub struct Reply {
-    /// HTTP status.
-    pub status: u16,
-    /// `Mcp-Session-Id`, if any.
-    pub session: Option<String>,
-    /// `Content-Type`.
-    pub content_type: String,
-    /// `Retry-After`, if any.
-    pub retry_after: Option<String>,
-    /// The body.
-    pub body: String,
-}
-
-impl From<mcpgate_client::Reply> for Reply {
-    fn from(r: mcpgate_client::Reply) -> Self {
-        Self {
-            status: r.status,
-            session: r.session,
-            content_type: r.content_type,
-            retry_after: r.retry_after,
-            body: r.body,
-        }
-    }
-}
-
-impl Reply {
-    /// The body as JSON.
-    pub fn json(&self) -> anyhow::Result<Value> {
-        serde_json::from_str(&self.body).with_context(|| format!("not JSON: {}", self.body))
-    }
-
-    /// The `data:` messages of an SSE body.
-    pub fn events(&self) -> anyhow::Result<Vec<Value>> {
-        self.body.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| Ok(serde_json::from_str(d)?)).collect()
-    }
 }
 
 impl Client {
@@ -73,7 +34,7 @@ impl Client {
 
     /// POSTs a raw body with the given headers.
     pub async fn post(&self, url: &str, headers: &[(&str, &str)], body: String) -> anyhow::Result<Reply> {
-        Ok(self.mcp.post(url, headers.iter().copied(), body).await?.into())
+        Ok(self.mcp.post(url, headers.iter().copied(), body).await?)
     }
 
     /// A modern (2026-07-28) request with `_meta` and mirrored headers.
@@ -90,7 +51,7 @@ impl Client {
         params: Value,
     ) -> anyhow::Result<Reply> {
         let request = with_headers(McpRequest::modern(1, method, params), extra);
-        Ok(self.mcp.send(url, &request).await?.into())
+        Ok(self.mcp.send(url, &request).await?)
     }
 
     /// A modern request whose SSE reply is read as it streams (`subscriptions/listen`).
@@ -127,7 +88,7 @@ impl Client {
         session: Option<&str>,
     ) -> anyhow::Result<Reply> {
         let request = with_headers(McpRequest::legacy(1, method, params, session), extra);
-        Ok(self.mcp.send(url, &request).await?.into())
+        Ok(self.mcp.send(url, &request).await?)
     }
 
     /// A legacy request whose SSE reply is read as it streams.

@@ -13,9 +13,10 @@ mod stand_in;
 mod upstreams;
 mod wait;
 
-pub use client::{Client, EventStream, Reply};
+pub use client::{Client, EventStream};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binary, run_to_end};
+pub use mcpgate_client::Reply;
 pub use nginx::Nginx;
 pub use stand_in::{StandInRequest, next_request};
 pub use upstreams::{HttpServer, fastmcp_python, fixture, free_port, server_everything};

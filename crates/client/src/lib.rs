@@ -41,4 +41,13 @@ pub enum ClientError {
         /// The client's `max_body`.
         max: usize,
     },
+    /// The body is not the JSON it should be.
+    #[error("not JSON ({source}): {body}")]
+    NotJson {
+        /// The body, clipped.
+        body: String,
+        /// What the parser said.
+        #[source]
+        source: serde_json::Error,
+    },
 }

@@ -31,6 +31,18 @@ impl Reply {
         self.content_type.starts_with("text/event-stream")
     }
 
+    /// The body as JSON.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::NotJson`](crate::ClientError::NotJson), quoting the body (clipped).
+    pub fn json(&self) -> Result<Value, crate::ClientError> {
+        serde_json::from_str(&self.body).map_err(|source| crate::ClientError::NotJson {
+            body: mcpgate_protocol::quote::clip(&self.body, 2_000),
+            source,
+        })
+    }
+
     /// The `data:` messages of an SSE body, in order.
     ///
     /// # Errors

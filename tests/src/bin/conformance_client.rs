@@ -267,7 +267,7 @@ fn last_message(reply: &Reply) -> anyhow::Result<Value> {
             .find(|m| m.get("result").is_some() || m.get("error").is_some())
             .with_context(|| format!("no response on the stream: {}", reply.body));
     }
-    reply.json()
+    Ok(reply.json()?)
 }
 
 /// A tool's arguments: the scenario's, else special cases, else made from its schema.
