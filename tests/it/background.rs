@@ -31,13 +31,9 @@ impl<'a> Agent<'a> {
         let headers = [("authorization", auth.as_str())];
         let init = client.legacy_with(url, &headers, "initialize", params, None).await?;
         let session = init.session.clone().ok_or_else(|| anyhow::anyhow!("no session id: {}", init.body))?;
-        let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-        let headers = [
-            ("authorization", auth.as_str()),
-            ("mcp-session-id", session.as_str()),
-            ("mcp-protocol-version", "2025-11-25"),
-        ];
-        anyhow::ensure!(client.post(url, &headers, body).await?.status == 202, "initialized not accepted");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let posted = client.legacy_message(url, &session, &[("authorization", auth.as_str())], &initialized).await?;
+        anyhow::ensure!(posted.status == 202, "initialized not accepted");
         Ok(Self { client, auth, session: Some(session) })
     }
 

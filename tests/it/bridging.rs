@@ -77,14 +77,13 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
         "clientInfo": {"name": "e2e", "version": "1"},
     });
     let session = client.legacy(&url(0), "initialize", init, None).await?.session.expect("a session");
-    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
     let call = json!({"name": tool, "arguments": {}});
     let mut stream = client.legacy_stream(&url(0), "tools/call", call, &session).await?;
     for (i, content) in [json!({"name": "Lin"}), json!({"color": "blue"})].into_iter().enumerate() {
         let request = stream.next(Duration::from_secs(20)).await?.expect("a question on the stream");
         assert_eq!(request["method"], "elicitation/create", "{request}");
         let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(content)});
-        let posted = client.post(&url(1 + i), &headers, answer.to_string()).await?;
+        let posted = client.legacy_message(&url(1 + i), &session, &[], &answer).await?;
         assert_eq!(posted.status, 202, "{}", posted.body);
     }
     let last = stream.next(Duration::from_secs(20)).await?.expect("the call's result");
@@ -104,8 +103,7 @@ async fn an_upstreams_input_requests_reach_clients_of_both_eras() -> anyhow::Res
     let request = stream.next(Duration::from_secs(20)).await?.expect("an input request");
     assert_eq!(request["method"], "elicitation/create", "{request}");
     let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(json!({"name": "Grace"}))});
-    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
-    let posted = client.post(&url(2), &headers, answer.to_string()).await?;
+    let posted = client.legacy_message(&url(2), &session, &[], &answer).await?;
     assert_eq!(posted.status, 202, "{}", posted.body);
     let last = stream.next_result(Duration::from_secs(20)).await?;
     assert_eq!(last["result"]["content"][0]["text"], "Hello, Grace!", "{last}");
@@ -175,8 +173,7 @@ async fn an_upstreams_tasks_are_wrapped_for_clients_of_both_eras() -> anyhow::Re
     assert!(request["params"]["message"].as_str().unwrap_or_default().contains("a.txt"), "{request}");
     assert_eq!(task_events(&client, &inner, "confirm_delete", "created").await?, 1, "the upstream made a task");
     let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(json!({"confirm": true}))});
-    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
-    let posted = client.post(&url(2), &headers, answer.to_string()).await?;
+    let posted = client.legacy_message(&url(2), &session, &[], &answer).await?;
     assert_eq!(posted.status, 202, "{}", posted.body);
     let last = stream.next_result(Duration::from_secs(20)).await?;
     assert_eq!(last["result"]["content"][0]["text"], "Deleted a.txt", "{last}");

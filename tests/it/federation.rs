@@ -199,8 +199,7 @@ async fn progress_is_relayed_and_cancellation_reaches_the_upstream() -> anyhow::
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}});
     for _ in 0..3 {
         // Through nginx: one of these lands on another replica than the call's.
-        let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
-        assert_eq!(client.post(&lb, &headers, note.to_string()).await?.status, 202);
+        assert_eq!(client.legacy_message(&lb, &session, &[], &note).await?.status, 202);
     }
     appears(&markers.join("cancelled-noted")).await;
     assert!(stream.next(Duration::from_secs(5)).await?.is_none(), "a cancelled call sends no result");

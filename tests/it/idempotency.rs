@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use mcpgate_client::McpRequest;
 use mcpgate_e2e::{Client, Cluster};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
@@ -20,7 +21,7 @@ async fn legacy_session(client: &Client, url: &str) -> anyhow::Result<String> {
 async fn modern_call(
     client: &Client,
     url: &str,
-    id: u64,
+    id: i64,
     arguments: Value,
     headers: &[(&str, &str)],
     meta: Value,
@@ -28,21 +29,17 @@ async fn modern_call(
     let mut params = json!({
         "name": "slow_compute",
         "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}},
-        },
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}},
     });
     if let Value::Object(extra) = meta {
         for (k, v) in extra {
             params["_meta"][k] = v;
         }
     }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string();
-    let mut all =
-        vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "slow_compute")];
-    all.extend_from_slice(headers);
-    Ok(client.post(url, &all, body).await?.json()?)
+    let request = headers
+        .iter()
+        .fold(McpRequest::modern(id, "tools/call", params), |request, (name, value)| request.header(*name, *value));
+    Ok(client.send(url, &request).await?.json()?)
 }
 
 fn task_id(reply: &Value) -> String {

@@ -41,24 +41,13 @@ async fn request(
     method: &str,
     mut params: Value,
 ) -> anyhow::Result<Value> {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    });
-    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": caps});
     let auth = match who {
         As::Anonymous => None,
         As::User(sub) => Some(crate::jwt::bearer(sub)?),
     };
-    let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
-    if let Some(name) = &name {
-        headers.push(("mcp-name", name));
-    }
-    if let Some(auth) = &auth {
-        headers.push(("authorization", auth));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    Ok(client.post(url, &headers, body).await?.json()?)
+    let extra: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    Ok(client.modern_with(url, &extra, method, params).await?.json()?)
 }
 
 fn round(name: &str, arguments: Value, answers: Value, state: Option<&str>) -> Value {
@@ -249,9 +238,8 @@ async fn a_legacy_stream_delivers_the_request_and_the_answer_lands_elsewhere() -
     assert_eq!(request["method"], "elicitation/create", "{request}");
     assert_eq!(request["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
 
-    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(json!({"confirm": true}))}).to_string();
-    let posted =
-        client.post(&other, &[("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")], answer).await?;
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": accept(json!({"confirm": true}))});
+    let posted = client.legacy_message(&other, &session, &[], &answer).await?;
     assert_eq!(posted.status, 202, "{}", posted.body);
 
     let last = stream.next_result(Duration::from_secs(20)).await?;

@@ -37,6 +37,26 @@ impl Client {
         Ok(self.mcp.post(url, headers.iter().copied(), body).await?)
     }
 
+    /// Sends a request built with [`McpRequest`] (its own id, headers).
+    pub async fn send(&self, url: &str, request: &McpRequest) -> anyhow::Result<Reply> {
+        Ok(self.mcp.send(url, request).await?)
+    }
+
+    /// POSTs a JSON-RPC notification or response within a 2025-11-25 session (its id and
+    /// version headers, then `extra`).
+    pub async fn legacy_message(
+        &self,
+        url: &str,
+        session: &str,
+        extra: &[(&str, &str)],
+        message: &Value,
+    ) -> anyhow::Result<Reply> {
+        let version = ProtocolVersion::LATEST_LEGACY.as_str();
+        let mut headers = vec![(MCP_SESSION_ID, session), (MCP_PROTOCOL_VERSION, version)];
+        headers.extend_from_slice(extra);
+        self.post(url, &headers, message.to_string()).await
+    }
+
     /// A modern (2026-07-28) request with `_meta` and mirrored headers.
     pub async fn modern(&self, url: &str, method: &str, params: Value) -> anyhow::Result<Reply> {
         self.modern_with(url, &[], method, params).await
