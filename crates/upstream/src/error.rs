@@ -85,6 +85,13 @@ pub enum UpstreamError {
          called without one)"
     )]
     NoCallerToken,
+    /// Authorizing with a protected upstream on a user's behalf failed (discovery of its
+    /// authorization server, or the server's answers). The text names what, never a token.
+    #[error("authorization with the upstream failed: {detail}")]
+    Authorization {
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 impl UpstreamError {
@@ -108,6 +115,7 @@ impl UpstreamError {
             Self::TokenExchangeRefused { .. } | Self::TokenExchangeFailed { .. } | Self::NoCallerToken => {
                 "token_exchange"
             }
+            Self::Authorization { .. } => "authorization",
         }
     }
 }

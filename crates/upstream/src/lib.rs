@@ -20,6 +20,7 @@ pub mod fuzzing;
 mod glob;
 pub mod import;
 mod input_relay;
+pub mod oauth;
 mod rpc;
 mod task_relay;
 mod token_cache;
