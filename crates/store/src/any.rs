@@ -6,7 +6,7 @@ use std::time::Duration;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::admin::{PurgeFilter, Purged, ScanPage};
-use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists};
+use crate::contract::{EventBus, JobQueue, Locks, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault};
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
@@ -16,6 +16,7 @@ use crate::model::{
 };
 use crate::rate::{Admission, Bucket};
 use crate::redis::RedisStore;
+use crate::vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultPage};
 
 /// One of the store implementations.
 #[derive(Debug, Clone)]
@@ -247,5 +248,39 @@ impl TaskAdmin for AnyStore {
 
     async fn forget_quota(&self, scope: &str, id: &TaskId) -> Result<(), StoreError> {
         delegate!(self, s => s.forget_quota(scope, id))
+    }
+}
+
+impl Vault for AnyStore {
+    async fn vault_get(&self, key: &VaultKey) -> Result<Option<VaultEntry>, StoreError> {
+        delegate!(self, s => s.vault_get(key))
+    }
+
+    async fn vault_put(&self, key: &VaultKey, value: &str, meta: &str, expect: Expect) -> Result<Put, StoreError> {
+        delegate!(self, s => s.vault_put(key, value, meta, expect))
+    }
+
+    async fn vault_delete(&self, key: &VaultKey) -> Result<bool, StoreError> {
+        delegate!(self, s => s.vault_delete(key))
+    }
+
+    async fn vault_list(
+        &self,
+        kind: VaultKind,
+        scope: Option<&str>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<VaultPage, StoreError> {
+        delegate!(self, s => s.vault_list(kind, scope, cursor, limit))
+    }
+}
+
+impl Locks for AnyStore {
+    async fn try_lock(&self, name: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError> {
+        delegate!(self, s => s.try_lock(name, holder, ttl))
+    }
+
+    async fn unlock(&self, name: &str, holder: &str) -> Result<bool, StoreError> {
+        delegate!(self, s => s.unlock(name, holder))
     }
 }

@@ -16,6 +16,7 @@ use crate::model::{
     Renewal, Settled, StatusNote, TaskId, TaskOutcome, TaskRecord,
 };
 use crate::rate::{Admission, Bucket};
+use crate::vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultPage};
 use mcpgate_protocol::task::TaskStatus;
 
 /// An operator's view of every task, whoever owns it, and deletion of ended ones: for an
@@ -284,4 +285,52 @@ pub trait UpstreamLists: Send + Sync {
 
     /// The current generation (0 before anything was saved). One round trip.
     fn lists_generation(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+}
+
+/// Secrets kept for the fleet (see `vault`): values sealed by the caller, versioned for
+/// compare-and-set, listed by operators without their values. Every method is one round trip.
+pub trait Vault: Send + Sync {
+    /// The entry at `key`, if any.
+    fn vault_get(&self, key: &VaultKey) -> impl Future<Output = Result<Option<VaultEntry>, StoreError>> + Send;
+
+    /// Writes `value` (sealed) and `meta` (clear) at `key` if the entry is as `expect` says;
+    /// atomically, so of two writers expecting one version, one wins.
+    fn vault_put(
+        &self,
+        key: &VaultKey,
+        value: &str,
+        meta: &str,
+        expect: Expect,
+    ) -> impl Future<Output = Result<Put, StoreError>> + Send;
+
+    /// Deletes the entry at `key`; whether there was one.
+    fn vault_delete(&self, key: &VaultKey) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Up to `limit` entries of `kind` (of `scope` only, when given), in (scope, name) order,
+    /// from `cursor` (a page's `next`): metadata only, never a value.
+    fn vault_list(
+        &self,
+        kind: VaultKind,
+        scope: Option<&str>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<VaultPage, StoreError>> + Send;
+}
+
+/// Named locks across the fleet, for work only one replica may do at a time (spending a
+/// rotating refresh token, registering the gateway as a client once). A lock lapses after its
+/// time to live, so a replica that dies holding one holds up the others no longer than that.
+pub trait Locks: Send + Sync {
+    /// Takes lock `name` for `holder` (a value unique to this attempt) for `ttl`; whether it
+    /// was free.
+    fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Releases lock `name` if `holder` still holds it (never another's, after a lapse);
+    /// whether it did.
+    fn unlock(&self, name: &str, holder: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }

@@ -50,6 +50,9 @@ pub enum StoreError {
     /// A scan cursor that no scan handed out.
     #[error("invalid scan cursor")]
     InvalidCursor,
+    /// A vault key's scope or name that cannot be kept (empty, over 2048 bytes, or holding NUL).
+    #[error("invalid vault key")]
+    InvalidVaultKey,
     /// The store could not be set up (start-up only).
     #[error("task store configuration: {detail}")]
     Config {

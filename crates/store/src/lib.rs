@@ -1,6 +1,7 @@
 //! Task state, the job queue and task events: the `TaskStore`, `JobQueue` and `EventBus`
 //! contracts (see `contract`), kept in memory (one replica, no Redis) or in Redis (any number
-//! of replicas).
+//! of replicas); beside them, the fleet's shared lists, marks, rate limits, a vault of sealed
+//! secrets (`Vault`) and named locks (`Locks`).
 //!
 //! Consistency model: every transition is one atomic step (one Lua script on Redis) that
 //! checks the task's lifetime, never overwrites a terminal status, and publishes the task's
@@ -21,11 +22,12 @@ mod rate;
 mod redis;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod vault;
 
 pub use admin::{PurgeFilter, Purged, ScanPage};
 pub use any::AnyStore;
 pub use change::Change;
-pub use contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists};
+pub use contract::{EventBus, JobQueue, Locks, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;
@@ -34,3 +36,4 @@ pub use model::*;
 pub use quota::{Quota, QuotaKind};
 pub use rate::{Admission, Bucket};
 pub use redis::{RedisOptions, RedisStore};
+pub use vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultListing, VaultPage};

@@ -8,6 +8,7 @@
 mod admin;
 mod rates;
 mod state;
+mod vault;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,7 @@ use crate::model::{
 use crate::rate::{Admission, Bucket};
 use rates::Rates;
 use state::State;
+use vault::VaultState;
 
 /// The in-process store.
 #[derive(Clone)]
@@ -35,6 +37,8 @@ pub struct MemoryStore {
     hub: Hub,
     /// Rate-limit buckets, apart from the task state (a check touches nothing else).
     rates: Arc<std::sync::Mutex<Rates>>,
+    /// Vault entries and locks, apart from the task state too.
+    vault: Arc<std::sync::Mutex<VaultState>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -57,6 +61,7 @@ impl MemoryStore {
             jobs_ready: Arc::new(Notify::new()),
             hub: Hub::new(),
             rates: Arc::default(),
+            vault: Arc::default(),
         }
     }
 

@@ -18,6 +18,10 @@
 //! <p>:{<p>:catalog}:generation    integer advanced whenever any upstream's lists change
 //! <p>:at-rest:cutover             string  Unix ms from which records hold payloads sealed in
 //!                                         the current format only (see `at_rest`)
+//! <p>:{<p>:vault}:<kind>:<h>      hash    a vault entry (h: digest of its scope and name):
+//!                                         value, meta, version, updated, scope, name
+//! <p>:{<p>:vault}:<kind>:index    zset    every entry of a kind, "<scope>\0<name>" (lex order)
+//! <p>:lock:<h>                    string  a named lock's holder (h: digest of the name), PX
 //! ```
 
 use std::fmt::Write as _;
@@ -112,6 +116,25 @@ impl Keys {
     /// The encryption-at-rest cutover (see `at_rest`).
     pub(super) fn at_rest_cutover(&self) -> String {
         format!("{}:at-rest:cutover", self.prefix)
+    }
+
+    /// A vault entry (one slot with its kind's index, for atomic writes).
+    pub(super) fn vault_entry(&self, kind: &str, member: &str) -> String {
+        let mut key = format!("{p}:{{{p}:vault}}:{kind}:", p = self.prefix);
+        push_hashed(&mut key, member);
+        key
+    }
+
+    /// The index of a kind's vault entries.
+    pub(super) fn vault_index(&self, kind: &str) -> String {
+        format!("{p}:{{{p}:vault}}:{kind}:index", p = self.prefix)
+    }
+
+    /// A named lock.
+    pub(super) fn lock(&self, name: &str) -> String {
+        let mut key = format!("{}:lock:", self.prefix);
+        push_hashed(&mut key, name);
+        key
     }
 
     pub(super) fn once(&self, id: &str) -> String {

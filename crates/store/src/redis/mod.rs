@@ -22,6 +22,7 @@ mod record;
 mod scripts;
 mod subscriber;
 mod task_store;
+mod vault;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -23,9 +23,13 @@ pub(super) static QUOTA: LazyLock<Script> = LazyLock::new(|| Script::new(include
 pub(super) static CHARGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/charge.lua")));
 pub(super) static PURGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/purge.lua")));
 pub(super) static CUTOVER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/cutover.lua")));
+pub(super) static VAULT_PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/vault_put.lua")));
+pub(super) static VAULT_DELETE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/vault_delete.lua")));
+pub(super) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/unlock.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 17] {
+pub(super) fn all() -> [&'static Script; 20] {
     [
         &CREATE,
         &CANCEL,
@@ -44,5 +48,8 @@ pub(super) fn all() -> [&'static Script; 17] {
         &CHARGE,
         &PURGE,
         &CUTOVER,
+        &VAULT_PUT,
+        &VAULT_DELETE,
+        &UNLOCK,
     ]
 }

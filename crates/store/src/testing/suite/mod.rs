@@ -3,6 +3,7 @@
 //! key prefix).
 
 mod operators;
+mod vault;
 
 use std::future::Future;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists};
+use crate::contract::{EventBus, JobQueue, Locks, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault};
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, Lease, NewTask, RawAnswer,
     RawAnswers, RawByKey, RawRequests, Read, Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome,
@@ -95,7 +96,7 @@ async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent 
 /// Runs every check, each against a store made by `make`.
 pub async fn run_suite<S, F, Fut>(make: F)
 where
-    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists + RateLimits + TaskAdmin,
+    S: TaskStore + JobQueue + EventBus + OnceMarks + UpstreamLists + RateLimits + TaskAdmin + Vault + Locks,
     F: Fn() -> Fut,
     Fut: Future<Output = S>,
 {
@@ -125,6 +126,8 @@ where
     operators::quotas_refuse_creations_until_tasks_end_or_expire(&make().await).await;
     operators::the_bytes_quota_counts_creations_and_charged_results(&make().await).await;
     operators::an_admin_scan_sees_every_task_and_a_purge_deletes_only_ended_ones(&make().await).await;
+    vault::vault_entries_are_versioned_and_listed_without_their_values(&make().await).await;
+    vault::locks_are_exclusive_until_released_or_lapsed(&make().await).await;
 }
 
 async fn upstream_lists_are_shared_with_a_generation<S: UpstreamLists>(store: &S) {
