@@ -165,7 +165,7 @@ pub async fn settle<V: PartialEq + Debug>(
 /// Asserts that a condition eventually holds (polled, bounded by [`PATIENCE`] or by
 /// `within = ...`); the condition may `.await` and use `?` (the error fails the test at once).
 ///
-/// ```ignore
+/// ```text
 /// eventually!(status_of(&client, &url, &id).await? == "completed", "task {id} completes");
 /// eventually!(within = Duration::from_secs(60), path.exists(), "{} appears", path.display());
 /// ```
