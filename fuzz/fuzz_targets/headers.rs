@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use mcpgate::http::headers::{check_params, check_routing, mirrored};
+use mcpgate::internals::headers::{check_params, check_routing, mirrored};
 use mcpgate_runtime::catalog::header_params;
 use serde_json::{Map, Value, json};
 

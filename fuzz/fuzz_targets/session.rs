@@ -6,8 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mcpgate::GatewayError;
-use mcpgate::mcp::session;
-use mcpgate::metrics::Metrics;
+use mcpgate::internals::{Metrics, now_ms, session};
 use mcpgate_runtime::Principal;
 use mcpgate_seal::{Binding, KeyRing, Purpose, Sealer};
 
@@ -24,7 +23,7 @@ fuzz_target!(|input: &[u8]| {
     }
     // The bytes as what a sealed id holds.
     let binding = Binding { purpose: Purpose::Session, principal: alice.key(), method: "", context: &[0; 32] };
-    let Ok(token) = sealer.seal(&binding, session::now_ms() + 60_000, input) else { return };
+    let Ok(token) = sealer.seal(&binding, now_ms() + 60_000, input) else { return };
     assert!(session::open(&sealer, &metrics, &bob, &token).is_err(), "opened for another principal");
     match session::open(&sealer, &metrics, &alice, &token) {
         Ok(opened) => {

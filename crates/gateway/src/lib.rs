@@ -38,10 +38,14 @@ mod tasks;
 pub mod telemetry;
 mod time;
 
-/// Internals that this crate's own tests and benchmarks drive directly: no stable API.
+/// Internals that this crate's own tests, benchmarks and fuzz targets drive directly: no
+/// stable API.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::http::headers;
     pub use crate::mcp::{session, task_view};
+    pub use crate::metrics::Metrics;
+    pub use crate::time::now_ms;
 }
 
 pub use config::Config;

@@ -19,7 +19,7 @@ pub(crate) use mcpgate_protocol::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VE
 
 /// The decoded value of a mirrored header, if present; an undecodable one is a mismatch
 /// (`<header> <problem>`).
-pub(crate) fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, GatewayError> {
+pub fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, GatewayError> {
     let Some(raw) = headers.get(name) else {
         return Ok(None);
     };
@@ -28,7 +28,7 @@ pub(crate) fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>
 
 /// What [`check_routing`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Routing {
+pub enum Routing {
     /// Every mirrored header that must be there is, and agrees with the body.
     Agrees,
     /// `Mcp-Name` is absent where it was allowed to be (`lenient`); the rest agrees.
@@ -38,7 +38,7 @@ pub(crate) enum Routing {
 /// Checks `Mcp-Method` (always required) and `Mcp-Name` (required when `name` is given,
 /// unless `lenient`: then only a mismatch is refused). `lenient` exists for `tasks/*`, whose
 /// `Mcp-Name` real clients (FastMCP 4.1) omit; intermediaries routing on it must cope.
-pub(crate) fn check_routing(
+pub fn check_routing(
     headers: &HeaderMap,
     method: &str,
     name: Option<&str>,
@@ -70,7 +70,7 @@ pub(crate) fn check_routing(
 
 /// Checks a call's `Mcp-Param-*` headers against its `x-mcp-header` arguments: both absent,
 /// or equal after decoding (integers compared numerically).
-pub(crate) fn check_params(
+pub fn check_params(
     headers: &HeaderMap,
     params: &[HeaderParam],
     arguments: Option<&JsonObject>,

@@ -5,6 +5,6 @@
 //! Invariant: these pieces know HTTP and the wire, not methods or handlers: nothing here
 //! imports the MCP layer or the routes.
 
-pub(crate) mod headers;
+pub mod headers;
 pub(crate) mod negotiate;
 pub(crate) mod reply;
