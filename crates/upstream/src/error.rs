@@ -85,6 +85,19 @@ pub enum UpstreamError {
          called without one)"
     )]
     NoCallerToken,
+    /// An authorization server refused a code or refresh token (an RFC 6749 §5.2 error
+    /// answer, e.g. `invalid_grant`: spent, revoked or expired). Its description is the
+    /// server's own text, clipped.
+    #[error(
+        "the authorization server refused: {error}{}",
+        .description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+    )]
+    AuthorizationRefused {
+        /// The OAuth error code.
+        error: String,
+        /// Its `error_description`, if any.
+        description: Option<String>,
+    },
     /// Authorizing with a protected upstream on a user's behalf failed (discovery of its
     /// authorization server, or the server's answers). The text names what, never a token.
     #[error("authorization with the upstream failed: {detail}")]
@@ -115,7 +128,7 @@ impl UpstreamError {
             Self::TokenExchangeRefused { .. } | Self::TokenExchangeFailed { .. } | Self::NoCallerToken => {
                 "token_exchange"
             }
-            Self::Authorization { .. } => "authorization",
+            Self::Authorization { .. } | Self::AuthorizationRefused { .. } => "authorization",
         }
     }
 }

@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use base64::Engine as _;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,8 +26,9 @@ use mcpgate_runtime::Credential;
 
 use crate::config::{ACCESS_TOKEN_TYPE, TokenExchangeConfig, UpstreamConfig};
 use crate::error::UpstreamError;
+use crate::oauth::endpoint::{Unanswered, answer, basic_authorization, form};
 use crate::token_cache::{Key, TokenCache, UpstreamToken, key_of, lifetime};
-use crate::transport::http::{describe, install_tls_provider};
+use crate::transport::http::install_tls_provider;
 
 /// The grant type of a token exchange (RFC 8693 §2.1).
 const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -223,56 +223,17 @@ impl TokenExchanger {
             .header(AUTHORIZATION, self.basic.clone())
             .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(ACCEPT, "application/json")
-            .body(body)
-            .send();
-        let answer = async {
-            let mut response = request.await.map_err(|e| {
-                failed(Failure::Unavailable, format!("cannot reach the token endpoint: {}", describe(e)))
-            })?;
-            let status = response.status().as_u16();
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| {
-                failed(Failure::Unavailable, format!("reading the token endpoint's answer failed: {}", describe(e)))
-            })? {
-                if body.len() + chunk.len() > MAX_ANSWER {
-                    return Err(failed(
-                        Failure::Invalid,
-                        format!("the token endpoint's answer is over {MAX_ANSWER} bytes"),
-                    ));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok((status, body))
-        };
-        let (status, body) = tokio::time::timeout(self.timeout, answer).await.unwrap_or_else(|_| {
-            Err(failed(
-                Failure::Timeout,
-                format!("no answer from the token endpoint within {} s", self.timeout.as_secs()),
-            ))
+            .body(body);
+        let (status, body) = answer(request, MAX_ANSWER, self.timeout).await.map_err(|e| {
+            let kind = match e {
+                Unanswered::Unavailable(_) => Failure::Unavailable,
+                Unanswered::TooLarge(_) => Failure::Invalid,
+                Unanswered::Timeout(_) => Failure::Timeout,
+            };
+            failed(kind, e.describe("the token endpoint"))
         })?;
         read_answer(status, &body, subject, &self.requested_token_type)
     }
-}
-
-/// `application/x-www-form-urlencoded` encoding of one value (the WHATWG byte serializer:
-/// `*-._` and alphanumerics as they are, space as `+`, every other byte as `%XX`).
-fn form(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => out.push(char::from(b)),
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// HTTP Basic client authentication as RFC 6749 §2.3.1 has it: id and secret each
-/// form-encoded first.
-fn basic_authorization(client_id: &str, client_secret: &str) -> String {
-    let pair = format!("{}:{}", form(client_id), form(client_secret));
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
 }
 
 /// The request's fields after `subject_token` (the same for every exchange of an upstream).
@@ -379,6 +340,8 @@ fn clean(text: &str, subject: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
     use super::*;
 
     const SUBJECT: &str = "eyJ.client.jwt";

@@ -1,15 +1,21 @@
 //! mcpgate as an OAuth 2.1 client of protected upstreams, on behalf of each of its users (the
 //! client side of the MCP authorization spec): reading an upstream's `Bearer` challenge,
-//! discovering its authorization server, and PKCE. The flows that use these (connecting a
-//! user, redeeming and refreshing tokens kept sealed in the store) build on them.
+//! discovering its authorization server, registering with it, the authorization URL with
+//! PKCE, and redeeming codes and refresh tokens. Connecting users and keeping their tokens
+//! sealed in the store build on these.
 
 mod challenge;
+mod client;
 mod discovery;
+pub(crate) mod endpoint;
 mod pkce;
+mod tokens;
 
 pub use challenge::BearerChallenge;
+pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, authorization_url};
 pub use discovery::{
     ResourceMetadata, ServerMetadata, check_resource, check_response_issuer, check_server, resource_metadata_urls,
     scopes_to_request, server_metadata_urls,
 };
 pub use pkce::Pkce;
+pub use tokens::TokenSet;
