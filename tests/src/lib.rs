@@ -1,5 +1,6 @@
 //! Harness for end-to-end tests that run real processes on loopback: `mcpgate` replicas, the
-//! `redis-server` they share and an `nginx` load balancer in front.
+//! `redis-server` they share and an `nginx` load balancer in front; real upstream MCP servers,
+//! and an OAuth authorization server with a server it protects.
 //!
 //! Invariants: every process a test starts is killed and reaped when its handle drops; every
 //! wait is bounded; logs of a failed run are printed so a red CI run explains itself.
@@ -8,6 +9,7 @@ mod client;
 mod cluster;
 mod gateway;
 mod nginx;
+mod oauth_servers;
 mod probe;
 mod stand_in;
 mod upstreams;
@@ -18,6 +20,7 @@ pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binary, run_to_end};
 pub use mcpgate_client::Reply;
 pub use nginx::Nginx;
+pub use oauth_servers::{OAuthServers, UserAgent};
 pub use stand_in::{StandInRequest, next_request};
 pub use upstreams::{HttpServer, fastmcp_python, fixture, free_port, server_everything};
 pub use wait::{Look, Observed, PATIENCE, TaskPoll, Until, patience, poll_task, settle, wait_for, wait_for_blocking};

@@ -20,7 +20,7 @@ use crate::wait::{Look, wait_for_blocking};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The repository root.
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
