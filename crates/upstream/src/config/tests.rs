@@ -1,0 +1,116 @@
+//! Tests of `[[upstream]]` tables: expansion, validation, and secrets kept out of errors.
+
+use super::*;
+
+fn env(var: &str) -> Option<String> {
+    (var == "TOKEN").then(|| "s3cret".to_owned())
+}
+
+#[test]
+fn debug_shows_no_secret_values() {
+    let mut u = UpstreamConfig::http("search", "https://user:pw@search.example/mcp?key=k");
+    u.headers.insert("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned());
+    u.expand(&env).unwrap();
+    let shown = format!("{u:?}");
+    assert!(!shown.contains("s3cret") && !shown.contains("pw") && !shown.contains("key=k"), "{shown}");
+    assert!(shown.contains("Authorization"));
+}
+
+#[test]
+fn validation_names_the_key() {
+    let mut u = UpstreamConfig::stdio("Files", "npx", &[]);
+    assert!(matches!(u.validate(), Err(UpstreamError::Config { key, .. }) if key == "name"));
+    u.name = "files".to_owned();
+    u.url = Some("http://x".to_owned());
+    assert!(matches!(u.validate(), Err(UpstreamError::Config { key, .. }) if key == "url"));
+    let mut h = UpstreamConfig::http("web", "ftp://nope");
+    assert!(matches!(h.validate(), Err(UpstreamError::Config { key, .. }) if key == "url"));
+    h.url = Some("https://search.example/mcp".to_owned());
+    h.headers.insert("Mcp-Session-Id".to_owned(), "x".to_owned());
+    assert!(matches!(h.validate(), Err(UpstreamError::Config { key, .. }) if key == "headers.Mcp-Session-Id"));
+}
+
+fn exchanging(url: &str) -> UpstreamConfig {
+    let mut u = UpstreamConfig::http("search", "https://search.example/mcp");
+    u.token_exchange = Some(TokenExchangeConfig::new(url, "gateway", "${TOKEN}", "search"));
+    u
+}
+
+fn key_of(u: &UpstreamConfig) -> Option<String> {
+    match u.validate() {
+        Err(UpstreamError::Config { key, .. }) => Some(key),
+        _ => None,
+    }
+}
+
+#[test]
+fn token_exchange_is_validated() {
+    let mut u = exchanging("https://auth.example/token");
+    u.expand(&env).unwrap();
+    assert_eq!(key_of(&u), None);
+    assert_eq!(u.token_exchange.as_ref().map(|t| t.client_secret.as_str()), Some("s3cret"));
+    for url in ["http://127.0.0.1:8080/token", "http://localhost/token", "http://[::1]:9/t"] {
+        assert_eq!(key_of(&exchanging(url)), None, "{url}");
+    }
+    for url in ["http://auth.example/token", "ftp://auth.example/", "https://u:p@auth.example/", "token"] {
+        assert_eq!(key_of(&exchanging(url)).as_deref(), Some("token_exchange.token_url"), "{url}");
+    }
+    // Not for stdio (nor sse): no per-request credentials there.
+    let mut stdio = UpstreamConfig::stdio("files", "npx", &[]);
+    stdio.token_exchange = exchanging("https://auth.example/token").token_exchange;
+    assert_eq!(key_of(&stdio).as_deref(), Some("token_exchange"));
+    // An audience or a resource, or the token is not bound to this upstream.
+    let mut u = exchanging("https://auth.example/token");
+    let exchange = u.token_exchange.as_mut().unwrap();
+    exchange.audience = None;
+    assert_eq!(key_of(&u).as_deref(), Some("token_exchange.audience"));
+    u.token_exchange.as_mut().unwrap().resource = Some("https://search.example/mcp".to_owned());
+    assert_eq!(key_of(&u), None);
+    u.token_exchange.as_mut().unwrap().resource = Some("search".to_owned());
+    assert_eq!(key_of(&u).as_deref(), Some("token_exchange.resource"));
+    // A static Authorization header would be ambiguous.
+    let mut u = exchanging("https://auth.example/token");
+    u.headers.insert("authorization".to_owned(), "Bearer x".to_owned());
+    assert_eq!(key_of(&u).as_deref(), Some("headers.Authorization"));
+    let mut u = exchanging("https://auth.example/token");
+    u.token_exchange.as_mut().unwrap().cache_max_entries = 0;
+    assert_eq!(key_of(&u).as_deref(), Some("token_exchange.cache_max_entries"));
+    u.token_exchange.as_mut().unwrap().cache_max_entries = 5;
+    u.token_exchange.as_mut().unwrap().timeout_secs = Some(0);
+    assert_eq!(key_of(&u).as_deref(), Some("token_exchange.timeout_secs"));
+}
+
+#[test]
+fn token_exchange_reads_from_a_table_and_hides_its_secret() {
+    let table = serde_json::json!({
+        "name": "search", "transport": "http", "url": "https://search.example/mcp",
+        "token_exchange": {
+            "token_url": "https://auth.example/token", "client_id": "gateway", "client_secret": "${TOKEN}",
+            "resource": "https://search.example/mcp", "scope": "search.read",
+        },
+    });
+    let mut u = UpstreamConfig::deserialize_from(table).unwrap();
+    u.expand(&env).unwrap();
+    u.validate().unwrap();
+    let exchange = u.token_exchange.as_ref().unwrap();
+    assert_eq!(exchange.subject_token_type, ACCESS_TOKEN_TYPE);
+    assert_eq!(exchange.requested_token_type, ACCESS_TOKEN_TYPE);
+    assert_eq!((exchange.cache_max_entries, exchange.timeout(120)), (10_000, Duration::from_secs(10)));
+    assert_eq!(exchange.timeout(3), Duration::from_secs(3));
+    let shown = format!("{u:?}");
+    assert!(shown.contains("token_exchange") && !shown.contains("s3cret"), "{shown}");
+    let table = serde_json::json!({"name": "x", "token_exchange": {
+        "token_url": "https://a/", "client_id": "c", "client_secret": "s", "nope": 1}});
+    let err = UpstreamConfig::deserialize_from(table).unwrap_err();
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn include_and_exclude() {
+    let mut u = UpstreamConfig::http("web", "https://search.example/mcp");
+    u.tools.include = vec!["web_*".to_owned()];
+    u.tools.exclude = vec!["web_admin".to_owned()];
+    assert!(u.exposes("web_fetch"));
+    assert!(!u.exposes("web_admin"));
+    assert!(!u.exposes("other"));
+}
