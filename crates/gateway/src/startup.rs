@@ -3,7 +3,8 @@
 //! lists, the catalog, the task workers and service — and starting the catalog refresh loop.
 //!
 //! Invariant: a replica serves only once all of this stands; any part that cannot be built is
-//! a start-up error naming what failed, and nothing half-built is left running.
+//! a start-up error naming what failed (the task workers start only after everything that can
+//! fail has been built).
 
 use std::sync::Arc;
 use std::time::Duration;
