@@ -26,7 +26,7 @@ use mcpgate_runtime::Credential;
 
 use crate::config::{ACCESS_TOKEN_TYPE, TokenExchangeConfig, UpstreamConfig};
 use crate::error::UpstreamError;
-use crate::oauth::endpoint::{Unanswered, answer, basic_authorization, form};
+use crate::oauth::endpoint::{Unanswered, answer, basic_authorization, form, printable};
 use crate::token_cache::{Key, TokenCache, UpstreamToken, key_of, lifetime};
 use crate::transport::http::install_tls_provider;
 
@@ -334,8 +334,7 @@ fn read_answer(
 /// caller's token.
 fn clean(text: &str, subject: &str, max: usize) -> String {
     let text = if subject.is_empty() { text.to_owned() } else { text.replace(subject, "[redacted]") };
-    let printable: String = text.chars().filter(|c| !c.is_control()).collect();
-    mcpgate_protocol::quote::clip(&printable, max)
+    printable(&text, max)
 }
 
 #[cfg(test)]

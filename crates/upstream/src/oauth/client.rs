@@ -134,11 +134,10 @@ impl OAuthClient {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
-            .timeout(self.timeout)
-            .send();
-        let response = tokio::time::timeout(self.timeout, request)
+            .timeout(self.timeout);
+        let response = request
+            .send()
             .await
-            .map_err(|_| authorization(format!("no answer from {endpoint} within {} s", self.timeout.as_secs())))?
             .map_err(|e| authorization(format!("cannot reach {endpoint}: {}", crate::transport::http::describe(e))))?;
         if !matches!(response.status().as_u16(), 401 | 403) {
             return Ok(None);

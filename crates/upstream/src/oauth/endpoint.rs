@@ -74,6 +74,13 @@ pub(crate) fn form_body<'a>(fields: impl IntoIterator<Item = (&'a str, &'a str)>
     fields.into_iter().map(|(k, v)| format!("{}={}", form(k), form(v))).collect::<Vec<_>>().join("&")
 }
 
+/// Text from an authorization server fit for an error message: control characters dropped,
+/// clipped to `max` characters.
+pub(crate) fn printable(text: &str, max: usize) -> String {
+    let printable: String = text.chars().filter(|c| !c.is_control()).collect();
+    mcpgate_protocol::quote::clip(&printable, max)
+}
+
 /// HTTP Basic client authentication as RFC 6749 §2.3.1 has it: id and secret each
 /// form-encoded first.
 pub(crate) fn basic_authorization(client_id: &str, client_secret: &str) -> String {

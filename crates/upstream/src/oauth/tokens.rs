@@ -10,6 +10,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::endpoint::printable;
 use crate::error::UpstreamError;
 
 /// Longest token accepted (access or refresh).
@@ -99,11 +100,6 @@ pub(crate) fn read(status: u16, body: &[u8]) -> Result<TokenSet, UpstreamError> 
         expires_in,
         scope: issued.scope.map(|s| printable(&s, 1024)),
     })
-}
-
-fn printable(text: &str, max: usize) -> String {
-    let printable: String = text.chars().filter(|c| !c.is_control()).collect();
-    mcpgate_protocol::quote::clip(&printable, max)
 }
 
 #[cfg(test)]
