@@ -105,6 +105,18 @@ pub enum UpstreamError {
         /// What went wrong.
         detail: String,
     },
+    /// An `auth = "oauth"` upstream, and the caller has no usable connection to it (never
+    /// connected, refresh refused, revoked, or more scopes needed): the caller must open `url`
+    /// (the gateway's sealed, single-use connect link, bound to them) and call again.
+    #[error("connect your account at {upstream} first: open {url}")]
+    ConnectionRequired {
+        /// The upstream's name.
+        upstream: String,
+        /// The connect link.
+        url: String,
+        /// Names this request for a connection (a URL elicitation's `elicitationId`).
+        elicitation_id: String,
+    },
 }
 
 impl UpstreamError {
@@ -128,7 +140,9 @@ impl UpstreamError {
             Self::TokenExchangeRefused { .. } | Self::TokenExchangeFailed { .. } | Self::NoCallerToken => {
                 "token_exchange"
             }
-            Self::Authorization { .. } | Self::AuthorizationRefused { .. } => "authorization",
+            Self::Authorization { .. } | Self::AuthorizationRefused { .. } | Self::ConnectionRequired { .. } => {
+                "authorization"
+            }
         }
     }
 }

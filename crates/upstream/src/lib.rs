@@ -29,7 +29,10 @@ mod transport;
 mod upstream;
 
 pub use breaker::BreakerState;
-pub use config::{EraChoice, TaskMode, TokenExchangeConfig, ToolFilter, TransportKind, UpstreamConfig, UpstreamLimits};
+pub use config::{
+    EraChoice, OAuthConfig, TaskMode, TokenExchangeConfig, ToolFilter, TransportKind, UpstreamAuth, UpstreamConfig,
+    UpstreamLimits,
+};
 pub use entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 pub use error::UpstreamError;
 pub use federation::{Contribution, Federation, UpstreamStatus};

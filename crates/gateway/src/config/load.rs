@@ -461,6 +461,19 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
         }
         AuthMode::Jwt => validate_jwt(c)?,
     }
+    // Auth `none` has no users: nobody to connect an account for, nobody to keep it from.
+    if let Some(u) = c.upstream.iter().find(|u| u.is_oauth())
+        && c.auth.mode != AuthMode::Jwt
+    {
+        return Err(invalid_key(
+            "auth.mode",
+            &format!(
+                "upstream {:?} has auth = \"oauth\" (each caller's own account), which needs callers: set \
+                 auth.mode = \"jwt\"",
+                u.name
+            ),
+        ));
+    }
     Ok(())
 }
 

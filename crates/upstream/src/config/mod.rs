@@ -16,8 +16,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::UpstreamError;
 use crate::glob::Glob;
 
+mod oauth;
 mod token_exchange;
 
+pub use oauth::{OAuthConfig, UpstreamAuth};
 pub use token_exchange::TokenExchangeConfig;
 
 /// Every key of an `[[upstream]]` table with its help text (for `--help` and
@@ -66,6 +68,18 @@ pub const KEYS: &[(&str, &str)] = &[
          upstream's, sent as its Authorization, cached until it expires: token_url, client_id, client_secret (${VAR} \
          expands), audience and/or resource, scope, subject_token_type, requested_token_type, cache_max_entries \
          [10000], timeout_secs [10, or timeout_secs if shorter] [unset: no per-user token]",
+    ),
+    (
+        "auth",
+        "headers | oauth: oauth (http only) = each caller connects their own account at the upstream's \
+         authorization server, found from its 401 challenge; tokens kept sealed in the store; needs auth.mode = \
+         \"jwt\" and server.public_url [headers: what headers and token_exchange say]",
+    ),
+    (
+        "oauth",
+        "With auth = \"oauth\": client_id and client_secret registered beforehand (${VAR} expands; unset: a \
+         Client ID Metadata Document or Dynamic Client Registration), scopes [unset: the challenge's, else the \
+         metadata's scopes_supported], timeout_secs of each request to the authorization server [10]",
     ),
 ];
 
@@ -219,6 +233,12 @@ pub struct UpstreamConfig {
     /// Per-user upstream tokens by OAuth 2.0 Token Exchange (`[upstream.token_exchange]`).
     #[serde(default)]
     pub token_exchange: Option<TokenExchangeConfig>,
+    /// How requests are authorized: `headers` or each caller's own `oauth` connection.
+    #[serde(default)]
+    pub auth: UpstreamAuth,
+    /// `[upstream.oauth]`, with `auth = "oauth"`.
+    #[serde(default)]
+    pub oauth: Option<OAuthConfig>,
 }
 
 /// `[upstream.limits]`: how often one principal may call this upstream's tools, across every
@@ -277,6 +297,8 @@ impl fmt::Debug for UpstreamConfig {
             .field("era", &self.era)
             .field("task", &self.task)
             .field("token_exchange", &self.token_exchange)
+            .field("auth", &self.auth)
+            .field("oauth", &self.oauth)
             .finish_non_exhaustive()
     }
 }
@@ -330,6 +352,8 @@ impl UpstreamConfig {
             breaker_cooldown_secs: default_breaker_cooldown_secs(),
             limits: UpstreamLimits::default(),
             token_exchange: None,
+            auth: UpstreamAuth::Headers,
+            oauth: None,
         }
     }
 
@@ -363,6 +387,16 @@ impl UpstreamConfig {
         self.background.iter().any(|p| Glob::new(p).matches(tool))
     }
 
+    /// Whether each caller connects their own account (`auth = "oauth"`).
+    pub fn is_oauth(&self) -> bool {
+        self.auth == UpstreamAuth::Oauth
+    }
+
+    /// Its `[upstream.oauth]` table (the defaults when it has none).
+    pub fn oauth(&self) -> OAuthConfig {
+        self.oauth.clone().unwrap_or_default()
+    }
+
     /// Whether one of its tools is exposed (include / exclude globs).
     pub fn exposes(&self, tool: &str) -> bool {
         let matches = |patterns: &[String]| patterns.iter().any(|p| Glob::new(p).matches(tool));
@@ -383,6 +417,13 @@ impl UpstreamConfig {
             for (key, value) in [("client_id", &mut exchange.client_id), ("client_secret", &mut exchange.client_secret)]
             {
                 *value = crate::expand::expand(value, lookup).map_err(failed(format!("token_exchange.{key}")))?;
+            }
+        }
+        if let Some(oauth) = &mut self.oauth {
+            for (key, value) in [("client_id", &mut oauth.client_id), ("client_secret", &mut oauth.client_secret)] {
+                if let Some(value) = value {
+                    *value = crate::expand::expand(value, lookup).map_err(failed(format!("oauth.{key}")))?;
+                }
             }
         }
         Ok(())
@@ -460,6 +501,35 @@ impl UpstreamConfig {
                 ));
             }
             exchange.validate().map_err(|(key, problem)| bad(&format!("token_exchange.{key}"), problem))?;
+        }
+        match (self.auth, &self.oauth) {
+            (UpstreamAuth::Oauth, oauth) => {
+                if self.transport != TransportKind::Http {
+                    return Err(bad(
+                        "auth",
+                        "oauth is only for transport = \"http\": each caller's requests carry their own token"
+                            .to_owned(),
+                    ));
+                }
+                if self.token_exchange.is_some() {
+                    return Err(bad("token_exchange", "not with auth = \"oauth\": choose one".to_owned()));
+                }
+                if self.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+                    return Err(bad(
+                        "headers.Authorization",
+                        "not with auth = \"oauth\", which sets each request's Authorization to the caller's own \
+                         token"
+                            .to_owned(),
+                    ));
+                }
+                if let Some(oauth) = oauth {
+                    oauth.validate().map_err(|(key, problem)| bad(&format!("oauth.{key}"), problem))?;
+                }
+            }
+            (UpstreamAuth::Headers, Some(_)) => {
+                return Err(bad("oauth", "only with auth = \"oauth\"".to_owned()));
+            }
+            (UpstreamAuth::Headers, None) => {}
         }
         if self.transport == TransportKind::Sse && self.era != EraChoice::Auto {
             return Err(bad("era", "transport = \"sse\" always speaks 2024-11-05; leave era unset".to_owned()));

@@ -114,3 +114,52 @@ fn include_and_exclude() {
     assert!(!u.exposes("web_admin"));
     assert!(!u.exposes("other"));
 }
+
+fn oauth(url: &str) -> UpstreamConfig {
+    let mut u = UpstreamConfig::http("tracker", url);
+    u.auth = UpstreamAuth::Oauth;
+    u
+}
+
+#[test]
+fn oauth_upstreams_are_validated() {
+    assert_eq!(key_of(&oauth("https://tracker.example/mcp")), None);
+    let mut stdio = UpstreamConfig::stdio("tracker", "npx", &[]);
+    stdio.auth = UpstreamAuth::Oauth;
+    assert_eq!(key_of(&stdio).as_deref(), Some("auth"));
+    let mut both = oauth("https://tracker.example/mcp");
+    both.token_exchange = Some(TokenExchangeConfig::new("https://as.example/token", "g", "s", "a"));
+    assert_eq!(key_of(&both).as_deref(), Some("token_exchange"));
+    let mut header = oauth("https://tracker.example/mcp");
+    header.headers.insert("authorization".to_owned(), "Bearer x".to_owned());
+    assert_eq!(key_of(&header).as_deref(), Some("headers.Authorization"));
+    let mut secret_alone = oauth("https://tracker.example/mcp");
+    secret_alone.oauth = Some(OAuthConfig { client_secret: Some("s".to_owned()), ..OAuthConfig::default() });
+    assert_eq!(key_of(&secret_alone).as_deref(), Some("oauth.client_secret"));
+    let mut scope = oauth("https://tracker.example/mcp");
+    scope.oauth = Some(OAuthConfig { scopes: vec!["read write".to_owned()], ..OAuthConfig::default() });
+    assert_eq!(key_of(&scope).as_deref(), Some("oauth.scopes"));
+    let mut table_alone = UpstreamConfig::http("tracker", "https://tracker.example/mcp");
+    table_alone.oauth = Some(OAuthConfig::default());
+    assert_eq!(key_of(&table_alone).as_deref(), Some("oauth"));
+}
+
+#[test]
+fn oauth_secrets_expand_and_never_show() {
+    let mut u = oauth("https://tracker.example/mcp");
+    u.oauth = Some(OAuthConfig {
+        client_id: Some("gateway".to_owned()),
+        client_secret: Some("${TOKEN}".to_owned()),
+        ..OAuthConfig::default()
+    });
+    u.expand(&env).unwrap();
+    assert_eq!(u.oauth().client_secret.as_deref(), Some("s3cret"));
+    let shown = format!("{u:?}");
+    assert!(!shown.contains("s3cret") && shown.contains("<set>"), "{shown}");
+    let parsed: UpstreamConfig = serde_json::from_value(serde_json::json!({
+        "name": "tracker", "transport": "http", "url": "https://t.example/mcp",
+        "auth": "oauth", "oauth": { "scopes": ["read"] },
+    }))
+    .unwrap();
+    assert!(parsed.is_oauth() && parsed.oauth().scopes == ["read"]);
+}

@@ -6,6 +6,7 @@
 
 mod challenge;
 mod client;
+mod connections;
 mod discovery;
 pub(crate) mod endpoint;
 mod pkce;
@@ -13,6 +14,7 @@ mod tokens;
 
 pub use challenge::BearerChallenge;
 pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, authorization_url};
+pub use connections::{Connections, Refusal};
 pub use discovery::{
     ResourceMetadata, ServerMetadata, check_resource, check_response_issuer, check_server, resource_metadata_urls,
     scopes_to_request, server_metadata_urls,
