@@ -7,7 +7,7 @@
 //! An upstream that cannot be reached does not stop start-up.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -18,6 +18,7 @@ use mcpgate_runtime::catalog::{CatalogBuilder, TaskPolicy, ToolDescriptor, heade
 use crate::config::{TaskMode, TransportKind, UpstreamConfig, validate_all};
 use crate::entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 use crate::error::UpstreamError;
+use crate::oauth::Connections;
 use crate::upstream::{Lists, Upstream};
 
 /// What one upstream contributed, for `/upstreams`.
@@ -43,6 +44,8 @@ pub struct Federation {
     upstreams: Vec<Arc<Upstream>>,
     separator: String,
     contributions: Mutex<HashMap<String, Contribution>>,
+    /// Where `auth = "oauth"` upstreams get each caller's token (set once, at start-up).
+    connections: OnceLock<Arc<dyn Connections>>,
 }
 
 impl Federation {
@@ -50,12 +53,27 @@ impl Federation {
     pub fn new(configs: Vec<UpstreamConfig>, separator: &str) -> Result<Self, UpstreamError> {
         validate_all(&configs)?;
         let upstreams = configs.into_iter().map(|c| Upstream::new(c).map(Arc::new)).collect::<Result<_, _>>()?;
-        Ok(Self { upstreams, separator: separator.to_owned(), contributions: Mutex::default() })
+        Ok(Self {
+            upstreams,
+            separator: separator.to_owned(),
+            contributions: Mutex::default(),
+            connections: OnceLock::new(),
+        })
     }
 
     /// The upstreams, in config order.
     pub fn upstreams(&self) -> &[Arc<Upstream>] {
         &self.upstreams
+    }
+
+    /// Installs where `auth = "oauth"` upstreams get each caller's token; the first call wins.
+    pub fn set_connections(&self, connections: Arc<dyn Connections>) {
+        let _ = self.connections.set(connections);
+    }
+
+    /// Where `auth = "oauth"` upstreams get each caller's token, once installed.
+    pub fn connections(&self) -> Option<&Arc<dyn Connections>> {
+        self.connections.get()
     }
 
     /// Whether any upstream is configured.

@@ -33,6 +33,14 @@ pub trait Connections: Send + Sync + fmt::Debug {
         principal: &'a Principal,
     ) -> BoxFuture<'a, Result<Credential, UpstreamError>>;
 
+    /// Whether `principal` holds a connection to `upstream` (which decides whether their lists
+    /// show the upstream's own tools or its `<upstream>_connect` stand-in). One store read.
+    fn connected<'a>(
+        &'a self,
+        upstream: &'a str,
+        principal: &'a Principal,
+    ) -> BoxFuture<'a, Result<bool, UpstreamError>>;
+
     /// The upstream refused `stale` (sent for `principal`) with `refusal` and its
     /// `WWW-Authenticate` challenge, if any: a fresh token to try once more (a refresh,
     /// single-flight across replicas; or the token another replica refreshed meanwhile), else
