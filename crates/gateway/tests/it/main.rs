@@ -10,6 +10,7 @@ mod library;
 mod listen_limits;
 mod modern;
 mod mrtr;
+mod oauth_connect;
 mod ops;
 mod rate_limits;
 mod streaming;
