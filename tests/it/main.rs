@@ -16,6 +16,7 @@ mod limits;
 mod listen;
 mod mrtr;
 mod oauth_client;
+mod oauth_connect;
 mod process;
 mod redis_cluster;
 mod shedding;
