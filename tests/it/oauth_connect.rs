@@ -19,7 +19,7 @@ use reqwest::header::LOCATION;
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{CLUSTER_SEAL_KEYS, Client, Cluster, OAuthServers, UserAgent};
+use mcpgate_e2e::{CLUSTER_SEAL_KEYS, Client, Cluster, OAuthServers, UserAgent, run_to_end};
 use mcpgate_seal::{AtRest, Binding, KeyRing, Purpose, RecordBinding, Sealer, context_digest};
 use mcpgate_store::{RedisOptions, RedisStore, Vault as _, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::Pkce;
@@ -33,6 +33,7 @@ const CALLBACK: &str = "http://127.0.0.1:9/oauth/callback";
 const RESOURCE: &str = "http://127.0.0.1:9/mcp";
 const HS256_SECRET: &str = "oauth-connect-e2e-secret-0123456789abcdef";
 const UPSTREAM: &str = "files";
+const ADMIN_TOKEN: &str = "oauth-connect-e2e-admin-token-0123456789";
 
 struct Setup {
     servers: OAuthServers,
@@ -64,6 +65,9 @@ client_id = "{client_id}"
 client_secret = "{client_secret}"
 [federation]
 startup_wait_secs = 5
+[admin]
+listen = "127.0.0.1:0"
+token = "{ADMIN_TOKEN}"
 [[upstream]]
 name = "{UPSTREAM}"
 transport = "http"
@@ -260,6 +264,27 @@ async fn each_user_connects_their_own_account_across_replicas_and_nobody_else_ca
     let dump = dump(setup.cluster_redis_port())?;
     assert!(!holds_a_jwt(&dump) && !dump.contains("access_token"), "a token in clear in the dump");
     assert!(dump.contains(setup.servers.issuer()), "the metadata stays readable");
+
+    // An operator lists the connections (metadata, no token) and revokes Bob's.
+    let admin = format!("http://{}", setup.cluster.replica(0).admin_addr().expect("an admin listener"));
+    let cli = |args: &[&str]| -> anyhow::Result<Value> {
+        let args = [&["admin", "--url", &admin, "credentials"], args].concat();
+        let (status, out, err) = run_to_end(&args, &[("MCPGATE_ADMIN_TOKEN", ADMIN_TOKEN)])?;
+        anyhow::ensure!(status.success(), "mcpgate {args:?}: {err}");
+        Ok(serde_json::from_str(&out)?)
+    };
+    let listed = cli(&["list"])?;
+    let subjects: Vec<&str> =
+        listed["credentials"].as_array().into_iter().flatten().filter_map(|c| c["subject"].as_str()).collect();
+    assert_eq!(subjects.len(), 2, "{listed}");
+    assert!(subjects.contains(&"alice") && subjects.contains(&"bob"), "{listed}");
+    assert!(!holds_a_jwt(&listed.to_string()), "no token listed: {listed}");
+    let bobs = principal_key(setup.servers.issuer(), "bob");
+    assert_eq!(cli(&["list", "--principal", &bobs])?["credentials"].as_array().map(Vec::len), Some(1));
+    assert_eq!(cli(&["revoke", &bobs, UPSTREAM])?["revoked"], true);
+    assert_eq!(setup.stored_token("bob").await?, None, "revoked");
+    let (status, page, _, _) = connect(&setup, &mut UserAgent::new()?, &setup.link("bob")?, "bob", (1, 0)).await?;
+    assert_eq!(status, StatusCode::OK, "Bob connects again: {page}");
 
     // Alice disconnects with her own bearer; Bob's connection stays.
     let http = reqwest::Client::new();
