@@ -17,6 +17,8 @@ mod refresh;
 mod registration;
 mod seam;
 mod stats;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
