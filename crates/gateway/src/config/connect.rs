@@ -17,6 +17,9 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
     if let Some(url) = &c.server.public_url {
         validate_public_url(url)?;
     }
+    if let Some(url) = &c.server.client_metadata_url {
+        validate_client_metadata_url(url)?;
+    }
     let login = &c.auth.browser_login;
     if login.client_id.as_deref().is_some_and(|id| id.trim().is_empty() || id.chars().any(char::is_control)) {
         return Err(invalid_key("auth.browser_login.client_id", "must be non-empty text without control characters"));
@@ -75,9 +78,44 @@ fn validate_public_url(url: &str) -> Result<(), StartupError> {
     }
 }
 
+/// A client id that is a URL (draft-ietf-oauth-client-id-metadata-document): https, with a
+/// path, no fragment, credentials or dot segments.
+fn validate_client_metadata_url(url: &str) -> Result<(), StartupError> {
+    let bad = |problem: &str| Err(invalid_key("server.client_metadata_url", problem));
+    let Some(rest) = url.strip_prefix("https://") else {
+        return bad("must be an https URL");
+    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if authority.is_empty() || authority.contains('@') || path.is_empty() {
+        return bad("must name a host (without credentials) and a path");
+    }
+    if url.contains('#') || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("must have no fragment or whitespace");
+    }
+    if path.split('/').any(|segment| segment == "." || segment == "..") {
+        return bad("must have no . or .. path segments");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::validate_public_url;
+    use super::{validate_client_metadata_url, validate_public_url};
+
+    #[test]
+    fn client_metadata_urls_are_https_with_a_path() {
+        assert!(validate_client_metadata_url("https://mcp.example.com/client-metadata.json").is_ok());
+        for bad in [
+            "http://mcp.example.com/c.json",
+            "https://mcp.example.com",
+            "https://mcp.example.com/",
+            "https://u@mcp.example.com/c.json",
+            "https://mcp.example.com/a/../c.json",
+            "https://mcp.example.com/c.json#x",
+        ] {
+            assert!(validate_client_metadata_url(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn public_urls_are_https_or_loopback_http_without_query() {

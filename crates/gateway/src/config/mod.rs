@@ -97,6 +97,10 @@ pub struct ServerConfig {
     /// Where users' browsers reach the gateway (connect links, OAuth callbacks); required with
     /// an `auth = "oauth"` upstream.
     pub public_url: Option<String>,
+    /// The gateway's client id at authorization servers that accept Client ID Metadata
+    /// Documents: the https URL of that document (default `<public_url>/oauth/client-metadata.json`,
+    /// served by the gateway; set it to host the document elsewhere).
+    pub client_metadata_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -107,6 +111,7 @@ impl Default for ServerConfig {
             discover_ttl_ms: 300_000,
             tool_timeout_secs: 300,
             public_url: None,
+            client_metadata_url: None,
         }
     }
 }

@@ -103,6 +103,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Str,
         "Where users' browsers reach the gateway (https, or http on a loopback host; no query or fragment): connect links and OAuth callbacks live under <public_url>/oauth/; required with an auth = \"oauth\" upstream",
     ),
+    s(
+        "server.client_metadata_url",
+        Kind::Str,
+        "The gateway's client id at authorization servers that accept Client ID Metadata Documents: that document's https URL (unset: <public_url>/oauth/client-metadata.json, served by the gateway, offered only when public_url is https); set it to host the document elsewhere, listing <public_url>/oauth/callback as its redirect URI",
+    ),
     s("http.body_limit_bytes", Kind::Int, "Largest request body accepted; larger bodies get 413"),
     s(
         "http.allowed_origins",

@@ -62,6 +62,8 @@ pub(crate) struct Connector {
     at_rest: AtRest,
     /// `server.public_url` without a trailing `/`.
     public_url: String,
+    /// `server.client_metadata_url`, when set (else the document the gateway serves).
+    client_metadata_url: Option<String>,
     upstreams: HashMap<String, Upstream>,
     /// The sign-in at the gateway's issuer (`None`: `verify_user = false`).
     login: Option<BrowserLogin>,
@@ -100,6 +102,7 @@ impl Connector {
             sealer: sealer.with_max_len(mcpgate_seal::DEFAULT_MAX_TOKEN_LEN),
             at_rest: AtRest::new(sealer, true),
             public_url,
+            client_metadata_url: config.server.client_metadata_url.clone(),
             upstreams,
             login,
             stats: ConnectStats::new(&names),
@@ -116,9 +119,14 @@ impl Connector {
         format!("{}{path}", self.public_url)
     }
 
-    /// Whether the public URL is https (a Client ID Metadata Document is only offered there).
-    fn public_is_https(&self) -> bool {
-        self.public_url.starts_with("https://")
+    /// The gateway's client id where Client ID Metadata Documents are accepted, if it has one:
+    /// `server.client_metadata_url`, else the document it serves when the public URL is https
+    /// (an authorization server fetches it: an http or loopback URL is of no use to it).
+    pub(crate) fn client_metadata_url(&self) -> Option<String> {
+        match &self.client_metadata_url {
+            Some(url) => Some(url.clone()),
+            None => self.public_url.starts_with("https://").then(|| self.public(CLIENT_METADATA_PATH)),
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use mcpgate_seal::RecordBinding;
 use mcpgate_store::{Expect, Locks as _, Put, Vault as _, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
 
-use super::{CALLBACK_PATH, CLIENT_METADATA_PATH, Connector, Upstream, random_hex};
+use super::{CALLBACK_PATH, Connector, Upstream, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
 use crate::time::now_ms;
 
@@ -69,12 +69,10 @@ impl Connector {
             let client = ClientRegistration { client_id, client_secret: oauth.client_secret, auth };
             return Ok((client, ClientSource::Configured));
         }
-        if self.public_is_https() && server.client_id_metadata_document_supported {
-            let client = ClientRegistration {
-                client_id: self.public(CLIENT_METADATA_PATH),
-                client_secret: None,
-                auth: ClientAuth::None,
-            };
+        if server.client_id_metadata_document_supported
+            && let Some(client_id) = self.client_metadata_url()
+        {
+            let client = ClientRegistration { client_id, client_secret: None, auth: ClientAuth::None };
             return Ok((client, ClientSource::Metadata));
         }
         Ok((self.registered(upstream, server).await?, ClientSource::Registered))

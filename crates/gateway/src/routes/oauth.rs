@@ -119,6 +119,7 @@ async fn client_metadata(State(state): State<AppState>) -> Response {
         return StatusCode::NOT_FOUND.into_response();
     };
     let document = json!({
+        // A document's client_id is its own URL (one hosted elsewhere copies this with its own).
         "client_id": connector.public(CLIENT_METADATA_PATH),
         "client_name": "mcpgate",
         "redirect_uris": [connector.public(CALLBACK_PATH)],
