@@ -50,8 +50,9 @@ async fn forward(
     // A progress token makes many servers stream their answer: only when progress goes somewhere.
     let request = if cx.wants_progress() { request.progress(sink) } else { request };
     let request = if cx.can_checkpoint() { request.questions(taker) } else { request };
-    // For the caller: an upstream with token exchange gets this caller's exchanged token.
-    let request = request.caller(cx.principal().credential());
+    // For the caller: an upstream with token exchange gets this caller's exchanged token, an
+    // `auth = "oauth"` one the caller's own connection's token.
+    let request = request.caller(cx.principal());
     let call = upstream.request(request, &cancel);
     tokio::pin!(call);
     let mut cancelled = false;

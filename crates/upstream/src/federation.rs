@@ -7,7 +7,7 @@
 //! An upstream that cannot be reached does not stop start-up.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -19,7 +19,7 @@ use crate::config::{TaskMode, TransportKind, UpstreamConfig, validate_all};
 use crate::entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 use crate::error::UpstreamError;
 use crate::oauth::Connections;
-use crate::upstream::{Lists, Upstream};
+use crate::upstream::{ConnectionsCell, Lists, Upstream};
 
 /// What one upstream contributed, for `/upstreams`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -44,21 +44,21 @@ pub struct Federation {
     upstreams: Vec<Arc<Upstream>>,
     separator: String,
     contributions: Mutex<HashMap<String, Contribution>>,
-    /// Where `auth = "oauth"` upstreams get each caller's token (set once, at start-up).
-    connections: OnceLock<Arc<dyn Connections>>,
+    /// Where `auth = "oauth"` upstreams get each caller's token (set once, at start-up;
+    /// shared with every upstream).
+    connections: ConnectionsCell,
 }
 
 impl Federation {
     /// Builds the upstreams of validated configurations (nothing is started yet).
     pub fn new(configs: Vec<UpstreamConfig>, separator: &str) -> Result<Self, UpstreamError> {
         validate_all(&configs)?;
-        let upstreams = configs.into_iter().map(|c| Upstream::new(c).map(Arc::new)).collect::<Result<_, _>>()?;
-        Ok(Self {
-            upstreams,
-            separator: separator.to_owned(),
-            contributions: Mutex::default(),
-            connections: OnceLock::new(),
-        })
+        let connections = ConnectionsCell::default();
+        let upstreams = configs
+            .into_iter()
+            .map(|c| Upstream::with_connections(c, connections.clone()).map(Arc::new))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { upstreams, separator: separator.to_owned(), contributions: Mutex::default(), connections })
     }
 
     /// The upstreams, in config order.
