@@ -9,6 +9,7 @@
 
 mod breaker;
 pub mod config;
+mod connect_ask;
 mod continuation;
 mod entries;
 mod error;

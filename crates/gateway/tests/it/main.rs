@@ -5,6 +5,7 @@
 mod auth;
 mod background;
 mod config;
+mod connect_asking;
 mod legacy;
 mod library;
 mod listen_limits;
