@@ -477,20 +477,50 @@ impl Upstream {
         member: &str,
         cancel: &CancellationToken,
     ) -> Result<Vec<T>, UpstreamError> {
+        self.list_pages(method, member, None, cancel).await.map(|(items, _)| items)
+    }
+
+    /// The tools an `auth = "oauth"` upstream lists for `principal` (read with their own
+    /// token), and how long the upstream said the list may be kept (`ttlMs`), if it did.
+    pub(crate) async fn tools_for(
+        &self,
+        principal: &Principal,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<ToolInfo>, Option<u64>), UpstreamError> {
+        self.list_pages("tools/list", "tools", Some(principal), cancel).await
+    }
+
+    /// Reads every page of a list, made for `caller` (`None`: the gateway's own read); with
+    /// the first page's `ttlMs`.
+    async fn list_pages<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: &'static str,
+        member: &str,
+        caller: Option<&Principal>,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<T>, Option<u64>), UpstreamError> {
         let mut items = Vec::new();
+        let mut ttl_ms = None;
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        for page_number in 0..MAX_PAGES {
             let params = match &cursor {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = match self.request(Request::discovery(method, rpc::discovery_params(params)), cancel).await {
+            let request = match caller {
+                Some(principal) => Request::new(method, rpc::discovery_params(params)).caller(principal),
+                None => Request::discovery(method, rpc::discovery_params(params)),
+            };
+            let page = match self.request(request, cancel).await {
                 Ok(page) => page,
-                Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok(Vec::new()),
+                Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok((Vec::new(), None)),
                 Err(e) => return Err(e),
             };
             let mut page: Value = serde_json::from_str(page.get())
                 .map_err(|e| UpstreamError::Protocol { detail: format!("{method} result: {e}") })?;
+            if page_number == 0 {
+                ttl_ms = page.get("ttlMs").and_then(Value::as_u64);
+            }
             if let Some(Value::Array(list)) = page.get_mut(member).map(Value::take) {
                 for item in list {
                     match serde_json::from_value::<T>(item) {
@@ -506,6 +536,6 @@ impl Upstream {
                 break;
             }
         }
-        Ok(items)
+        Ok((items, ttl_ms))
     }
 }

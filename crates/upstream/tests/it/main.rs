@@ -2,5 +2,6 @@
 
 mod discovery;
 mod oauth_requests;
+mod oauth_tools;
 mod stand_in;
 mod test_connections;
