@@ -13,7 +13,7 @@ use serde_json::json;
 
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
-use mcpgate_runtime::catalog::{BoxFuture, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor};
+use mcpgate_runtime::catalog::{BoxFuture, Outcome, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor};
 
 use crate::connect_ask;
 use crate::continuation::Continuation;
@@ -50,6 +50,15 @@ impl ConnectTool {
         .title(&format!("Connect {name}"));
         descriptor.upstream = Some(Arc::from(name));
         Self { upstream, descriptor, connections }
+    }
+
+    /// Standing in for the upstream's tool exposed as `name` (called by a caller without a
+    /// connection): under that name and with its task policy, so a call that would have been
+    /// a task is one here too, and its run, once connected, is the tool's own.
+    pub(crate) fn standing_in_for(mut self, name: &str, policy: TaskPolicy) -> Self {
+        self.descriptor.info.name = name.to_owned();
+        self.descriptor.task_policy = policy;
+        self
     }
 }
 

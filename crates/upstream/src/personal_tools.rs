@@ -133,12 +133,16 @@ impl ToolResolver for PersonalTools {
     fn resolve<'a>(&'a self, name: &'a str, principal: &'a Principal) -> BoxFuture<'a, Option<Arc<dyn Tool>>> {
         Box::pin(async move {
             let (upstream, remote) = self.upstream_of(name)?;
+            let stand_in = || {
+                let tool = self.stand_in(upstream).standing_in_for(name, policy(upstream.config(), remote));
+                Arc::new(tool) as Arc<dyn Tool>
+            };
             if !self.connected(upstream, principal).await {
-                return Some(Arc::new(self.stand_in(upstream)) as Arc<dyn Tool>);
+                return Some(stand_in());
             }
             match self.tools(upstream, principal).await {
                 Ok((tools, _)) => tools.into_iter().find(|t| t.descriptor().info.name == name),
-                Err(UpstreamError::ConnectionRequired { .. }) => Some(Arc::new(self.stand_in(upstream))),
+                Err(UpstreamError::ConnectionRequired { .. }) => Some(stand_in()),
                 // Its list cannot be read now (down, slow): the call goes to it all the same and
                 // fails the way any call to a failing upstream does, as a tool error naming it.
                 Err(e) => {

@@ -12,6 +12,7 @@ mod listen_limits;
 mod modern;
 mod mrtr;
 mod ops;
+mod personal_tools;
 mod rate_limits;
 mod streaming;
 mod support;
