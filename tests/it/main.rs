@@ -15,6 +15,7 @@ mod jwt;
 mod limits;
 mod listen;
 mod mrtr;
+mod oauth_calls;
 mod oauth_client;
 mod oauth_connect;
 mod process;

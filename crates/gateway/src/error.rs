@@ -271,6 +271,16 @@ pub enum GatewayError {
         /// The capabilities the request must declare (boxed: it is large and rare).
         required: Box<ClientCapabilities>,
     },
+    /// The call needs the user to open a URL first (a 2025-11-25 client that declared URL
+    /// elicitation, e.g. to connect their account at an upstream): -32042 with the URL
+    /// elicitations in `data`; the client calls again once the user is done.
+    #[error("{message}")]
+    UrlElicitationRequired {
+        /// Client-safe explanation.
+        message: String,
+        /// `[{mode: "url", elicitationId, url, message}]`.
+        elicitations: serde_json::Value,
+    },
     /// A legacy request without a session id.
     #[error("Bad Request: Mcp-Session-Id header is required; send initialize first")]
     SessionRequired,
@@ -562,6 +572,12 @@ impl GatewayError {
                     (StatusCode::OK, ErrorCode::INVALID_PARAMS, None, None)
                 }
             }
+            E::UrlElicitationRequired { elicitations, .. } => (
+                StatusCode::OK,
+                ErrorCode::ACCEPTED_LEGACY_URL_ELICITATION_REQUIRED,
+                Some(json!({ "elicitations": elicitations })),
+                None,
+            ),
             E::SessionRequired => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None),
             E::LegacyVersionHeader { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
