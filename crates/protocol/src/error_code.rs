@@ -34,7 +34,8 @@ impl ErrorCode {
     /// Resource not found as 2025-11-25 and earlier spelled it; sent only to legacy sessions
     /// (2026-07-28 uses -32602).
     pub const LEGACY_RESOURCE_NOT_FOUND: Self = Self(-32002);
-    /// URL elicitation required (2025-11-25 only); accepted, never emitted.
+    /// URL elicitation required (2025-11-25 only): sent to a legacy client that declared URL
+    /// elicitation when a call needs only URLs opened (connecting an account upstream).
     pub const ACCEPTED_LEGACY_URL_ELICITATION_REQUIRED: Self = Self(-32042);
 }
 
