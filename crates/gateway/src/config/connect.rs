@@ -8,7 +8,7 @@
 
 use mcpgate_protocol::authority::is_loopback_authority;
 
-use super::load::invalid_key;
+use super::settings::invalid_key;
 use super::{AuthMode, Config};
 use crate::error::StartupError;
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use super::settings::{self, Kind, SETTINGS, Setting};
+use super::settings::{self, Kind, SETTINGS, Setting, invalid, invalid_key};
 use super::{AuthMode, Cli, Config};
 use crate::error::StartupError;
 use mcpgate_runtime::toolsets;
@@ -285,17 +285,6 @@ fn remove(table: &mut Table, key: &str) {
         current = next;
     }
     current.remove(leaf);
-}
-
-fn invalid(setting: &Setting, problem: &str) -> StartupError {
-    StartupError::config(format!("{} ({})", setting.key, setting.env_name()), problem.to_owned())
-}
-
-pub(crate) fn invalid_key(key: &str, problem: &str) -> StartupError {
-    match settings::find(key) {
-        Some(setting) => invalid(setting, problem),
-        None => StartupError::config(key.to_owned(), problem.to_owned()),
-    }
 }
 
 /// [`invalid_key`] for a value another component refused: `source` says why.

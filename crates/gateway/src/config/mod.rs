@@ -16,8 +16,8 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 pub use cli::{Cli, Command};
-pub(crate) use load::invalid_key;
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env, parse_origin};
+pub(crate) use settings::invalid_key;
 
 /// Everything a replica needs to start.
 #[derive(Debug, Clone, Serialize, Deserialize)]

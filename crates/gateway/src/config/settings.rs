@@ -5,7 +5,9 @@
 //! settings table of docs/configuration.md only through an entry here; a test checks that
 //! every `Config` field has one. A default is written once, in the `Default` impls of
 //! `Config`: what `--help` and the docs show is read from `Config::default()`, never written
-//! here.
+//! here. Configuration errors name a setting through here too (key and variable).
+
+use crate::error::StartupError;
 
 /// The kind of value a setting holds, which decides how an environment string is parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,4 +374,18 @@ pub const SETTINGS: &[Setting] = &[
 /// Looks a setting up by its TOML key.
 pub fn find(key: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.key == key)
+}
+
+/// A configuration error naming `setting` by its key and its environment variable.
+pub(crate) fn invalid(setting: &Setting, problem: &str) -> StartupError {
+    StartupError::config(format!("{} ({})", setting.key, setting.env_name()), problem.to_owned())
+}
+
+/// A configuration error naming the setting `key` (by its environment variable too, when it
+/// is one of [`SETTINGS`]).
+pub(crate) fn invalid_key(key: &str, problem: &str) -> StartupError {
+    match find(key) {
+        Some(setting) => invalid(setting, problem),
+        None => StartupError::config(key.to_owned(), problem.to_owned()),
+    }
 }
