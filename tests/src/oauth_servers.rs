@@ -123,6 +123,38 @@ impl OAuthServers {
         &self.endpoint
     }
 
+    /// Registers a confidential client (`client_secret_basic`) for the authorization code
+    /// grant with `redirect_uri` at the authorization server (its open dynamic registration,
+    /// RFC 7591), as an operator registers the gateway for the sign-in at its own issuer;
+    /// returns its id and secret.
+    ///
+    /// # Errors
+    ///
+    /// The server refuses or answers without an id and a secret.
+    pub async fn register_client(&self, redirect_uri: &str) -> anyhow::Result<(String, String)> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
+        let body = serde_json::json!({
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "client_secret_basic",
+        });
+        let response = http
+            .post(format!("{}/reg", self.issuer))
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await?;
+        let status = response.status();
+        let answer: serde_json::Value = serde_json::from_str(&response.text().await?)?;
+        anyhow::ensure!(status == StatusCode::CREATED, "registration answered {status}: {answer}");
+        match (answer["client_id"].as_str(), answer["client_secret"].as_str()) {
+            (Some(id), Some(secret)) => Ok((id.to_owned(), secret.to_owned())),
+            _ => bail!("a registration without id or secret: {answer}"),
+        }
+    }
+
     /// What both servers printed.
     pub fn logs(&self) -> String {
         format!(

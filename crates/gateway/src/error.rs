@@ -94,6 +94,43 @@ impl StartupError {
     }
 }
 
+/// Why a step of connecting a user's account at an upstream (in their browser) failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectFailure {
+    /// A link or `state` that does not open: tampered, expired, or not the gateway's.
+    InvalidLink,
+    /// A link or `state` presented a second time.
+    Used,
+    /// The user who signed in is not the one the link was made for.
+    WrongUser,
+    /// The user (or a server) declined the authorization.
+    Denied,
+    /// No such `oauth` upstream, or no connection to it.
+    NotFound,
+    /// The upstream's authorization server (or the gateway's issuer) could not be used.
+    AuthorizationServer,
+}
+
+impl ConnectFailure {
+    /// What the user is told (never the detail, which goes to the log).
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::InvalidLink => {
+                "This link is not valid or has expired. Call the tool again in your client to get a new one."
+            }
+            Self::Used => "This link has been used already. Call the tool again in your client to get a new one.",
+            Self::WrongUser => {
+                "You signed in as someone other than the user this link was made for. Nothing was connected."
+            }
+            Self::Denied => "The authorization was not granted. Nothing was connected.",
+            Self::NotFound => "Not found.",
+            Self::AuthorizationServer => {
+                "The authorization server could not be used right now. Nothing was connected; try again later."
+            }
+        }
+    }
+}
+
 /// Everything that can go wrong serving a request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -234,6 +271,16 @@ pub enum GatewayError {
         /// The capabilities the request must declare (boxed: it is large and rare).
         required: Box<ClientCapabilities>,
     },
+    /// The call needs the user to open a URL first (a 2025-11-25 client that declared URL
+    /// elicitation, e.g. to connect their account at an upstream): -32042 with the URL
+    /// elicitations in `data`; the client calls again once the user is done.
+    #[error("{message}")]
+    UrlElicitationRequired {
+        /// Client-safe explanation.
+        message: String,
+        /// `[{mode: "url", elicitationId, url, message}]`.
+        elicitations: serde_json::Value,
+    },
     /// A legacy request without a session id.
     #[error("Bad Request: Mcp-Session-Id header is required; send initialize first")]
     SessionRequired,
@@ -345,6 +392,14 @@ pub enum GatewayError {
     #[error("{detail}")]
     Unavailable {
         /// What failed.
+        detail: String,
+    },
+    /// A step of connecting a user's account (a browser route under `/oauth/`) failed.
+    #[error("{}", .failure.message())]
+    Connect {
+        /// Why, as the user is told.
+        failure: ConnectFailure,
+        /// What happened, for the log (never a token or a sealed value's contents).
         detail: String,
     },
     /// Our fault; the detail is logged, never sent.
@@ -517,6 +572,12 @@ impl GatewayError {
                     (StatusCode::OK, ErrorCode::INVALID_PARAMS, None, None)
                 }
             }
+            E::UrlElicitationRequired { elicitations, .. } => (
+                StatusCode::OK,
+                ErrorCode::ACCEPTED_LEGACY_URL_ELICITATION_REQUIRED,
+                Some(json!({ "elicitations": elicitations })),
+                None,
+            ),
             E::SessionRequired => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None),
             E::LegacyVersionHeader { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
@@ -529,7 +590,7 @@ impl GatewayError {
             E::StoredData { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
             // Admin API errors are answered by the admin API (see `admin_status`); on the MCP
             // endpoint they would be a bug.
-            E::AdminUnauthorized | E::AdminInvalid { .. } | E::AdminNotFound { .. } => {
+            E::AdminUnauthorized | E::AdminInvalid { .. } | E::AdminNotFound { .. } | E::Connect { .. } => {
                 (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None)
             }
             E::Store { .. } => (
@@ -559,6 +620,24 @@ impl GatewayError {
             Self::AdminUnauthorized => StatusCode::UNAUTHORIZED,
             Self::AdminInvalid { .. } => StatusCode::BAD_REQUEST,
             Self::AdminNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::ForbiddenOrigin { .. } | Self::ForbiddenHost { .. } => StatusCode::FORBIDDEN,
+            Self::Store { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The status of an error of a browser route under `/oauth/` (connect links, callbacks,
+    /// disconnecting): the page shown with it says what the user can do.
+    pub fn connect_status(&self) -> StatusCode {
+        match self {
+            Self::Connect { failure, .. } => match failure {
+                ConnectFailure::InvalidLink => StatusCode::BAD_REQUEST,
+                ConnectFailure::Used => StatusCode::GONE,
+                ConnectFailure::WrongUser | ConnectFailure::Denied => StatusCode::FORBIDDEN,
+                ConnectFailure::NotFound => StatusCode::NOT_FOUND,
+                ConnectFailure::AuthorizationServer => StatusCode::BAD_GATEWAY,
+            },
+            Self::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Self::ForbiddenOrigin { .. } | Self::ForbiddenHost { .. } => StatusCode::FORBIDDEN,
             Self::Store { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,

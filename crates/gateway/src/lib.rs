@@ -20,6 +20,7 @@ mod call_context;
 mod catalog_parts;
 mod catalog_refresh;
 pub mod config;
+mod connections;
 pub mod error;
 mod gateway;
 mod http;

@@ -28,6 +28,7 @@ use crate::auth::Authenticator;
 use crate::catalog_parts::CatalogParts;
 use crate::catalog_refresh;
 use crate::config::{AuthMode, Config, invalid_key};
+use crate::connections::Connector;
 use crate::error::{GatewayError, StartupError};
 use crate::limits::Limits;
 use crate::mcp::discover_result;
@@ -66,6 +67,10 @@ impl AppState {
                 .map_err(|e| StartupError::step_caused("configuring upstreams", "an upstream cannot be set up", e))?,
         );
         let store = connect_store(&config, &sealer).await?;
+        let connections = Connector::from_config(&config, store.clone(), &sealer)?;
+        if let Some(connector) = &connections {
+            federation.set_connections(connector.clone());
+        }
         let lists = if federation.is_empty() {
             Vec::new()
         } else {
@@ -137,6 +142,7 @@ impl AppState {
             catalog,
             catalog_parts,
             federation,
+            connections,
             sealer,
             auth,
             metrics,

@@ -23,6 +23,7 @@ use mcpgate_upstream::Federation;
 use crate::auth::Authenticator;
 use crate::catalog_parts::CatalogParts;
 use crate::config::{AuthMode, Config};
+use crate::connections::Connector;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::origin::OriginPolicy;
@@ -52,6 +53,8 @@ pub struct Inner {
     pub result_waiters: PrincipalSlots,
     /// Open listen streams, in all and per principal.
     pub listeners: PrincipalSlots,
+    /// Users' connections to `auth = "oauth"` upstreams (`None` without any).
+    pub(crate) connections: Option<Arc<Connector>>,
     /// Seals legacy session ids (and requestState).
     pub sealer: Sealer,
     /// Authenticates requests.

@@ -17,6 +17,9 @@ pub enum Purpose {
     TaskInput,
     /// A payload field of a task record stored at rest (see [`crate::AtRest`]).
     AtRest,
+    /// A step of connecting a user's account at an upstream: the connect link, and the
+    /// `state` of the sign-in and of the authorization that follow it.
+    OAuthFlow,
 }
 
 impl Purpose {
@@ -26,6 +29,7 @@ impl Purpose {
             Self::Session => b"mcpgate/session",
             Self::TaskInput => b"mcpgate/task-input",
             Self::AtRest => b"mcpgate/at-rest",
+            Self::OAuthFlow => b"mcpgate/oauth-flow",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What the next round of an upstream call needs to go on, handed out with an
 //! `input_required` round (sealed by the gateway into its `requestState`, or kept in a task's
 //! record) or recorded as a task's checkpoint: either the upstream's own multi-round state, or
-//! the upstream task the call tracks.
+//! the upstream task the call tracks, or the connect link its caller was asked to open.
 //!
 //! Invariant: a continuation names its upstream, and one naming another upstream is refused,
 //! so state handed out for one upstream's call never reaches another upstream.
@@ -46,6 +46,14 @@ pub(crate) enum Continuation {
         #[serde(default)]
         round: u32,
     },
+    /// The call asked its caller to connect their account at an `auth = "oauth"` upstream.
+    #[serde(rename_all = "camelCase")]
+    Connect {
+        /// The upstream to connect.
+        upstream: String,
+        /// The key of the URL elicitation asked (its answer says whether the user declined).
+        key: String,
+    },
 }
 
 /// The key the client sees for the upstream's `key` in input round `round`: the upstream's own
@@ -65,7 +73,7 @@ impl Continuation {
         let continuation: Self = serde_json::from_value(state.clone())
             .map_err(|_| Failure::InvalidParams("requestState does not belong to this upstream call".to_owned()))?;
         let named = match &continuation {
-            Self::Round { upstream, .. } | Self::Task { upstream, .. } => upstream,
+            Self::Round { upstream, .. } | Self::Task { upstream, .. } | Self::Connect { upstream, .. } => upstream,
         };
         if named != upstream {
             return Err(Failure::InvalidParams("requestState does not belong to this upstream call".to_owned()));
@@ -77,6 +85,7 @@ impl Continuation {
     pub(crate) fn round(&self) -> u32 {
         match self {
             Self::Round { round, .. } | Self::Task { round, .. } => *round,
+            Self::Connect { .. } => 0,
         }
     }
 

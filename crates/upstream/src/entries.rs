@@ -28,6 +28,7 @@ use mcpgate_protocol::capabilities::TASKS_EXTENSION;
 use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
 use mcpgate_protocol::tool::TaskSupport;
 
+use crate::connect_ask;
 use crate::continuation::Continuation;
 use crate::error::UpstreamError;
 use crate::input_relay;
@@ -50,8 +51,9 @@ async fn forward(
     // A progress token makes many servers stream their answer: only when progress goes somewhere.
     let request = if cx.wants_progress() { request.progress(sink) } else { request };
     let request = if cx.can_checkpoint() { request.questions(taker) } else { request };
-    // For the caller: an upstream with token exchange gets this caller's exchanged token.
-    let request = request.caller(cx.principal().credential());
+    // For the caller: an upstream with token exchange gets this caller's exchanged token, an
+    // `auth = "oauth"` one the caller's own connection's token.
+    let request = request.caller(cx.principal());
     let call = upstream.request(request, &cancel);
     tokio::pin!(call);
     let mut cancelled = false;
@@ -143,6 +145,13 @@ impl Tool for UpstreamTool {
                     let task = UpstreamTask { id: task_id, legacy, poll: Duration::from_millis(100) };
                     return task_relay::track(&self.upstream, task, &keys, round, &call, cx).await;
                 }
+                // The caller was asked to connect: unless they declined, the call goes on anew.
+                Ok(Some(Continuation::Connect { key, .. })) => {
+                    if let Some(declined) = connect_ask::declined(name, &key, &call) {
+                        return declined;
+                    }
+                    None
+                }
                 Ok(round) => round,
                 Err(failure) => return Outcome::Failed(failure),
             };
@@ -191,6 +200,9 @@ impl Tool for UpstreamTool {
                     // The caller is gone (or the task stopped): nobody reads a result.
                     Err(UpstreamError::Cancelled) => {
                         return Outcome::Failed(Failure::Unavailable("cancelled".to_owned()));
+                    }
+                    Err(UpstreamError::ConnectionRequired { upstream, url, elicitation_id }) => {
+                        return connect_ask::ask_to_connect(&upstream, &url, &elicitation_id, cx);
                     }
                     Err(e) => return Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {e}"))),
                 }

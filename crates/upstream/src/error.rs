@@ -105,6 +105,15 @@ pub enum UpstreamError {
         /// What went wrong.
         detail: String,
     },
+    /// An `auth = "oauth"` upstream refused the token sent for the caller (HTTP 401: invalid,
+    /// expired or revoked; 403: more scopes needed), with its `WWW-Authenticate` challenge.
+    #[error("the upstream refused the caller's token (HTTP {status})")]
+    TokenRefused {
+        /// 401 or 403.
+        status: u16,
+        /// Its `Bearer` challenge, if it sent one.
+        challenge: Option<crate::oauth::BearerChallenge>,
+    },
     /// An `auth = "oauth"` upstream, and the caller has no usable connection to it (never
     /// connected, refresh refused, revoked, or more scopes needed): the caller must open `url`
     /// (the gateway's sealed, single-use connect link, bound to them) and call again.
@@ -140,9 +149,10 @@ impl UpstreamError {
             Self::TokenExchangeRefused { .. } | Self::TokenExchangeFailed { .. } | Self::NoCallerToken => {
                 "token_exchange"
             }
-            Self::Authorization { .. } | Self::AuthorizationRefused { .. } | Self::ConnectionRequired { .. } => {
-                "authorization"
-            }
+            Self::Authorization { .. }
+            | Self::AuthorizationRefused { .. }
+            | Self::ConnectionRequired { .. }
+            | Self::TokenRefused { .. } => "authorization",
         }
     }
 }

@@ -7,19 +7,22 @@
 //! An upstream that cannot be reached does not stop start-up.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use mcpgate_runtime::catalog::{CatalogBuilder, TaskPolicy, ToolDescriptor, header_params};
+use mcpgate_protocol::tool::Tool as ToolInfo;
+use mcpgate_runtime::catalog::{CatalogBuilder, TaskPolicy, Tool as _, ToolDescriptor, header_params};
 
 use crate::config::{TaskMode, TransportKind, UpstreamConfig, validate_all};
+use crate::connect_tool::ConnectTool;
 use crate::entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 use crate::error::UpstreamError;
 use crate::oauth::Connections;
-use crate::upstream::{Lists, Upstream};
+use crate::personal_tools::PersonalTools;
+use crate::upstream::{ConnectionsCell, Lists, Upstream};
 
 /// What one upstream contributed, for `/upstreams`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -44,21 +47,30 @@ pub struct Federation {
     upstreams: Vec<Arc<Upstream>>,
     separator: String,
     contributions: Mutex<HashMap<String, Contribution>>,
-    /// Where `auth = "oauth"` upstreams get each caller's token (set once, at start-up).
-    connections: OnceLock<Arc<dyn Connections>>,
+    /// Where `auth = "oauth"` upstreams get each caller's token (set once, at start-up;
+    /// shared with every upstream).
+    connections: ConnectionsCell,
+    /// The `auth = "oauth"` upstreams' tools of each caller (shared by every snapshot, so
+    /// their per-principal cache outlives a rebuild).
+    personal: Arc<PersonalTools>,
 }
 
 impl Federation {
     /// Builds the upstreams of validated configurations (nothing is started yet).
     pub fn new(configs: Vec<UpstreamConfig>, separator: &str) -> Result<Self, UpstreamError> {
         validate_all(&configs)?;
-        let upstreams = configs.into_iter().map(|c| Upstream::new(c).map(Arc::new)).collect::<Result<_, _>>()?;
-        Ok(Self {
-            upstreams,
-            separator: separator.to_owned(),
-            contributions: Mutex::default(),
-            connections: OnceLock::new(),
-        })
+        let connections = ConnectionsCell::default();
+        let upstreams = configs
+            .into_iter()
+            .map(|c| Upstream::with_connections(c, connections.clone()).map(Arc::new))
+            .collect::<Result<_, _>>()?;
+        let upstreams: Vec<Arc<Upstream>> = upstreams;
+        let personal = Arc::new(PersonalTools::new(
+            upstreams.iter().filter(|u| u.config().is_oauth()).cloned().collect(),
+            separator,
+            connections.clone(),
+        ));
+        Ok(Self { upstreams, separator: separator.to_owned(), contributions: Mutex::default(), connections, personal })
     }
 
     /// The upstreams, in config order.
@@ -138,6 +150,9 @@ impl Federation {
         if !self.upstreams.is_empty() {
             builder.advertise_all();
         }
+        if self.upstreams.iter().any(|u| u.config().is_oauth()) {
+            builder.resolver(self.personal.clone());
+        }
         let mut owners: HashMap<String, String> = HashMap::new();
         for (upstream, lists) in self.upstreams.iter().zip(lists) {
             let Some(lists) = lists else { continue };
@@ -168,50 +183,44 @@ impl Federation {
     ) -> Contribution {
         let config = upstream.config();
         let mut out = Contribution::default();
-        let upstream_name: Arc<str> = Arc::from(config.name.as_str());
         let taken = |owners: &HashMap<String, String>, kind: &str, name: &str| {
             owners.get(&format!("{kind}:{name}")).cloned().unwrap_or_else(|| "a built-in".to_owned())
         };
+        if config.is_oauth() {
+            // Its tools are each caller's own (read with their token, see `PersonalTools`);
+            // everyone's lists hold its stand-in, which those connected see replaced.
+            let stand_in = ConnectTool::new(upstream.clone(), &self.separator, self.connections.clone());
+            let exposed = stand_in.descriptor().info.name.clone();
+            if builder.has_tool(&exposed) {
+                out.problems.push(format!(
+                    "upstream {} connect tool left out: {exposed:?} is already {}",
+                    config.name,
+                    taken(owners, "tool", &exposed)
+                ));
+            } else {
+                builder.tool(stand_in);
+                owners.insert(format!("tool:{exposed}"), format!("upstream {} connect tool", config.name));
+                out.tools += 1;
+            }
+            return out;
+        }
         for info in &lists.tools {
-            if !config.exposes(&info.name) {
-                continue;
-            }
-            let exposed = format!("{}{}{}", config.name, self.separator, info.name);
             let source = format!("upstream {} tool {:?}", config.name, info.name);
-            if !is_valid_tool_name(&exposed) {
-                out.problems.push(format!("{source} left out: its exposed name {exposed:?} breaks the tool name rules (1-128 of A-Z a-z 0-9 _ - .)"));
-                continue;
-            }
+            let tool = match upstream_tool(upstream, &self.separator, info) {
+                Ok(Some(tool)) => tool,
+                Ok(None) => continue,
+                Err(problem) => {
+                    out.problems.push(format!("{source} left out: {problem}"));
+                    continue;
+                }
+            };
+            let exposed = tool.descriptor().info.name.clone();
             if builder.has_tool(&exposed) {
                 out.problems
                     .push(format!("{source} left out: {exposed:?} is already {}", taken(owners, "tool", &exposed)));
                 continue;
             }
-            let params = match header_params::extract(&exposed, &info.input_schema) {
-                Ok(params) => params,
-                Err(e) => {
-                    out.problems.push(format!("{source} left out: invalid x-mcp-header annotations: {e}"));
-                    continue;
-                }
-            };
-            let upstream_tasks = info
-                .execution
-                .as_ref()
-                .and_then(|e| e.task_support)
-                .unwrap_or(mcpgate_protocol::tool::TaskSupport::Forbidden);
-            let mut descriptor_info = info.clone();
-            descriptor_info.name = exposed.clone();
-            descriptor_info.execution = None;
-            let idempotent = config.idempotent.contains(&info.name)
-                || info.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true);
-            let descriptor = ToolDescriptor {
-                info: descriptor_info,
-                task_policy: policy(config, &info.name),
-                retry_safe: idempotent,
-                background: config.is_background(&info.name),
-                upstream: Some(upstream_name.clone()),
-            };
-            builder.tool(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params, upstream_tasks));
+            builder.tool(tool);
             owners.insert(format!("tool:{exposed}"), source);
             out.tools += 1;
         }
@@ -300,7 +309,42 @@ pub struct UpstreamStatus {
     pub catalog: Contribution,
 }
 
-fn policy(config: &UpstreamConfig, tool: &str) -> TaskPolicy {
+/// `info`, a tool of `upstream`, as a catalog entry under its exposed name
+/// `<upstream><separator><name>`; `Ok(None)` when the upstream's filter leaves it out; `Err`
+/// says why it cannot be exposed.
+pub(crate) fn upstream_tool(
+    upstream: &Arc<Upstream>,
+    separator: &str,
+    info: &ToolInfo,
+) -> Result<Option<UpstreamTool>, String> {
+    let config = upstream.config();
+    if !config.exposes(&info.name) {
+        return Ok(None);
+    }
+    let exposed = format!("{}{separator}{}", config.name, info.name);
+    if !is_valid_tool_name(&exposed) {
+        return Err(format!("its exposed name {exposed:?} breaks the tool name rules (1-128 of A-Z a-z 0-9 _ - .)"));
+    }
+    let params = header_params::extract(&exposed, &info.input_schema)
+        .map_err(|e| format!("invalid x-mcp-header annotations: {e}"))?;
+    let upstream_tasks =
+        info.execution.as_ref().and_then(|e| e.task_support).unwrap_or(mcpgate_protocol::tool::TaskSupport::Forbidden);
+    let mut descriptor_info = info.clone();
+    descriptor_info.name = exposed;
+    descriptor_info.execution = None;
+    let idempotent = config.idempotent.contains(&info.name)
+        || info.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true);
+    let descriptor = ToolDescriptor {
+        info: descriptor_info,
+        task_policy: policy(config, &info.name),
+        retry_safe: idempotent,
+        background: config.is_background(&info.name),
+        upstream: Some(Arc::from(config.name.as_str())),
+    };
+    Ok(Some(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params, upstream_tasks)))
+}
+
+pub(crate) fn policy(config: &UpstreamConfig, tool: &str) -> TaskPolicy {
     match config.task_mode(tool) {
         TaskMode::Never => TaskPolicy::Forbidden,
         TaskMode::Auto => TaskPolicy::Auto { after: Duration::from_millis(config.task_after_ms) },

@@ -9,6 +9,8 @@
 
 mod breaker;
 pub mod config;
+mod connect_ask;
+mod connect_tool;
 mod continuation;
 mod entries;
 mod error;
@@ -21,6 +23,7 @@ mod glob;
 pub mod import;
 mod input_relay;
 pub mod oauth;
+mod personal_tools;
 mod rpc;
 mod task_relay;
 mod token_cache;

@@ -24,7 +24,7 @@ use mcpgate_protocol::input::{InputRequest, InputRequests};
 use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
 use mcpgate_protocol::relayed::RawMembers;
 use mcpgate_protocol::tool::CallToolResult;
-use mcpgate_runtime::Credential;
+use mcpgate_runtime::Principal;
 use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall, ToolContext};
 
 use crate::continuation::{Continuation, exposed_key};
@@ -131,7 +131,7 @@ pub(crate) async fn track(
     cx: &ToolContext,
 ) -> Outcome<CallToolResult> {
     let name = upstream.name();
-    let caller = cx.principal().credential();
+    let caller = cx.principal();
     let tool_error = |what: String| Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {what}")));
     if !answering.is_empty() {
         let mut params = task_params(&task.id);
@@ -165,8 +165,8 @@ pub(crate) async fn track(
                 // Not when this replica merely stops: another run resumes tracking the task. Sent
                 // from its own task (bounded), as a cancelled run is dropped soon.
                 if cx.cancelled_for_good().await {
-                    let (upstream, id, caller) = (upstream.clone(), task.id.clone(), caller.cloned());
-                    tokio::spawn(async move { cancel(&upstream, &id, caller.as_ref()).await });
+                    let (upstream, id, caller) = (upstream.clone(), task.id.clone(), caller.clone());
+                    tokio::spawn(async move { cancel(&upstream, &id, &caller).await });
                 }
                 return Outcome::Failed(Failure::Unavailable("cancelled".to_owned()));
             }
@@ -270,7 +270,7 @@ async fn relay_legacy_input(
     cx: &ToolContext,
 ) -> Option<Outcome<CallToolResult>> {
     let name = upstream.name();
-    let caller = cx.principal().credential();
+    let caller = cx.principal();
     let mut route = upstream.route(&task.id);
     let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id).caller(caller);
     let reading = CancellationToken::new();
@@ -302,8 +302,8 @@ async fn relay_legacy_input(
             () = cx.cancelled() => {
                 reading.cancel();
                 if cx.cancelled_for_good().await {
-                    let (upstream, id, caller) = (upstream.clone(), task.id.clone(), caller.cloned());
-                    tokio::spawn(async move { cancel(&upstream, &id, caller.as_ref()).await });
+                    let (upstream, id, caller) = (upstream.clone(), task.id.clone(), caller.clone());
+                    tokio::spawn(async move { cancel(&upstream, &id, &caller).await });
                 }
                 return Some(Outcome::Failed(Failure::Unavailable("cancelled".to_owned())));
             }
@@ -321,7 +321,7 @@ pub(crate) async fn answer_in_place(
     asked: &crate::rpc::ServerRequest,
     cx: &ToolContext,
 ) -> Result<(), Failure> {
-    let caller = cx.principal().credential();
+    let caller = cx.principal();
     let params = asked.params.as_deref().map(|p| serde_json::from_str::<Value>(p.get()).unwrap_or(Value::Null));
     let decoded = serde_json::from_value::<InputRequest>(json!({ "method": asked.method, "params": params }));
     let Ok(question) = decoded else {
@@ -381,11 +381,7 @@ fn relayed_result(name: &str, id: &str, raw: &serde_json::value::RawValue) -> Ou
 }
 
 /// A finished 2025-11-25 task's outcome, from `tasks/result`.
-async fn legacy_result(
-    upstream: &Upstream,
-    task: &UpstreamTask,
-    caller: Option<&Credential>,
-) -> Outcome<CallToolResult> {
+async fn legacy_result(upstream: &Upstream, task: &UpstreamTask, caller: &Principal) -> Outcome<CallToolResult> {
     let name = upstream.name();
     let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id).caller(caller);
     match upstream.request(request, &CancellationToken::new()).await {
@@ -398,7 +394,7 @@ async fn legacy_result(
 
 /// Cancels an upstream task for the caller who presented `caller`, best effort and bounded
 /// in time.
-async fn cancel(upstream: &Upstream, id: &str, caller: Option<&Credential>) {
+async fn cancel(upstream: &Upstream, id: &str, caller: &Principal) {
     let request = Request::new("tasks/cancel", task_params(id)).name(id).caller(caller);
     match tokio::time::timeout(CANCEL_TIMEOUT, upstream.request(request, &CancellationToken::new())).await {
         Ok(Ok(_)) => tracing::debug!(upstream = upstream.name(), task = id, "upstream task cancelled"),

@@ -8,9 +8,13 @@
 //! request made for a caller carries that caller's exchanged token or is not sent at all; the
 //! exchange comes first, with its own timeout, before the breaker (a refused exchange says
 //! nothing about the upstream's health); only the gateway's own list reads go without one.
+//! With `auth = "oauth"`, a request is made for a principal or not at all (the gateway's own
+//! list reads never reach such an upstream): it carries that principal's token from the
+//! installed [`Connections`], and a 401/403 is reported to them and retried once with the
+//! token they give back.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -22,12 +26,14 @@ use tokio_util::sync::CancellationToken;
 use mcpgate_protocol::prompt::Prompt;
 use mcpgate_protocol::resource::{Resource, ResourceTemplate};
 use mcpgate_protocol::tool::Tool as ToolInfo;
-use mcpgate_runtime::Credential;
+use mcpgate_runtime::{Credential, Principal};
 
 use crate::breaker::{Breaker, BreakerState, Ticket};
 use crate::config::UpstreamConfig;
 use crate::error::UpstreamError;
+use crate::oauth::{Connections, Refusal};
 use crate::rpc;
+use crate::token_cache::UpstreamToken;
 use crate::token_exchange::{ExchangeStats, TokenExchanger};
 use crate::transport::{Exchange, Link, Signals};
 
@@ -108,7 +114,13 @@ pub struct Upstream {
     stats: UpstreamStats,
     /// `[upstream.token_exchange]`: per-caller tokens.
     exchanger: Option<TokenExchanger>,
+    /// `auth = "oauth"`: where each principal's token comes from (installed once, at start-up,
+    /// through the federation, which shares this cell with every upstream).
+    connections: ConnectionsCell,
 }
+
+/// Where `auth = "oauth"` upstreams get each caller's token, once installed.
+pub(crate) type ConnectionsCell = Arc<OnceLock<Arc<dyn Connections>>>;
 
 /// One request in flight: counted while it lives; its breaker ticket is given back unused if
 /// it is dropped before an outcome was recorded.
@@ -140,14 +152,14 @@ pub struct Request {
     on_behalf: OnBehalf,
 }
 
-/// For whom a request is made: what decides its token with token exchange.
+/// For whom a request is made: what decides its token with token exchange or OAuth.
 #[derive(Debug)]
 enum OnBehalf {
     /// The gateway itself (reading lists): no caller token, no `Authorization`.
     Gateway,
-    /// A caller, with the token it presented (`None`: it presented none, and a token-exchange
-    /// upstream is not called).
-    Caller(Option<Credential>),
+    /// A caller (`None`: unknown, and neither a token-exchange nor an oauth upstream is
+    /// called); its principal carries the token it presented, if any.
+    Caller(Option<Principal>),
 }
 
 impl Request {
@@ -162,6 +174,7 @@ impl Request {
                 progress: None,
                 bearer: None,
                 questions: None,
+                holder: None,
             },
             on_behalf: OnBehalf::Caller(None),
         }
@@ -172,12 +185,19 @@ impl Request {
         Self { on_behalf: OnBehalf::Gateway, ..Self::new(method, params) }
     }
 
-    /// Made for the caller who presented `credential` (exchanged before it is sent to an
-    /// upstream with token exchange; otherwise unused).
+    /// Made for `principal`: with token exchange, the token it presented is exchanged; with
+    /// `auth = "oauth"`, its own connection's token is sent (otherwise unused).
     #[must_use]
-    pub fn caller(mut self, credential: Option<&Credential>) -> Self {
-        self.on_behalf = OnBehalf::Caller(credential.cloned());
+    pub fn caller(mut self, principal: &Principal) -> Self {
+        self.on_behalf = OnBehalf::Caller(Some(principal.clone()));
         self
+    }
+
+    fn credential(&self) -> Option<&Credential> {
+        match &self.on_behalf {
+            OnBehalf::Caller(Some(principal)) => principal.credential(),
+            _ => None,
+        }
     }
 
     /// Sets the `Mcp-Name` value.
@@ -213,6 +233,14 @@ impl Request {
 impl Upstream {
     /// An upstream from a validated configuration; nothing is started or connected yet.
     pub fn new(config: UpstreamConfig) -> Result<Self, UpstreamError> {
+        Self::with_connections(config, ConnectionsCell::default())
+    }
+
+    /// Like [`Upstream::new`], taking `auth = "oauth"` tokens from `connections` once installed.
+    pub(crate) fn with_connections(
+        config: UpstreamConfig,
+        connections: ConnectionsCell,
+    ) -> Result<Self, UpstreamError> {
         let config = Arc::new(config);
         let signals = Arc::new(Signals::default());
         let link = Link::new(config.clone(), signals.clone())?;
@@ -224,6 +252,7 @@ impl Upstream {
             link,
             signals,
             stats: UpstreamStats::default(),
+            connections,
         })
     }
 
@@ -263,19 +292,30 @@ impl Upstream {
         self.signals.route(task)
     }
 
-    /// Answers a request of the server's: `result` (raw JSON) or an error, for the caller who
-    /// presented `caller`.
+    /// Answers a request of the server's: `result` (raw JSON) or an error, for `caller`.
     pub(crate) async fn respond(
         &self,
         request: &crate::rpc::ServerRequest,
         outcome: Result<&str, (i64, &str)>,
-        caller: Option<&Credential>,
+        caller: &Principal,
     ) -> Result<(), UpstreamError> {
-        let bearer = match &self.exchanger {
-            Some(exchanger) => Some(exchanger.token(caller).await?),
-            None => None,
+        let (bearer, holder) = if self.config.is_oauth() {
+            let token = self.connections()?.bearer(self.name(), caller).await?;
+            (Some(UpstreamToken::new(token.expose())), Some(Arc::from(caller.key())))
+        } else {
+            match &self.exchanger {
+                Some(exchanger) => (Some(exchanger.token(caller.credential()).await?), None),
+                None => (None, None),
+            }
         };
-        self.link.send_only(crate::rpc::response(&request.id, outcome), bearer).await
+        self.link.send_only(crate::rpc::response(&request.id, outcome), bearer, holder).await
+    }
+
+    /// The installed connections of an `auth = "oauth"` upstream.
+    fn connections(&self) -> Result<&Arc<dyn Connections>, UpstreamError> {
+        self.connections.get().ok_or_else(|| UpstreamError::Authorization {
+            detail: "per-user connections are not set up on this replica".to_owned(),
+        })
     }
 
     /// Resolves when the upstream announces a list change.
@@ -295,13 +335,61 @@ impl Upstream {
         mut request: Request,
         cancel: &CancellationToken,
     ) -> Result<Box<RawValue>, UpstreamError> {
-        if let (Some(exchanger), OnBehalf::Caller(credential)) = (&self.exchanger, &request.on_behalf) {
+        if self.config.is_oauth() {
+            return self.request_for_principal(request, cancel).await;
+        }
+        if let (Some(exchanger), OnBehalf::Caller(_)) = (&self.exchanger, &request.on_behalf) {
             let token = tokio::select! {
-                token = exchanger.token(credential.as_ref()) => token?,
+                token = exchanger.token(request.credential()) => token?,
                 () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
             request.exchange.bearer = Some(token);
         }
+        self.send(request.exchange, cancel).await
+    }
+
+    /// An `auth = "oauth"` upstream's request: with the principal's own token, on the
+    /// principal's own session; a refused token is reported and the request sent once more
+    /// with the token the connections give back (refreshed, or refreshed meanwhile elsewhere).
+    async fn request_for_principal(
+        &self,
+        request: Request,
+        cancel: &CancellationToken,
+    ) -> Result<Box<RawValue>, UpstreamError> {
+        let principal = match request.on_behalf {
+            OnBehalf::Caller(Some(principal)) => principal,
+            // Never without a caller: its token is the only credential this upstream takes.
+            OnBehalf::Caller(None) | OnBehalf::Gateway => {
+                return Err(UpstreamError::Authorization {
+                    detail: "each caller's requests carry their own connection; this one names no caller".to_owned(),
+                });
+            }
+        };
+        let connections = self.connections()?;
+        let name = self.name();
+        let token = tokio::select! {
+            token = connections.bearer(name, &principal) => token?,
+            () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+        };
+        let mut exchange = request.exchange;
+        exchange.holder = Some(Arc::from(principal.key()));
+        exchange.bearer = Some(UpstreamToken::new(token.expose()));
+        let (status, challenge) = match self.send(exchange.clone(), cancel).await {
+            Err(UpstreamError::TokenRefused { status, challenge }) => (status, challenge),
+            other => return other,
+        };
+        let refusal = if status == 403 { Refusal::Forbidden } else { Refusal::Unauthorized };
+        tracing::debug!(upstream = %name, principal = %principal.log_id(), status, "the upstream refused the caller's token");
+        let fresh = tokio::select! {
+            fresh = connections.refused(name, &principal, &token, refusal, challenge.as_ref()) => fresh?,
+            () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+        };
+        exchange.bearer = Some(UpstreamToken::new(fresh.expose()));
+        self.send(exchange, cancel).await
+    }
+
+    /// Sends one exchange through the breaker, the concurrency limit and the timeout.
+    async fn send(&self, exchange: Exchange, cancel: &CancellationToken) -> Result<Box<RawValue>, UpstreamError> {
         let ticket = self.breaker.admit().inspect_err(|e| self.stats.error(e))?;
         self.stats.calls.fetch_add(1, Ordering::Relaxed);
         // Also when this future is dropped mid-call (a caller's own timeout): the count goes
@@ -310,11 +398,11 @@ impl Upstream {
         let started = tokio::time::Instant::now();
         let timeout = self.config.timeout();
         // Spans (and the OTLP export) carry the upstream's name and the method.
-        let span = tracing::debug_span!("upstream", upstream = %self.config.name, method = request.exchange.method);
+        let span = tracing::debug_span!("upstream", upstream = %self.config.name, method = exchange.method);
         let work = async {
             let _permit =
                 self.limiter.acquire().await.map_err(|_| UpstreamError::Closed { detail: "shut down".to_owned() })?;
-            self.link.exchange(request.exchange).await
+            self.link.exchange(exchange).await
         };
         let work = tracing::Instrument::instrument(work, span);
         let outcome = tokio::select! {
@@ -341,6 +429,11 @@ impl Upstream {
     /// as HTTP 404) is empty; one that fails otherwise is left out (logged) while the others
     /// are kept. Fails only when no list could be read at all (the upstream is down).
     pub async fn lists(&self, cancel: &CancellationToken) -> Result<Lists, UpstreamError> {
+        if self.config.is_oauth() {
+            // Read per caller, with the caller's token (see `PersonalTools`); the shared
+            // catalog holds its `<upstream>_connect` stand-in only.
+            return Ok(Lists::default());
+        }
         let offered = tokio::select! {
             offered = tokio::time::timeout(self.config.timeout(), self.link.offered()) => offered,
             () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
@@ -384,20 +477,50 @@ impl Upstream {
         member: &str,
         cancel: &CancellationToken,
     ) -> Result<Vec<T>, UpstreamError> {
+        self.list_pages(method, member, None, cancel).await.map(|(items, _)| items)
+    }
+
+    /// The tools an `auth = "oauth"` upstream lists for `principal` (read with their own
+    /// token), and how long the upstream said the list may be kept (`ttlMs`), if it did.
+    pub(crate) async fn tools_for(
+        &self,
+        principal: &Principal,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<ToolInfo>, Option<u64>), UpstreamError> {
+        self.list_pages("tools/list", "tools", Some(principal), cancel).await
+    }
+
+    /// Reads every page of a list, made for `caller` (`None`: the gateway's own read); with
+    /// the first page's `ttlMs`.
+    async fn list_pages<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: &'static str,
+        member: &str,
+        caller: Option<&Principal>,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<T>, Option<u64>), UpstreamError> {
         let mut items = Vec::new();
+        let mut ttl_ms = None;
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        for page_number in 0..MAX_PAGES {
             let params = match &cursor {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = match self.request(Request::discovery(method, rpc::discovery_params(params)), cancel).await {
+            let request = match caller {
+                Some(principal) => Request::new(method, rpc::discovery_params(params)).caller(principal),
+                None => Request::discovery(method, rpc::discovery_params(params)),
+            };
+            let page = match self.request(request, cancel).await {
                 Ok(page) => page,
-                Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok(Vec::new()),
+                Err(UpstreamError::Rpc { code: -32601, .. }) => return Ok((Vec::new(), None)),
                 Err(e) => return Err(e),
             };
             let mut page: Value = serde_json::from_str(page.get())
                 .map_err(|e| UpstreamError::Protocol { detail: format!("{method} result: {e}") })?;
+            if page_number == 0 {
+                ttl_ms = page.get("ttlMs").and_then(Value::as_u64);
+            }
             if let Some(Value::Array(list)) = page.get_mut(member).map(Value::take) {
                 for item in list {
                     match serde_json::from_value::<T>(item) {
@@ -413,6 +536,6 @@ impl Upstream {
                 break;
             }
         }
-        Ok(items)
+        Ok((items, ttl_ms))
     }
 }

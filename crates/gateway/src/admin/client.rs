@@ -34,6 +34,29 @@ enum AdminCommand {
     Undrain,
     /// This replica's workers: draining or not, tasks running.
     Status,
+    /// Users' connections to oauth upstreams (metadata only, never a token).
+    #[command(subcommand)]
+    Credentials(CredentialsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum CredentialsCommand {
+    /// Lists connections, following every cursor.
+    List {
+        /// A principal, as listed (`<issuer length>:<issuer><subject>`).
+        #[arg(long)]
+        principal: Option<String>,
+        /// An upstream's name.
+        #[arg(long)]
+        upstream: Option<String>,
+    },
+    /// Forgets one user's connection (their next call asks them to connect again).
+    Revoke {
+        /// The principal, as listed.
+        principal: String,
+        /// The upstream's name.
+        upstream: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,6 +124,32 @@ async fn execute(url: &str, token: &str, command: AdminCommand) -> anyhow::Resul
         AdminCommand::Drain => api.send(reqwest::Method::POST, "/admin/drain", None).await,
         AdminCommand::Undrain => api.send(reqwest::Method::POST, "/admin/undrain", None).await,
         AdminCommand::Status => api.send(reqwest::Method::GET, "/admin/status", None).await,
+        AdminCommand::Credentials(CredentialsCommand::Revoke { principal, upstream }) => {
+            let body = json!({ "principal": principal, "upstream": upstream });
+            api.send(reqwest::Method::POST, "/admin/credentials/revoke", Some(&body)).await
+        }
+        AdminCommand::Credentials(CredentialsCommand::List { principal, upstream }) => {
+            let query: Vec<(&str, String)> = [("principal", principal), ("upstream", upstream)]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+            let mut credentials = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut step = query.clone();
+                if let Some(c) = &cursor {
+                    step.push(("cursor", c.clone()));
+                }
+                let path = format!("/admin/credentials?{}", form(&step));
+                let page = api.send(reqwest::Method::GET, &path, None).await?;
+                credentials.extend(page["credentials"].as_array().cloned().unwrap_or_default());
+                match page["nextCursor"].as_str() {
+                    Some(next) => cursor = Some(next.to_owned()),
+                    None => break,
+                }
+            }
+            Ok(json!({ "credentials": credentials }))
+        }
         AdminCommand::Tasks(TasksCommand::Inspect { id }) => {
             api.send(reqwest::Method::GET, &format!("/admin/tasks/{}", encode(&id)), None).await
         }

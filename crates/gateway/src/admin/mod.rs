@@ -13,6 +13,7 @@
 //! that changes something is logged with the task it touched.
 
 mod client;
+mod credentials;
 mod routes;
 mod view;
 
@@ -36,6 +37,7 @@ pub fn router(state: AppState) -> Router {
     let loopback = state.config.admin.listen.is_none_or(|addr| addr.ip().is_loopback());
     let policy = std::sync::Arc::new(OriginPolicy::admin(loopback));
     routes::routes()
+        .merge(credentials::routes())
         .layer(axum::middleware::from_fn_with_state(state.clone(), authorize))
         .merge(crate::routes::ops::observability())
         .layer(axum::middleware::from_fn(move |request: Request, next: Next| {

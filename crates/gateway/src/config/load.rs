@@ -474,7 +474,7 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
             ),
         ));
     }
-    Ok(())
+    super::connect::validate(c)
 }
 
 /// Companion names are tool names (1 to 128 of `A-Za-z0-9_-.`) and distinct.

@@ -6,6 +6,7 @@
 //! of environment values; nothing here reads or writes the process environment itself.
 
 mod cli;
+mod connect;
 mod load;
 pub mod settings;
 
@@ -93,11 +94,25 @@ pub struct ServerConfig {
     pub discover_ttl_ms: u64,
     /// Upper bound on one synchronous call.
     pub tool_timeout_secs: u64,
+    /// Where users' browsers reach the gateway (connect links, OAuth callbacks); required with
+    /// an `auth = "oauth"` upstream.
+    pub public_url: Option<String>,
+    /// The gateway's client id at authorization servers that accept Client ID Metadata
+    /// Documents: the https URL of that document (default `<public_url>/oauth/client-metadata.json`,
+    /// served by the gateway; set it to host the document elsewhere).
+    pub client_metadata_url: Option<String>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { instructions: None, list_ttl_ms: 60_000, discover_ttl_ms: 300_000, tool_timeout_secs: 300 }
+        Self {
+            instructions: None,
+            list_ttl_ms: 60_000,
+            discover_ttl_ms: 300_000,
+            tool_timeout_secs: 300,
+            public_url: None,
+            client_metadata_url: None,
+        }
     }
 }
 
@@ -174,6 +189,31 @@ pub struct AuthConfig {
     pub required_scopes: Vec<String>,
     /// JWT verification.
     pub jwt: JwtConfig,
+    /// How a user opening a connect link proves, at `auth.jwt.issuer`, who they are.
+    pub browser_login: BrowserLoginConfig,
+}
+
+/// `[auth.browser_login]`: the gateway as an OpenID Connect client of its own issuer
+/// (`auth.jwt.issuer`), so whoever opens a connect link signs in there first and is refused
+/// unless they are the principal the link was made for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrowserLoginConfig {
+    /// The gateway's client id at its issuer.
+    pub client_id: Option<String>,
+    /// Its secret (unset: a public client).
+    pub client_secret: Option<Secret>,
+    /// Scopes asked for at sign-in.
+    pub scopes: Vec<String>,
+    /// Whether the sign-in is required. Off, whoever opens a link connects *their* account to
+    /// the principal the link was made for.
+    pub verify_user: bool,
+}
+
+impl Default for BrowserLoginConfig {
+    fn default() -> Self {
+        Self { client_id: None, client_secret: None, scopes: vec!["openid".to_owned()], verify_user: true }
+    }
 }
 
 /// `[auth.jwt]`.

@@ -98,6 +98,16 @@ pub const SETTINGS: &[Setting] = &[
     s("server.list_ttl_ms", Kind::Int, "ttlMs on tools/prompts/resources lists"),
     s("server.discover_ttl_ms", Kind::Int, "ttlMs on server/discover"),
     s("server.tool_timeout_secs", Kind::Int, "Longest a synchronous tools/call, prompts/get or resources/read may run"),
+    s(
+        "server.public_url",
+        Kind::Str,
+        "Where users' browsers reach the gateway (https, or http on a loopback host; no query or fragment): connect links and OAuth callbacks live under <public_url>/oauth/; required with an auth = \"oauth\" upstream",
+    ),
+    s(
+        "server.client_metadata_url",
+        Kind::Str,
+        "The gateway's client id at authorization servers that accept Client ID Metadata Documents: that document's https URL (unset: <public_url>/oauth/client-metadata.json, served by the gateway, offered only when public_url is https); set it to host the document elsewhere, listing <public_url>/oauth/callback as its redirect URI",
+    ),
     s("http.body_limit_bytes", Kind::Int, "Largest request body accepted; larger bodies get 413"),
     s(
         "http.allowed_origins",
@@ -168,6 +178,18 @@ pub const SETTINGS: &[Setting] = &[
     s("auth.jwt.leeway_secs", Kind::Int, "Clock skew allowed on exp and nbf"),
     s("auth.jwt.jwks_refresh_min_secs", Kind::Int, "Least time between two JWKS refreshes"),
     s("auth.jwt.jwks_cache_secs", Kind::Int, "How long a fetched JWKS is used before it is fetched again"),
+    s(
+        "auth.browser_login.client_id",
+        Kind::Str,
+        "The gateway's OpenID Connect client id at auth.jwt.issuer, where a user opening a connect link signs in (redirect URI <public_url>/oauth/login/callback); required with an oauth upstream unless verify_user = false",
+    ),
+    secret("auth.browser_login.client_secret", Kind::Str, "Its client secret; absent = a public client"),
+    s("auth.browser_login.scopes", Kind::List, "Scopes asked for at that sign-in"),
+    s(
+        "auth.browser_login.verify_user",
+        Kind::Bool,
+        "Refuse a connect link unless the user signing in at auth.jwt.issuer is the principal it was made for (same iss and sub); false = the link alone suffices, and whoever opens it connects their own account to that principal (see docs/security.md)",
+    ),
     secret(
         "seal.keys",
         Kind::List,

@@ -98,7 +98,7 @@ pub(crate) async fn dispatch(
             m @ (Method::ToolsList | Method::PromptsList | Method::ResourcesList | Method::ResourcesTemplatesList),
         ) => {
             let (cx, params) = admitted!(mcpgate_protocol::pagination::PaginatedParams);
-            let result = handlers::list(state, &cx, m, &params);
+            let result = handlers::list(state, &cx, m, &params).await;
             return simple(cx, result);
         }
         Some(Method::CompletionComplete) => {

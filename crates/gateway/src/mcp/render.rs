@@ -1,11 +1,14 @@
 //! Rendering a handler's typed result for the request's era: modern results carry
 //! `resultType` and the server info in `_meta`; legacy results carry neither. Input requests
-//! are checked against the capabilities the request declared before they go out.
+//! are checked against the capabilities the request declared before they go out. A legacy
+//! request asked only to open URLs (connecting an account) gets -32042 with them, as
+//! 2025-11-25 defines, when it declared URL elicitation.
 
 use bytes::Bytes;
 
 use mcpgate_protocol::Era;
-use mcpgate_protocol::input::{InputRequests, InputRequiredResult};
+use mcpgate_protocol::elicitation::ElicitParams;
+use mcpgate_protocol::input::{InputRequest, InputRequests, InputRequiredResult};
 use mcpgate_protocol::result::{McpResult, ResultMeta, ResultType};
 use mcpgate_runtime::catalog::missing_capabilities;
 
@@ -33,6 +36,11 @@ pub(super) fn input_required(
     state_blob: Option<String>,
 ) -> Result<Bytes, GatewayError> {
     if cx.era == Era::Legacy {
+        if cx.capabilities.elicitation_url()
+            && let Some(asked) = url_elicitations(&requests)
+        {
+            return Err(asked);
+        }
         return Err(GatewayError::NotSupported {
             detail: format!(
                 "{} needs client input, which a 2025-11-25 session can give only within tasks, or on a tools/call \
@@ -52,6 +60,27 @@ pub(super) fn input_required(
         meta: Some(ResultMeta::server(state.server_info.clone())),
     };
     to_bytes(&result)
+}
+
+/// `-32042` naming every request of `requests` when all are URL elicitations (their keys are
+/// the `elicitationId`s); `None` when any asks something else.
+pub(super) fn url_elicitations(requests: &InputRequests) -> Option<GatewayError> {
+    let mut elicitations = Vec::new();
+    let mut messages = Vec::new();
+    for (key, request) in requests {
+        let InputRequest::Elicitation { params: ElicitParams::Url(url) } = request else { return None };
+        elicitations.push(serde_json::json!({
+            "mode": "url",
+            "elicitationId": key,
+            "url": url.url,
+            "message": url.message,
+        }));
+        messages.push(url.message.as_str());
+    }
+    (!elicitations.is_empty()).then(|| GatewayError::UrlElicitationRequired {
+        message: messages.join(" "),
+        elicitations: serde_json::Value::Array(elicitations),
+    })
 }
 
 fn to_bytes<T: serde::Serialize>(value: &T) -> Result<Bytes, GatewayError> {

@@ -62,6 +62,10 @@ pub(super) fn request(
         Some(Value::Object(params)) => params,
         _ => JsonObject::new(),
     };
+    // 2025-11-25 names each URL elicitation (a connect link): its key, unique in the task.
+    if method == "elicitation/create" && params.get("mode").and_then(Value::as_str) == Some("url") {
+        params.entry("elicitationId").or_insert_with(|| Value::String(key.to_owned()));
+    }
     if related {
         let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(meta) = meta {

@@ -5,6 +5,7 @@
 //! policy (the MCP endpoint in its pipeline, `/metrics` and `/upstreams` through [`guard`]).
 
 mod endpoint;
+mod oauth;
 pub(crate) mod ops;
 mod well_known;
 
@@ -30,6 +31,9 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/.well-known/oauth-protected-resource", get(well_known::protected_resource))
         .route("/.well-known/oauth-protected-resource/{*resource}", get(well_known::protected_resource));
+    if state.connections.is_some() {
+        router = router.merge(oauth::routes());
+    }
     if !state.config.admin.private_metrics {
         router = router.merge(ops::observability().route_layer(from_fn_with_state(state.clone(), guard)));
     }

@@ -47,6 +47,9 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     );
     text.push_str(&format!("mcpgate_worker_draining {}\n", u8::from(state.tasks.workers().is_draining())));
     state.tasks.metrics().render(&mut text);
+    if let Some(connector) = &state.connections {
+        connector.stats.render(&mut text);
+    }
     // The queue is shared: every replica reports the same depth (absent while Redis is down).
     match state.store.queue_depth().await {
         Ok(depth) => {

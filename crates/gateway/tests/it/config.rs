@@ -210,6 +210,10 @@ fn every_config_field_has_a_setting_and_every_setting_a_field() {
     c.federation.mcp_servers_file = Some(String::new());
     c.admin.listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9091)));
     c.admin.token = Some(mcpgate::config::Secret::new(""));
+    c.server.public_url = Some(String::new());
+    c.server.client_metadata_url = Some(String::new());
+    c.auth.browser_login.client_id = Some(String::new());
+    c.auth.browser_login.client_secret = Some(mcpgate::config::Secret::new(""));
     let table = toml::Table::try_from(&c).expect("serializes");
     let mut keys = Vec::new();
     fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {

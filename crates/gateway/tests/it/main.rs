@@ -5,12 +5,15 @@
 mod auth;
 mod background;
 mod config;
+mod connect_asking;
 mod legacy;
 mod library;
 mod listen_limits;
 mod modern;
 mod mrtr;
+mod oauth_connect;
 mod ops;
+mod personal_tools;
 mod rate_limits;
 mod streaming;
 mod support;

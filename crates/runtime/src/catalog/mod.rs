@@ -1,5 +1,7 @@
 //! The catalog: every tool, prompt and resource a replica serves, looked up by name, with the
-//! list results pre-rendered per era so `*/list` costs one buffer copy.
+//! list results pre-rendered per era so `*/list` costs one buffer copy; plus, when a
+//! [`ToolResolver`] is installed, the tools each principal sees of their own (rendered per
+//! request, `cacheScope: "private"`).
 //!
 //! Invariants: names are unique per kind; list order is registration order (deterministic on
 //! every replica); a catalog never changes once built: new lists (an upstream's changed)
@@ -13,6 +15,7 @@ pub mod header_params;
 mod input_check;
 mod outcome;
 mod prompt;
+mod resolver;
 mod resource;
 mod simple;
 mod tool;
@@ -36,6 +39,7 @@ pub use header_params::{HeaderParam, ParamKind};
 pub use input_check::missing_capabilities;
 pub use outcome::{Failure, Outcome, decode_args};
 pub use prompt::PromptHandler;
+pub use resolver::{PersonalTools, ToolResolver};
 pub use resource::{ResourceHandler, UriTemplate};
 pub use simple::{FnPrompt, FnTool, StaticResource, TemplateResource};
 pub use tool::{BoxFuture, TaskPolicy, Tool, ToolCall, ToolDescriptor};
@@ -43,6 +47,7 @@ pub use typed::{
     Background, Json, Plain, Progress, ToolError, ToolOutput, TypedTool, Work, background_tool, typed_tool,
 };
 
+use crate::Principal;
 use crate::error::RuntimeError;
 
 struct RegisteredTool {
@@ -84,9 +89,16 @@ pub struct CatalogBuilder {
     prompts: Vec<Arc<dyn PromptHandler>>,
     resources: Vec<Arc<dyn ResourceHandler>>,
     advertise_all: bool,
+    resolver: Option<Arc<dyn ToolResolver>>,
 }
 
 impl CatalogBuilder {
+    /// Installs the resolver of per-principal tools (the last installed wins).
+    pub fn resolver(&mut self, resolver: Arc<dyn ToolResolver>) -> &mut Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
     /// Registers a tool.
     pub fn tool(&mut self, tool: impl Tool) -> &mut Self {
         self.tools.push(Arc::new(tool));
@@ -118,6 +130,9 @@ impl CatalogBuilder {
         self.prompts.extend(other.prompts);
         self.resources.extend(other.resources);
         self.advertise_all |= other.advertise_all;
+        if other.resolver.is_some() {
+            self.resolver = other.resolver;
+        }
         self
     }
 
@@ -194,6 +209,11 @@ impl CatalogBuilder {
                 return Err(dup("resource", &key));
             }
         }
+        // Lists differ between principals once some tools are theirs alone: no shared caching.
+        let mut rendering = rendering.clone();
+        if self.resolver.is_some() {
+            rendering.cache_scope = CacheScope::Private;
+        }
         let mut catalog = Catalog {
             tools,
             tool_index,
@@ -203,9 +223,11 @@ impl CatalogBuilder {
             advertise_all: self.advertise_all,
             modern: None,
             legacy: None,
+            resolver: self.resolver,
+            rendering,
         };
-        catalog.modern = Some(catalog.render(Era::Modern, rendering)?);
-        catalog.legacy = Some(catalog.render(Era::Legacy, rendering)?);
+        catalog.modern = Some(catalog.render(Era::Modern, &catalog.rendering)?);
+        catalog.legacy = Some(catalog.render(Era::Legacy, &catalog.rendering)?);
         Ok(catalog)
     }
 }
@@ -248,6 +270,10 @@ pub struct Catalog {
     advertise_all: bool,
     modern: Option<RenderedLists>,
     legacy: Option<RenderedLists>,
+    /// Per-principal tools, if any source has them.
+    resolver: Option<Arc<dyn ToolResolver>>,
+    /// How its lists are rendered (per-principal tool lists too).
+    rendering: ListRendering,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -273,6 +299,44 @@ impl Catalog {
             .iter()
             .filter(|t| t.tool.descriptor().task_policy != TaskPolicy::Forbidden)
             .map(|t| t.tool.descriptor().info.name.as_str())
+    }
+
+    /// The tool `principal` calls by `name`: the snapshot's own, else one of theirs alone (see
+    /// [`ToolResolver`]); with its mirrored-header parameters.
+    pub async fn find(&self, name: &str, principal: &Principal) -> Option<(Arc<dyn Tool>, Vec<HeaderParam>)> {
+        if let Some((tool, params)) = self.tool(name) {
+            return Some((Arc::clone(tool), params.to_vec()));
+        }
+        let tool = self.resolver.as_ref()?.resolve(name, principal).await?;
+        let params = match header_params::extract(name, &tool.descriptor().info.input_schema) {
+            Ok(params) => params,
+            Err(e) => {
+                tracing::warn!(tool = name, error = %e, "a per-principal tool has invalid header annotations");
+                return None;
+            }
+        };
+        Some((tool, params))
+    }
+
+    /// `principal`'s `tools/list` result: the pre-rendered one, unless some stand-ins show
+    /// their own tools for them instead (then rendered now, `cacheScope: "private"`).
+    pub async fn tools_list(&self, era: Era, principal: &Principal) -> Result<Bytes, RuntimeError> {
+        let Some(resolver) = &self.resolver else { return Ok(self.lists(era).tools.clone()) };
+        let personal = resolver.personal(principal).await;
+        if personal.replaced.is_empty() {
+            return Ok(self.lists(era).tools.clone());
+        }
+        let mut tools = Vec::with_capacity(self.tools.len());
+        for t in &self.tools {
+            let name = &t.tool.descriptor().info.name;
+            match personal.replaced.iter().find(|(stand_in, _)| stand_in == name) {
+                Some((_, own)) => tools.extend(own.iter().map(|o| tool_info(o.descriptor(), era, &self.rendering))),
+                None => tools.push(tool_info(t.tool.descriptor(), era, &self.rendering)),
+            }
+        }
+        let mut rendering = self.rendering.clone();
+        rendering.ttl_ms = personal.ttl_ms.map_or(rendering.ttl_ms, |ttl| ttl.min(rendering.ttl_ms));
+        finish(ListToolsResult::new(tools), era, &rendering)
     }
 
     /// A prompt.
@@ -303,18 +367,7 @@ impl Catalog {
     }
 
     fn render(&self, era: Era, r: &ListRendering) -> Result<RenderedLists, RuntimeError> {
-        let tools = self
-            .tools
-            .iter()
-            .map(|t| {
-                let d = t.tool.descriptor();
-                let mut info = d.info.clone();
-                info.execution =
-                    (era == Era::Legacy && r.legacy_task_support && d.task_policy != TaskPolicy::Forbidden)
-                        .then(|| ToolExecution { task_support: Some(d.task_policy.task_support()) });
-                info
-            })
-            .collect();
+        let tools = self.tools.iter().map(|t| tool_info(t.tool.descriptor(), era, r)).collect();
         let prompts = self.prompts.iter().map(|p| p.descriptor().clone()).collect();
         let resources = self.resources.iter().filter_map(|h| h.resource().cloned()).collect();
         let resource_templates = self.resources.iter().filter_map(|h| h.template().cloned()).collect();
@@ -325,6 +378,14 @@ impl Catalog {
             templates: finish(ListResourceTemplatesResult::new(resource_templates), era, r)?,
         })
     }
+}
+
+/// What `tools/list` shows of a tool in `era`.
+fn tool_info(d: &ToolDescriptor, era: Era, r: &ListRendering) -> mcpgate_protocol::tool::Tool {
+    let mut info = d.info.clone();
+    info.execution = (era == Era::Legacy && r.legacy_task_support && d.task_policy != TaskPolicy::Forbidden)
+        .then(|| ToolExecution { task_support: Some(d.task_policy.task_support()) });
+    info
 }
 
 /// Cache hints are members of every list result; this trait sets them.

@@ -118,8 +118,14 @@ pub(super) async fn execute(
             None
         }
     };
+    // The task acts with the authority its creator had when it was created, and with the
+    // creator's token where the task kept it (an upstream that exchanges it on every call).
+    // Its key is the creator's, so a tool of theirs alone (an `auth = "oauth"` upstream's,
+    // used with their own connection) is found here too, on any replica.
+    let credential = task.credential.as_deref().map(crate::Credential::bearer);
+    let principal = Principal::with_credential(&task.issuer, &task.subject, task.scopes.clone(), credential);
     let catalog = shared.catalog.load();
-    let Some((tool, _)) = catalog.tool(&task.tool) else {
+    let Some((tool, _)) = catalog.find(&task.tool, &principal).await else {
         defer_unknown(shared, &job, &lease, &task).await;
         return;
     };
@@ -142,10 +148,6 @@ pub(super) async fn execute(
     let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
     let (status_tx, status_rx) = watch::channel(None);
     let cancel = shared.shutdown.child_token();
-    // The task acts with the authority its creator had when it was created, and with the
-    // creator's token where the task kept it (an upstream that exchanges it on every call).
-    let credential = task.credential.as_deref().map(crate::Credential::bearer);
-    let principal = Principal::with_credential(&task.issuer, &task.subject, task.scopes.clone(), credential);
     let checkpointed = Arc::new(AtomicBool::new(task.resumable));
     let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone())
         .with_changes(shared.store.clone())

@@ -51,7 +51,9 @@ pub enum ClientAuth {
 }
 
 impl ClientAuth {
-    fn parse(method: &str) -> Option<Self> {
+    /// The method named by its RFC 7591 name (`none`, `client_secret_basic`,
+    /// `client_secret_post`), if the gateway does it.
+    pub fn parse(method: &str) -> Option<Self> {
         match method {
             "none" => Some(Self::None),
             "client_secret_basic" => Some(Self::Basic),
@@ -60,7 +62,8 @@ impl ClientAuth {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    /// Its RFC 7591 name.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::None => "none",
             Self::Basic => "client_secret_basic",

@@ -12,7 +12,9 @@
 //!
 //! Invariants: the client's credentials never travel upstream (only the configured
 //! `headers`, and, with token exchange, the caller's *exchanged* token on the requests made
-//! for that caller: never on the handshake, the GET stream or list reads); no body or event is
+//! for that caller: never on the handshake, the GET stream or list reads; with
+//! `auth = "oauth"`, the caller's own upstream token on every request made for them, the
+//! handshake of their own session included, and a 401/403 comes back as `TokenRefused`); no body or event is
 //! buffered past `max_message_bytes`, and an event over it on a call's stream fails the call
 //! unless it is another message's; the GET stream is dropped (and opened again) when it
 //! leaves an event unfinished for `event_timeout_secs`; URLs in errors carry no userinfo or
@@ -29,6 +31,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::sessions::Sessions;
 use super::sse::{Event, SseReader, Unfinished};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
@@ -37,6 +40,10 @@ use crate::rpc::{self, Inbound, Negotiated, Offered};
 
 /// Most bytes of an error body read (to find a JSON-RPC error in it).
 const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Most per-principal sessions kept of one `auth = "oauth"` upstream, per replica.
+const MAX_PRINCIPAL_SESSIONS: usize = 1024;
+/// A per-principal session unused this long is dropped first when room is needed.
+const PRINCIPAL_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// Times one answer's event stream is resumed (2025-11-25 `Last-Event-ID`) before the call
 /// fails; the call's timeout bounds them too.
 const MAX_RESUMES: u32 = 8;
@@ -66,7 +73,8 @@ pub(crate) struct Http {
     url: reqwest::Url,
     /// The configured headers (credentials: never logged).
     headers: HeaderMap,
-    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    /// One session for all, or (`auth = "oauth"`) one per principal, opened with its token.
+    sessions: Sessions<Session>,
     generations: AtomicU64,
     next_id: AtomicU64,
 }
@@ -97,13 +105,18 @@ impl Http {
         };
         let url = reqwest::Url::parse(config.url.as_deref().unwrap_or_default())
             .map_err(|e| bad("url".to_owned(), &format!("not a valid URL: {e}")))?;
+        let sessions = if config.is_oauth() {
+            Sessions::per_principal(MAX_PRINCIPAL_SESSIONS, PRINCIPAL_SESSION_IDLE)
+        } else {
+            Sessions::shared()
+        };
         Ok(Self {
             config,
             signals,
             client,
             url,
             headers,
-            session: tokio::sync::Mutex::new(None),
+            sessions,
             generations: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
         })
@@ -118,7 +131,7 @@ impl Http {
             meta.insert("progressToken".to_owned(), json!(id));
         }
         for attempt in 0..2 {
-            let session = self.session().await?;
+            let session = self.session(&ex).await?;
             let body = rpc::request(id, ex.method, &mut ex.params, &session.negotiated);
             let guard = CancelGuard { http: self, session: &session, id, bearer: ex.bearer.as_ref(), done: false };
             // While in flight it counts among the requests a question on the session's GET
@@ -133,7 +146,7 @@ impl Http {
                 }
                 Posted::SessionGone if attempt == 0 && session.id.is_some() => {
                     tracing::info!(upstream = %self.config.name, "upstream session expired; opening a new one");
-                    self.forget(session.generation).await;
+                    self.forget(ex.holder.as_deref(), session.generation).await;
                 }
                 Posted::SessionGone => break,
             }
@@ -142,28 +155,32 @@ impl Http {
     }
 
     /// POSTs a message that expects no answer (a response to the server's request) on the
-    /// current session, for the caller whose exchanged token is `bearer`.
+    /// current session of `holder`, for the caller whose token is `bearer`.
     pub(crate) async fn send_only(
         &self,
         body: Vec<u8>,
         bearer: Option<crate::token_cache::UpstreamToken>,
+        holder: Option<Arc<str>>,
     ) -> Result<(), UpstreamError> {
-        let session = self.session().await?;
-        let reply = Exchange { bearer, ..response_exchange() };
+        let reply = Exchange { bearer, holder, ..response_exchange() };
+        let session = self.session(&reply).await?;
         match self.post(&session, body, None, &reply).await? {
             Posted::SessionGone => Err(UpstreamError::Unreachable { detail: "HTTP 404 (session gone)".to_owned() }),
             _ => Ok(()),
         }
     }
 
-    /// The current session, negotiating one when there is none.
-    async fn session(&self) -> Result<Arc<Session>, UpstreamError> {
-        let mut slot = self.session.lock().await;
+    /// The current session of the request's holder, negotiating one when there is none (for
+    /// an `auth = "oauth"` upstream with the request's own token: the session is its caller's).
+    async fn session(&self, ex: &Exchange) -> Result<Arc<Session>, UpstreamError> {
+        let slot = self.sessions.slot(ex.holder.as_deref());
+        let mut slot = slot.lock().await;
         if let Some(session) = &*slot {
             return Ok(Arc::clone(session));
         }
+        let bearer = if self.config.is_oauth() { ex.bearer.clone() } else { None };
         let session =
-            tokio::time::timeout(self.config.connect_timeout(), self.negotiate()).await.unwrap_or_else(|_| {
+            tokio::time::timeout(self.config.connect_timeout(), self.negotiate(bearer)).await.unwrap_or_else(|_| {
                 Err(UpstreamError::Unreachable {
                     detail: format!("no handshake within {} s", self.config.connect_timeout_secs),
                 })
@@ -174,8 +191,9 @@ impl Http {
         Ok(session)
     }
 
-    async fn forget(&self, generation: u64) {
-        let mut slot = self.session.lock().await;
+    async fn forget(&self, holder: Option<&str>, generation: u64) {
+        let slot = self.sessions.slot(holder);
+        let mut slot = slot.lock().await;
         if slot.as_ref().is_some_and(|s| s.generation == generation) {
             *slot = None;
         }
@@ -185,10 +203,10 @@ impl Http {
     /// session when there is none. A 2026-07-28 server is asked again (`server/discover`) when
     /// the session was already open: its capabilities may have changed since.
     pub(crate) async fn offered(&self) -> Result<Option<Offered>, UpstreamError> {
-        let existed = self.session.lock().await.is_some();
-        let session = self.session().await?;
+        let existed = self.sessions.slot(None).lock().await.is_some();
+        let session = self.session(&response_exchange()).await?;
         if existed && session.negotiated == Negotiated::Modern {
-            let fresh = tokio::time::timeout(self.config.timeout(), self.discover(&session)).await;
+            let fresh = tokio::time::timeout(self.config.timeout(), self.discover(&session, None)).await;
             if let Ok(Ok(Posted::Answer(Ok(result)))) = fresh {
                 return Ok(Offered::from_result(&result));
             }
@@ -196,8 +214,13 @@ impl Http {
         Ok(session.offered)
     }
 
-    /// Sends `server/discover` on a modern session (declaring what the gateway can relay).
-    async fn discover(&self, modern: &Session) -> Result<Posted, UpstreamError> {
+    /// Sends `server/discover` on a modern session (declaring what the gateway can relay),
+    /// with `bearer` (an `auth = "oauth"` upstream's caller token).
+    async fn discover(
+        &self,
+        modern: &Session,
+        bearer: Option<crate::token_cache::UpstreamToken>,
+    ) -> Result<Posted, UpstreamError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut probe = Exchange {
             method: "server/discover",
@@ -205,14 +228,17 @@ impl Http {
             name: None,
             param_headers: Vec::new(),
             progress: None,
-            bearer: None,
+            bearer,
             questions: None,
+            holder: None,
         };
         let body = rpc::request(id, probe.method, &mut probe.params, &modern.negotiated);
         self.post(modern, body, Some(id), &probe).await
     }
 
-    async fn negotiate(&self) -> Result<Session, UpstreamError> {
+    /// Opens a session; `bearer` goes on every handshake request (an `auth = "oauth"`
+    /// upstream's caller token: the session is that caller's).
+    async fn negotiate(&self, bearer: Option<crate::token_cache::UpstreamToken>) -> Result<Session, UpstreamError> {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let era = self.config.era;
         if matches!(era, EraChoice::Auto | EraChoice::V2026_07_28) {
@@ -222,11 +248,13 @@ impl Http {
             // speaks) is asked once more: that is the retry SEP-2575 expects of a client.
             for attempt in 0..2 {
                 // Legacy servers answer 400, 404, 405 or a JSON-RPC error: all mean "try initialize".
-                match self.discover(&modern).await? {
+                match self.discover(&modern, bearer.clone()).await? {
                     Posted::Answer(Ok(result)) if rpc::discover_offers_modern(&result) => {
                         modern.offered = Offered::from_result(&result);
                         return Ok(modern);
                     }
+                    // A refused token says nothing about the era: the caller must reconnect.
+                    Posted::Answer(Err(e @ UpstreamError::TokenRefused { .. })) => return Err(e),
                     Posted::Answer(Err(UpstreamError::Rpc { code: -32022, .. })) if attempt == 0 => {}
                     _ if era == EraChoice::Auto => break,
                     _ => {
@@ -252,8 +280,9 @@ impl Http {
             name: None,
             param_headers: Vec::new(),
             progress: None,
-            bearer: None,
+            bearer: bearer.clone(),
             questions: None,
+            holder: None,
         };
         let body = rpc::request(id, init.method, &mut init.params, &opening.negotiated);
         let response = self.send(&opening, body, &init).await?;
@@ -280,14 +309,17 @@ impl Http {
             name: None,
             param_headers: Vec::new(),
             progress: None,
-            bearer: None,
+            bearer,
             questions: None,
+            holder: None,
         };
         let body = rpc::notification(note.method, json!({}));
         if let Err(e) = self.post(&session, body, None, &note).await {
             tracing::debug!(upstream = %self.config.name, error = %e, "notifications/initialized was not accepted");
         }
-        if let Some(id) = &session.id {
+        // An `auth = "oauth"` session has no listener: its GET stream would need a caller's
+        // token that expires under it; its users' lists are re-read per principal instead.
+        if let Some(id) = session.id.as_ref().filter(|_| !self.config.is_oauth()) {
             let stop = tokio_util::sync::CancellationToken::new();
             tokio::spawn(self.listen(id.clone(), session.negotiated.version().to_owned(), stop.clone()));
             session._listener = Some(Arc::new(stop.drop_guard()));
@@ -465,6 +497,12 @@ impl Http {
         if status == reqwest::StatusCode::ACCEPTED {
             return Ok(Posted::Accepted);
         }
+        if matches!(status.as_u16(), 401 | 403) && self.config.is_oauth() {
+            // The caller's token was refused: `Upstream` refreshes it once, or asks to reconnect.
+            let values = response.headers().get_all(reqwest::header::WWW_AUTHENTICATE);
+            let challenge = crate::oauth::BearerChallenge::parse(values.iter().filter_map(|v| v.to_str().ok()));
+            return Ok(Posted::Answer(Err(UpstreamError::TokenRefused { status: status.as_u16(), challenge })));
+        }
         if !status.is_success() {
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
             return Ok(Posted::Answer(Err(match rpc::parse(&body) {
@@ -629,6 +667,7 @@ fn response_exchange() -> Exchange {
         progress: None,
         bearer: None,
         questions: None,
+        holder: None,
     }
 }
 

@@ -6,6 +6,7 @@
 pub(crate) mod http;
 mod legacy_sse;
 mod mux;
+mod sessions;
 pub(crate) mod sse;
 pub(crate) mod stdio;
 
@@ -21,7 +22,7 @@ use crate::error::UpstreamError;
 use crate::rpc::{Progress, ServerRequest};
 
 /// One request to an upstream.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Exchange {
     /// The method.
     pub method: &'static str,
@@ -39,6 +40,9 @@ pub(crate) struct Exchange {
     /// Where the server's requests sent on this request's own response stream go (2025-11-25
     /// HTTP upstreams asking mid-call, SEP-2260); `None`: they are refused at once.
     pub questions: Option<mpsc::Sender<ServerRequest>>,
+    /// Whose session the request travels on (a principal key; `auth = "oauth"` HTTP upstreams
+    /// keep one per principal); `None`: the shared one.
+    pub holder: Option<Arc<str>>,
 }
 
 /// Signals an upstream raises for the rest of the gateway.
@@ -176,10 +180,11 @@ impl Link {
         &self,
         bytes: Vec<u8>,
         bearer: Option<crate::token_cache::UpstreamToken>,
+        holder: Option<Arc<str>>,
     ) -> Result<(), UpstreamError> {
         match self {
             Self::Stdio(s) => s.send_only(bytes).await,
-            Self::Http(h) => h.send_only(bytes, bearer).await,
+            Self::Http(h) => h.send_only(bytes, bearer, holder).await,
             Self::Sse(s) => s.send_only(bytes).await,
         }
     }

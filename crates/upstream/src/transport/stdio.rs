@@ -312,6 +312,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
         bearer: None,
         progress: None,
         questions: None,
+        holder: None,
     };
     let opening = Negotiated::Legacy { version: version.to_owned() };
     let result = match mux.request(init, &opening).await {
@@ -337,6 +338,7 @@ fn discover() -> Exchange {
         bearer: None,
         progress: None,
         questions: None,
+        holder: None,
     }
 }
 

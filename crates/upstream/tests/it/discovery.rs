@@ -110,7 +110,7 @@ async fn a_refused_version_is_retried_and_every_request_carries_client_info() {
         if !refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
                               "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}});
-            return Answer { status: 400, content_type: "application/json", body: body.to_string() };
+            return Answer { status: 400, content_type: "application/json", body: body.to_string(), headers: Vec::new() };
         }
         match body["method"].as_str() {
             Some("server/discover") => discover(id, json!({"tools": {}})),

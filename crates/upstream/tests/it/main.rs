@@ -1,4 +1,7 @@
 //! Integration tests of the upstream client against stand-in servers on loopback.
 
 mod discovery;
+mod oauth_requests;
+mod oauth_tools;
 mod stand_in;
+mod test_connections;

@@ -1,5 +1,6 @@
 //! A stand-in Streamable HTTP server on an ephemeral loopback port: answers each POST with
-//! what a closure makes of its JSON-RPC body, and records every request it saw.
+//! what a closure makes of its JSON-RPC body (or of the whole request: headers too), and
+//! records every request it saw.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,20 +13,33 @@ pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) content_type: &'static str,
     pub(crate) body: String,
+    /// Extra response headers.
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 impl Answer {
     /// 200 with a JSON-RPC result for request `id`.
     pub(crate) fn result(id: &Value, result: Value) -> Self {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-        Self { status: 200, content_type: "application/json", body }
+        Self { status: 200, content_type: "application/json", body, headers: Vec::new() }
     }
 
     /// `status` with a JSON-RPC error for request `id`.
     pub(crate) fn error(status: u16, id: &Value, code: i64, message: &str) -> Self {
         let body =
             serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string();
-        Self { status, content_type: "application/json", body }
+        Self { status, content_type: "application/json", body, headers: Vec::new() }
+    }
+
+    /// `status` with an empty body (an HTTP-level refusal).
+    pub(crate) fn status(status: u16) -> Self {
+        Self { status, content_type: "text/plain", body: String::new(), headers: Vec::new() }
+    }
+
+    /// Adds a response header.
+    pub(crate) fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.to_owned()));
+        self
     }
 }
 
@@ -37,6 +51,11 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
+    /// The value of header `name` (lower case), if sent.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
     /// The JSON-RPC method.
     pub(crate) fn method(&self) -> &str {
         self.body["method"].as_str().unwrap_or_default()
@@ -52,6 +71,11 @@ pub(crate) struct StandIn {
 impl StandIn {
     /// Serves `answer` for every POST until the test ends.
     pub(crate) async fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Self {
+        Self::start_seeing(move |seen| answer(&seen.body)).await
+    }
+
+    /// Serves what `answer` makes of each whole request (headers and body) until the test ends.
+    pub(crate) async fn start_seeing(answer: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
@@ -76,14 +100,13 @@ impl StandIn {
                             .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
                             .collect();
                         let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                        let reply = if body.get("id").is_some() {
-                            answer(&body)
-                        } else {
-                            Answer { status: 202, content_type: "application/json", body: String::new() }
-                        };
-                        log.lock().unwrap().push(Seen { headers, body });
+                        let seen = Seen { headers, body };
+                        let reply = if seen.body.get("id").is_some() { answer(&seen) } else { Answer::status(202) };
+                        log.lock().unwrap().push(seen);
+                        let extra: String =
+                            reply.headers.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect();
                         let response = format!(
-                            "HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n{}",
+                            "HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\n{extra}\r\n{}",
                             reply.status,
                             reply.content_type,
                             reply.body.len(),

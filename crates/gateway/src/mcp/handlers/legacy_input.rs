@@ -64,6 +64,11 @@ pub(super) fn prepare(
             else {
                 return finish(&state, &cx, &round, std::future::ready(outcome)).await;
             };
+            // Only URLs to open (connecting an account): -32042 says so at once, and the
+            // client calls again once its user is done; no task needed.
+            if cx.capabilities.elicitation_url() && crate::mcp::render::url_elicitations(requests).is_some() {
+                return finish(&state, &cx, &round, std::future::ready(outcome)).await;
+            }
             let asked = Asked { requests: requests.clone(), continuation: continuation.clone(), answers };
             let task = become_task(&state, &cx, tool, name, arguments, asked).await?;
             // Unless the wait below ends with the task's outcome, the task is cancelled: the

@@ -1,4 +1,5 @@
-//! `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`: pre-rendered.
+//! `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`: pre-rendered;
+//! `tools/list` rendered for the caller when some of their tools are theirs alone.
 
 use bytes::Bytes;
 
@@ -11,7 +12,7 @@ use crate::state::AppState;
 
 /// Serves a list. The lists fit one page, so no cursor is ever handed out and any cursor a
 /// client sends is invalid.
-pub(in crate::mcp) fn list(
+pub(in crate::mcp) async fn list(
     state: &AppState,
     cx: &CallContext,
     method: Method,
@@ -26,6 +27,9 @@ pub(in crate::mcp) fn list(
         Method::PromptsList => lists.prompts.clone(),
         Method::ResourcesList => lists.resources.clone(),
         Method::ResourcesTemplatesList => lists.templates.clone(),
-        _ => lists.tools.clone(),
+        _ => catalog
+            .tools_list(cx.era, &cx.principal)
+            .await
+            .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")))?,
     })
 }

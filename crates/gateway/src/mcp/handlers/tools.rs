@@ -43,11 +43,14 @@ pub(in crate::mcp) async fn call_tool(
     mut params: CallToolParams,
 ) -> Result<ToolPlan, GatewayError> {
     let catalog = state.catalog.load();
+    // The snapshot's tool, or one of this caller's own (an `auth = "oauth"` upstream's).
     let (tool, header_params) = catalog
-        .tool(&params.name)
+        .find(&params.name, &cx.principal)
+        .await
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name))))?;
+    let tool = &tool;
     if cx.era == Era::Modern {
-        check_params(headers, header_params, params.arguments.as_ref())?;
+        check_params(headers, &header_params, params.arguments.as_ref())?;
     }
     let as_task = task_decision(cx, &params, tool.descriptor().task_policy)?;
     // Charged once the call is known to be valid, before anything runs or is stored (a call

@@ -1,0 +1,102 @@
+//! The admin routes of users' connections to `oauth` upstreams: listing them (metadata only:
+//! principal, upstream, issuer, scope, expiry, when connected) and revoking one.
+//!
+//! GET  /admin/credentials?principal=&upstream=&limit=&cursor=   list
+//! POST /admin/credentials/revoke {"principal", "upstream"}       forget one connection
+//!
+//! Invariant: no token, no sealed value is ever read here (the vault lists metadata only);
+//! revoking deletes the record, so that user's next call asks them to connect again.
+
+use axum::extract::{Query, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use mcpgate_store::{Vault as _, VaultKind};
+
+use super::Failed;
+use crate::connections::connection_key;
+use crate::error::GatewayError;
+use crate::state::AppState;
+
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/admin/credentials", get(list)).route("/admin/credentials/revoke", post(revoke))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    principal: Option<String>,
+    upstream: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, Failed> {
+    let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(GatewayError::AdminInvalid { detail: format!("limit must be 1 to {MAX_LIMIT}") }.into());
+    }
+    let page = state
+        .store
+        .vault_list(VaultKind::Connection, query.principal.as_deref(), query.cursor.as_deref(), limit)
+        .await?;
+    let credentials: Vec<Value> = page
+        .entries
+        .iter()
+        .filter(|e| query.upstream.as_deref().is_none_or(|u| u == e.name))
+        .map(|e| {
+            let meta: Value = serde_json::from_str(&e.meta).unwrap_or(Value::Null);
+            let (issuer, subject) = split_principal(&e.scope).unwrap_or_default();
+            json!({
+                "principal": e.scope, "issuer": issuer, "subject": subject, "upstream": e.name,
+                "tokenIssuer": meta["issuer"], "scope": meta["scope"], "expiresAt": meta["expires_at"],
+                "connectedAt": meta["connected_at"], "updatedAt": e.updated_ms, "version": e.version,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "credentials": credentials, "nextCursor": page.next })))
+}
+
+#[derive(Deserialize)]
+struct RevokeBody {
+    principal: String,
+    upstream: String,
+}
+
+async fn revoke(State(state): State<AppState>, body: axum::body::Bytes) -> Result<Json<Value>, Failed> {
+    let body: RevokeBody = serde_json::from_slice(&body)
+        .map_err(|e| GatewayError::AdminInvalid { detail: format!("expected {{\"principal\", \"upstream\"}}: {e}") })?;
+    let revoked = state.store.vault_delete(&connection_key(&body.principal, &body.upstream)).await?;
+    if revoked {
+        tracing::info!(upstream = %body.upstream, "an operator revoked a user's upstream connection");
+    }
+    Ok(Json(json!({ "revoked": revoked })))
+}
+
+/// The issuer and subject of a principal key (`<issuer length>:<issuer><subject>`).
+fn split_principal(key: &str) -> Option<(&str, &str)> {
+    let (len, rest) = key.split_once(':')?;
+    let len: usize = len.parse().ok()?;
+    Some((rest.get(..len)?, rest.get(len..)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_principal;
+
+    #[test]
+    fn principal_keys_split_into_issuer_and_subject() {
+        assert_eq!(split_principal("19:https://a.example/xalice"), Some(("https://a.example/x", "alice")));
+        assert_eq!(split_principal("3:issbob"), Some(("iss", "bob")));
+        assert_eq!(split_principal("99:short"), None);
+        assert_eq!(split_principal("nokey"), None);
+    }
+}

@@ -1,0 +1,211 @@
+//! A user's way through connecting an upstream, step by step as their browser arrives: the
+//! connect link (→ sign-in, or straight on), then the authorization at the upstream's server
+//! (discovery from its challenge, the client, PKCE `S256`, RFC 8707 `resource`, sealed
+//! `state`), then the callback that redeems the code and stores the tokens.
+//!
+//! Invariant: tokens are stored only at the end of a flow whose every step opened and was
+//! used once, for the principal the link was made for (and, with the sign-in, who signed in
+//! as them), and after the authorization response's `iss` was checked where the server
+//! advertises it (RFC 9207).
+
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+
+use mcpgate_store::Expect;
+use mcpgate_upstream::oauth::{ClientAuth, Pkce, authorization_url, check_response_issuer, scopes_to_request};
+
+use super::flow::{ConnectLink, Flow, Step};
+use super::record::Connection;
+use super::registration::{ClientSource, authorization_server};
+use super::stats::Attempt;
+use super::{CALLBACK_PATH, Connector, random_hex};
+use crate::error::{ConnectFailure, GatewayError};
+use crate::time::now_ms;
+
+/// The `state` of an authorization at the upstream's server.
+#[derive(Serialize, Deserialize)]
+pub(super) struct AuthorizeState {
+    principal: String,
+    upstream: String,
+    issuer: String,
+    iss_required: bool,
+    resource: String,
+    token_endpoint: String,
+    client_id: String,
+    client_auth: String,
+    source: ClientSource,
+    verifier: String,
+    #[serde(default)]
+    scope: Option<String>,
+    nonce: String,
+}
+
+impl Flow for AuthorizeState {
+    fn nonce(&self) -> &str {
+        &self.nonce
+    }
+}
+
+/// What the upstream's authorization server sends back to the callback.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CallbackParams {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+impl Connector {
+    /// A browser opened connect link `sealed`: where to send it (the sign-in, or the
+    /// upstream's authorization server).
+    pub(crate) async fn open_link(&self, sealed: &str) -> Result<String, GatewayError> {
+        let link: ConnectLink = self.open_flow(Step::Link, sealed).await?;
+        if !self.knows(&link.upstream) {
+            return Err(GatewayError::Connect {
+                failure: ConnectFailure::NotFound,
+                detail: format!("a link for upstream {:?}, which is not an oauth upstream here", link.upstream),
+            });
+        }
+        self.stats.attempt(&link.upstream, Attempt::Started);
+        match &self.login {
+            Some(login) => self.login_url(login, link).await,
+            None => self.authorize_url(&link).await,
+        }
+    }
+
+    /// The sign-in came back: on to the upstream's authorization server if it was the link's
+    /// user.
+    pub(crate) async fn login_callback(&self, code: &str, state: &str) -> Result<String, GatewayError> {
+        let link = self.after_login(code, state).await?;
+        self.authorize_url(&link).await
+    }
+
+    /// The URL of the authorization at `link`'s upstream's server.
+    async fn authorize_url(&self, link: &ConnectLink) -> Result<String, GatewayError> {
+        let upstream = self.upstreams.get(&link.upstream).ok_or_else(|| GatewayError::Connect {
+            failure: ConnectFailure::NotFound,
+            detail: format!("no oauth upstream {:?}", link.upstream),
+        })?;
+        let endpoint = upstream
+            .config
+            .url
+            .as_deref()
+            .and_then(|u| Url::parse(u).ok())
+            .ok_or_else(|| GatewayError::internal(format!("oauth upstream {} has no URL", link.upstream)))?;
+        let span = tracing::info_span!("oauth_discovery", upstream = %link.upstream);
+        let discovered = tracing::Instrument::instrument(
+            async {
+                let challenge = upstream.oauth.challenge(&endpoint).await?;
+                upstream.oauth.discover(&endpoint, challenge.as_ref()).await.map(|d| (challenge, d))
+            },
+            span,
+        )
+        .await
+        .map_err(|e| authorization_server(format!("discovery for {}: {e}", link.upstream)))?;
+        let (challenge, discovered) = discovered;
+        let (client, source) = self.client_for(upstream, &discovered.server).await?;
+        let configured = upstream.config.oauth().scopes;
+        let scope = if configured.is_empty() {
+            scopes_to_request(
+                challenge.as_ref().and_then(|c| c.scope.as_deref()),
+                &discovered.resource,
+                &discovered.server,
+                link.scopes.as_deref(),
+            )
+        } else {
+            let mut scopes = configured;
+            for extra in link.scopes.iter().flat_map(|s| s.split_whitespace()) {
+                if !scopes.iter().any(|s| s == extra) {
+                    scopes.push(extra.to_owned());
+                }
+            }
+            Some(scopes.join(" "))
+        };
+        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.to_string()))?;
+        let state = AuthorizeState {
+            principal: link.principal.clone(),
+            upstream: link.upstream.clone(),
+            issuer: discovered.server.issuer.clone(),
+            iss_required: discovered.server.authorization_response_iss_parameter_supported,
+            resource: discovered.resource.resource.clone(),
+            token_endpoint: discovered.server.token_endpoint.clone(),
+            client_id: client.client_id.clone(),
+            client_auth: client.auth.as_str().to_owned(),
+            source,
+            verifier: pkce.verifier.clone(),
+            scope: scope.clone(),
+            nonce: random_hex()?,
+        };
+        let sealed = self.seal_flow(Step::Authorize, &state)?;
+        let url = authorization_url(
+            &discovered.server,
+            &client.client_id,
+            &self.public(CALLBACK_PATH),
+            &pkce,
+            &sealed,
+            scope.as_deref(),
+            &discovered.resource.resource,
+        )
+        .map_err(|e| authorization_server(format!("{e}")))?;
+        Ok(url.into())
+    }
+
+    /// The upstream's authorization server sent the user back: redeem the code and store the
+    /// user's connection. Returns the upstream's name.
+    pub(crate) async fn callback(&self, params: CallbackParams) -> Result<String, GatewayError> {
+        let sealed = params.state.as_deref().ok_or_else(|| GatewayError::Connect {
+            failure: ConnectFailure::InvalidLink,
+            detail: "a callback without state".to_owned(),
+        })?;
+        let state: AuthorizeState = self.open_flow(Step::Authorize, sealed).await?;
+        let refused = |failure: ConnectFailure, detail: String| {
+            self.stats.attempt(&state.upstream, Attempt::Refused);
+            GatewayError::Connect { failure, detail }
+        };
+        if let Some(error) = params.error {
+            let error = mcpgate_protocol::quote::clip(&error, 64);
+            return Err(refused(ConnectFailure::Denied, format!("the authorization server answered {error}")));
+        }
+        let upstream = self.upstreams.get(&state.upstream).ok_or_else(|| GatewayError::Connect {
+            failure: ConnectFailure::NotFound,
+            detail: format!("no oauth upstream {:?}", state.upstream),
+        })?;
+        let mut server = Connection::server_named(&state.issuer, &state.token_endpoint);
+        server.authorization_response_iss_parameter_supported = state.iss_required;
+        check_response_issuer(&server, params.iss.as_deref())
+            .map_err(|e| refused(ConnectFailure::Denied, format!("RFC 9207: {e}")))?;
+        let code = params.code.ok_or_else(|| refused(ConnectFailure::Denied, "a callback without code".to_owned()))?;
+        let auth = ClientAuth::parse(&state.client_auth).unwrap_or(ClientAuth::None);
+        let client = self.client_again(upstream, &state.issuer, &state.client_id, auth, state.source).await?;
+        let pkce = Pkce::from_verifier(state.verifier.clone());
+        let span = tracing::info_span!("oauth_redeem", upstream = %state.upstream, issuer = %state.issuer);
+        let tokens = tracing::Instrument::instrument(
+            upstream.oauth.redeem(&server, &client, &code, &self.public(CALLBACK_PATH), &pkce, &state.resource),
+            span,
+        )
+        .await
+        .map_err(|e| refused(ConnectFailure::AuthorizationServer, format!("redeeming the code: {e}")))?;
+        let now = now_ms();
+        let connection = Connection {
+            access_token: tokens.access_token,
+            refresh_token: tokens.refresh_token,
+            expires_at_ms: tokens.expires_in.map(|s| now.saturating_add(s.saturating_mul(1000))),
+            issued_at_ms: now,
+            scope: tokens.scope.or(state.scope),
+            issuer: state.issuer,
+            resource: state.resource,
+            token_endpoint: state.token_endpoint,
+            client_id: client.client_id,
+            client_secret: client.client_secret,
+            client_auth: client.auth.as_str().to_owned(),
+        };
+        self.save(&state.principal, &state.upstream, &connection, now, Expect::Any).await?;
+        self.stats.attempt(&state.upstream, Attempt::Completed);
+        tracing::info!(upstream = %state.upstream, "a user connected their account");
+        Ok(state.upstream)
+    }
+}

@@ -1,0 +1,183 @@
+//! The vault's records of connections: one per (principal, upstream), its tokens and what a
+//! refresh needs sealed, its metadata (issuer, scope, expiry, when connected) in clear.
+//!
+//! Invariant: a record's value opens only as the record of its principal, upstream and
+//! issuer (all three are the sealing's associated data), so a value copied to another user's
+//! or upstream's key, or relabelled with another issuer, does not open; the metadata never
+//! holds a token or a secret.
+
+use serde::{Deserialize, Serialize};
+
+use mcpgate_seal::RecordBinding;
+use mcpgate_store::{Expect, Put, Vault as _, VaultEntry, VaultKey, VaultKind};
+use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
+
+use super::Connector;
+use crate::error::GatewayError;
+
+/// The record id sealed values are bound to.
+const RECORD: &str = "oauth-connection";
+/// The field they are sealed as.
+const FIELD: &str = "tokens";
+
+/// Where `principal_key`'s connection to `upstream` is kept.
+pub(crate) fn connection_key(principal_key: &str, upstream: &str) -> VaultKey {
+    VaultKey::new(VaultKind::Connection, principal_key, upstream)
+}
+
+/// A connection's secrets and what refreshing it needs (sealed).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Connection {
+    pub access_token: String,
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// Unix ms; `None`: the server said nothing (then it lives until refused).
+    #[serde(default)]
+    pub expires_at_ms: Option<u64>,
+    /// When the access token was issued (Unix ms).
+    pub issued_at_ms: u64,
+    #[serde(default)]
+    pub scope: Option<String>,
+    pub issuer: String,
+    /// RFC 8707 `resource` of the tokens.
+    pub resource: String,
+    pub token_endpoint: String,
+    pub client_id: String,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    pub client_auth: String,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("issuer", &self.issuer)
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// The client it was authorized for.
+    pub(super) fn client(&self) -> ClientRegistration {
+        ClientRegistration {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            auth: ClientAuth::parse(&self.client_auth).unwrap_or(ClientAuth::None),
+        }
+    }
+
+    /// Its authorization server, as far as a refresh needs it.
+    pub(super) fn server(&self) -> ServerMetadata {
+        Self::server_named(&self.issuer, &self.token_endpoint)
+    }
+
+    /// Authorization server `issuer` as far as redeeming and refreshing need it.
+    pub(super) fn server_named(issuer: &str, token_endpoint: &str) -> ServerMetadata {
+        ServerMetadata {
+            issuer: issuer.to_owned(),
+            authorization_endpoint: String::new(),
+            token_endpoint: token_endpoint.to_owned(),
+            registration_endpoint: None,
+            scopes_supported: None,
+            code_challenge_methods_supported: vec!["S256".to_owned()],
+            token_endpoint_auth_methods_supported: None,
+            authorization_response_iss_parameter_supported: false,
+            client_id_metadata_document_supported: false,
+        }
+    }
+
+    /// Whether the access token should be refreshed at `now_ms`: within a minute of expiry,
+    /// or within a quarter of its lifetime for tokens living less than four minutes (so a
+    /// short-lived token is not refreshed on every use).
+    pub(super) fn expiring(&self, now_ms: u64) -> bool {
+        let Some(expires) = self.expires_at_ms else { return false };
+        let lifetime = expires.saturating_sub(self.issued_at_ms);
+        now_ms.saturating_add((lifetime / 4).min(60_000)) >= expires
+    }
+
+    fn meta(&self, connected_at_ms: u64) -> ConnectionMeta {
+        ConnectionMeta {
+            issuer: self.issuer.clone(),
+            scope: self.scope.clone(),
+            expires_at: self.expires_at_ms,
+            connected_at: connected_at_ms,
+        }
+    }
+}
+
+/// A connection's metadata, in clear (what operators list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ConnectionMeta {
+    pub issuer: String,
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// When the access token expires (Unix ms).
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+    /// When the user connected (Unix ms; kept across refreshes).
+    pub connected_at: u64,
+}
+
+/// A record as read: its tokens, metadata and version.
+#[derive(Debug, Clone)]
+pub(super) struct Stored {
+    pub connection: Connection,
+    pub meta: ConnectionMeta,
+    pub version: u64,
+}
+
+fn binding(principal_key: &str, upstream: &str, issuer: &str) -> RecordBinding {
+    RecordBinding::new(RECORD, &[principal_key, upstream, issuer])
+}
+
+impl Connector {
+    /// `principal_key`'s connection to `upstream`, if any (one store read). A record that does
+    /// not open (tampered, or sealed with a key no longer in the ring) is an error, never
+    /// someone else's tokens.
+    pub(super) async fn load(&self, principal_key: &str, upstream: &str) -> Result<Option<Stored>, GatewayError> {
+        let Some(entry) = self.store.vault_get(&connection_key(principal_key, upstream)).await? else {
+            return Ok(None);
+        };
+        self.open(principal_key, upstream, entry).map(Some)
+    }
+
+    fn open(&self, principal_key: &str, upstream: &str, entry: VaultEntry) -> Result<Stored, GatewayError> {
+        let unreadable = |what: &str| GatewayError::internal(format!("connection record of {upstream}: {what}"));
+        let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| unreadable("unreadable metadata"))?;
+        let plain = self
+            .at_rest
+            .open(RECORD, &binding(principal_key, upstream, &meta.issuer), FIELD, entry.value)
+            .map_err(|_| unreadable("does not open"))?;
+        let connection: Connection = serde_json::from_str(&plain).map_err(|_| unreadable("unreadable value"))?;
+        if connection.issuer != meta.issuer {
+            return Err(unreadable("issuer mismatch"));
+        }
+        Ok(Stored { connection, meta, version: entry.version })
+    }
+
+    /// Writes `connection` as `principal_key`'s to `upstream` if the record is as `expect`
+    /// says; `connected_at_ms` is kept in its metadata.
+    pub(super) async fn save(
+        &self,
+        principal_key: &str,
+        upstream: &str,
+        connection: &Connection,
+        connected_at_ms: u64,
+        expect: Expect,
+    ) -> Result<Put, GatewayError> {
+        let plain = serde_json::to_string(connection).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let sealed = self
+            .at_rest
+            .seal_always(RECORD, &binding(principal_key, upstream, &connection.issuer), FIELD, &plain)
+            .map_err(|e| GatewayError::internal(format!("cannot seal a connection: {e}")))?;
+        let meta = serde_json::to_string(&connection.meta(connected_at_ms))
+            .map_err(|e| GatewayError::internal(e.to_string()))?;
+        Ok(self.store.vault_put(&connection_key(principal_key, upstream), &sealed, &meta, expect).await?)
+    }
+
+    /// Forgets `principal_key`'s connection to `upstream`; whether there was one.
+    pub(crate) async fn forget(&self, principal_key: &str, upstream: &str) -> Result<bool, GatewayError> {
+        Ok(self.store.vault_delete(&connection_key(principal_key, upstream)).await?)
+    }
+}

@@ -1,0 +1,237 @@
+//! Which client the gateway is at an upstream's authorization server: the one the operator
+//! registered beforehand; else its Client ID Metadata Document (when the public URL is https
+//! and the server takes one); else a client it registered itself (RFC 7591) — once per
+//! (upstream, issuer) for the whole fleet, kept sealed in the vault.
+//!
+//! Invariant: two replicas never both register: one takes a store lock and writes the
+//! registration only where there is none (`Expect::Absent`); the others wait (bounded) and
+//! read what it wrote.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use mcpgate_seal::RecordBinding;
+use mcpgate_store::{Expect, Locks as _, Put, Vault as _, VaultKey, VaultKind};
+use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
+
+use super::{CALLBACK_PATH, Connector, Upstream, random_hex};
+use crate::error::{ConnectFailure, GatewayError};
+use crate::time::now_ms;
+
+const RECORD: &str = "oauth-registration";
+const FIELD: &str = "client";
+/// How long a registering replica may hold the lock (a registration is one request).
+const LOCK_TTL: Duration = Duration::from_secs(30);
+/// How long another replica waits for its registration.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// Where a client came from: decides where its secret is found again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum ClientSource {
+    /// `[upstream.oauth] client_id`.
+    Configured,
+    /// The gateway's Client ID Metadata Document (a public client).
+    Metadata,
+    /// Dynamic registration, kept in the vault.
+    Registered,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SealedClient {
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    auth: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RegistrationMeta {
+    client_id: String,
+    redirect_uri: String,
+    registered_at: u64,
+}
+
+impl Connector {
+    /// The client to authorize `upstream` with at `server`, and where it came from.
+    pub(super) async fn client_for(
+        &self,
+        upstream: &Upstream,
+        server: &ServerMetadata,
+    ) -> Result<(ClientRegistration, ClientSource), GatewayError> {
+        let oauth = upstream.config.oauth();
+        if let Some(client_id) = oauth.client_id {
+            let auth = match &oauth.client_secret {
+                None => ClientAuth::None,
+                Some(_) => preferred_secret_auth(server),
+            };
+            let client = ClientRegistration { client_id, client_secret: oauth.client_secret, auth };
+            return Ok((client, ClientSource::Configured));
+        }
+        if server.client_id_metadata_document_supported
+            && let Some(client_id) = self.client_metadata_url()
+        {
+            let client = ClientRegistration { client_id, client_secret: None, auth: ClientAuth::None };
+            return Ok((client, ClientSource::Metadata));
+        }
+        Ok((self.registered(upstream, server).await?, ClientSource::Registered))
+    }
+
+    /// The secret of a client found before (at the callback, where the flow's state names
+    /// the client but never holds its secret).
+    pub(super) async fn client_again(
+        &self,
+        upstream: &Upstream,
+        issuer: &str,
+        client_id: &str,
+        auth: ClientAuth,
+        source: ClientSource,
+    ) -> Result<ClientRegistration, GatewayError> {
+        let secret = match source {
+            ClientSource::Metadata => None,
+            ClientSource::Configured => upstream.config.oauth().client_secret,
+            ClientSource::Registered => {
+                let key = VaultKey::new(VaultKind::Registration, &upstream.config.name, issuer);
+                let found = self.read_registration(&upstream.config.name, issuer, &key).await?;
+                found.filter(|c| c.client_id == client_id).and_then(|c| c.client_secret)
+            }
+        };
+        Ok(ClientRegistration { client_id: client_id.to_owned(), client_secret: secret, auth })
+    }
+
+    /// The fleet's registration at `server` for `upstream`, registering once if there is none
+    /// (or the one there was made for another redirect URI).
+    async fn registered(
+        &self,
+        upstream: &Upstream,
+        server: &ServerMetadata,
+    ) -> Result<ClientRegistration, GatewayError> {
+        let name = &upstream.config.name;
+        let issuer = &server.issuer;
+        let key = VaultKey::new(VaultKind::Registration, name, issuer);
+        let redirect_uri = self.public(CALLBACK_PATH);
+        if let Some(found) = self.usable_registration(name, issuer, &key, &redirect_uri).await? {
+            return Ok(found);
+        }
+        let lock = format!("oauth-register:{}", super::refresh::digest(&[name, issuer]));
+        let holder = random_hex()?;
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            if self.store.try_lock(&lock, &holder, LOCK_TTL).await? {
+                let result = self.register_holding_lock(upstream, server, &key, &redirect_uri).await;
+                let _ = self.store.unlock(&lock, &holder).await;
+                return result;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Some(found) = self.usable_registration(name, issuer, &key, &redirect_uri).await? {
+                return Ok(found);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(GatewayError::Connect {
+                    failure: ConnectFailure::AuthorizationServer,
+                    detail: format!("another replica's registration at {issuer} did not finish in {WAIT:?}"),
+                });
+            }
+        }
+    }
+
+    async fn register_holding_lock(
+        &self,
+        upstream: &Upstream,
+        server: &ServerMetadata,
+        key: &VaultKey,
+        redirect_uri: &str,
+    ) -> Result<ClientRegistration, GatewayError> {
+        let (name, issuer) = (&upstream.config.name, &server.issuer);
+        // Another replica may have registered between our read and our lock.
+        let existing = self.store.vault_get(key).await?;
+        if let Some(entry) = &existing
+            && let Ok(meta) = serde_json::from_str::<RegistrationMeta>(&entry.meta)
+            && meta.redirect_uri == redirect_uri
+            && let Some(found) = self.read_registration(name, issuer, key).await?
+        {
+            return Ok(found);
+        }
+        let client = upstream
+            .oauth
+            .register(server, "mcpgate", redirect_uri)
+            .await
+            .map_err(|e| authorization_server(format!("registering at {issuer}: {e}")))?;
+        tracing::info!(upstream = %name, issuer = %issuer, "registered the gateway as an OAuth client");
+        let sealed = SealedClient {
+            client_id: client.client_id.clone(),
+            client_secret: client.client_secret.clone(),
+            auth: client.auth.as_str().to_owned(),
+        };
+        let plain = serde_json::to_string(&sealed).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let value = self
+            .at_rest
+            .seal_always(RECORD, &RecordBinding::new(RECORD, &[name, issuer]), FIELD, &plain)
+            .map_err(|e| GatewayError::internal(format!("cannot seal a registration: {e}")))?;
+        let meta = RegistrationMeta {
+            client_id: client.client_id.clone(),
+            redirect_uri: redirect_uri.to_owned(),
+            registered_at: now_ms(),
+        };
+        let meta = serde_json::to_string(&meta).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let expect = existing.map_or(Expect::Absent, |e| Expect::Version(e.version));
+        match self.store.vault_put(key, &value, &meta, expect).await? {
+            Put::Saved { .. } => Ok(client),
+            // Written meanwhile despite the lock (it lapsed): use the fleet's, not ours.
+            Put::Conflict { .. } => self
+                .read_registration(name, issuer, key)
+                .await?
+                .ok_or_else(|| GatewayError::internal("a registration vanished while being written")),
+        }
+    }
+
+    async fn usable_registration(
+        &self,
+        upstream: &str,
+        issuer: &str,
+        key: &VaultKey,
+        redirect_uri: &str,
+    ) -> Result<Option<ClientRegistration>, GatewayError> {
+        let Some(entry) = self.store.vault_get(key).await? else { return Ok(None) };
+        let current =
+            serde_json::from_str::<RegistrationMeta>(&entry.meta).is_ok_and(|m| m.redirect_uri == redirect_uri);
+        if !current {
+            return Ok(None);
+        }
+        self.read_registration(upstream, issuer, key).await
+    }
+
+    async fn read_registration(
+        &self,
+        upstream: &str,
+        issuer: &str,
+        key: &VaultKey,
+    ) -> Result<Option<ClientRegistration>, GatewayError> {
+        let Some(entry) = self.store.vault_get(key).await? else { return Ok(None) };
+        let plain = self
+            .at_rest
+            .open(RECORD, &RecordBinding::new(RECORD, &[upstream, issuer]), FIELD, entry.value)
+            .map_err(|_| GatewayError::internal(format!("the registration of {upstream} at {issuer} does not open")))?;
+        let sealed: SealedClient =
+            serde_json::from_str(&plain).map_err(|_| GatewayError::internal("unreadable registration"))?;
+        let auth = ClientAuth::parse(&sealed.auth).unwrap_or(ClientAuth::None);
+        Ok(Some(ClientRegistration { client_id: sealed.client_id, client_secret: sealed.client_secret, auth }))
+    }
+}
+
+/// How a confidential client authenticates where `server` says what it takes: basic first.
+fn preferred_secret_auth(server: &ServerMetadata) -> ClientAuth {
+    let methods = server.token_endpoint_auth_methods_supported.as_deref().unwrap_or_default();
+    if methods.is_empty() || methods.iter().any(|m| m == "client_secret_basic") {
+        ClientAuth::Basic
+    } else if methods.iter().any(|m| m == "client_secret_post") {
+        ClientAuth::Post
+    } else {
+        ClientAuth::Basic
+    }
+}
+
+pub(super) fn authorization_server(detail: String) -> GatewayError {
+    GatewayError::Connect { failure: ConnectFailure::AuthorizationServer, detail }
+}

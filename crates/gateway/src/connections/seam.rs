@@ -1,0 +1,144 @@
+//! The gateway's answer to an `oauth` upstream asking for a caller's token
+//! (`mcpgate_upstream::oauth::Connections`): from the vault (one read), refreshed first when
+//! about to expire, or the connect link the caller must open.
+//!
+//! Invariant: a token is only ever returned for the principal whose record holds it; any
+//! failure to produce one is either `ConnectionRequired` (the user can fix it by connecting)
+//! or an authorization error naming what failed (never a token).
+
+use mcpgate_runtime::catalog::BoxFuture;
+use mcpgate_runtime::{Credential, Principal};
+use mcpgate_upstream::UpstreamError;
+use mcpgate_upstream::oauth::{BearerChallenge, Connections, Refusal};
+
+use super::Connector;
+use super::refresh::Refreshed;
+use crate::error::GatewayError;
+use crate::time::now_ms;
+
+impl Connector {
+    /// `ConnectionRequired` with a fresh link asking for `scopes` besides the usual.
+    fn required(&self, upstream: &str, principal: &Principal, scopes: Option<String>) -> UpstreamError {
+        match self.connect_link(principal, upstream, scopes) {
+            Ok((url, elicitation_id)) => {
+                UpstreamError::ConnectionRequired { upstream: upstream.to_owned(), url, elicitation_id }
+            }
+            Err(e) => failed(e),
+        }
+    }
+
+    async fn current_bearer(&self, upstream: &str, principal: &Principal) -> Result<Credential, UpstreamError> {
+        let key = principal.key();
+        let Some(stored) = self.load(key, upstream).await.map_err(failed)? else {
+            return Err(self.required(upstream, principal, None));
+        };
+        if !stored.connection.expiring(now_ms()) {
+            return Ok(Credential::bearer(&stored.connection.access_token));
+        }
+        match self.refresh(key, upstream, &stored).await.map_err(failed)? {
+            Refreshed::Token(token) => Ok(Credential::bearer(&token)),
+            Refreshed::Gone => Err(self.required(upstream, principal, None)),
+        }
+    }
+
+    async fn after_refusal(
+        &self,
+        upstream: &str,
+        principal: &Principal,
+        stale: &Credential,
+        refusal: Refusal,
+        challenge: Option<&BearerChallenge>,
+    ) -> Result<Credential, UpstreamError> {
+        let key = principal.key();
+        let Some(stored) = self.load(key, upstream).await.map_err(failed)? else {
+            return Err(self.required(upstream, principal, None));
+        };
+        if refusal == Refusal::Forbidden {
+            let scopes = union(stored.connection.scope.as_deref(), challenge.and_then(|c| c.scope.as_deref()));
+            return Err(self.required(upstream, principal, scopes));
+        }
+        if stored.connection.access_token != stale.expose() {
+            // Refreshed (or connected again) since `stale` was read: try that one.
+            return Ok(Credential::bearer(&stored.connection.access_token));
+        }
+        match self.refresh(key, upstream, &stored).await.map_err(failed)? {
+            Refreshed::Token(token) => Ok(Credential::bearer(&token)),
+            Refreshed::Gone => Err(self.required(upstream, principal, None)),
+        }
+    }
+}
+
+impl Connections for Connector {
+    fn bearer<'a>(
+        &'a self,
+        upstream: &'a str,
+        principal: &'a Principal,
+    ) -> BoxFuture<'a, Result<Credential, UpstreamError>> {
+        Box::pin(self.current_bearer(upstream, principal))
+    }
+
+    fn connected<'a>(
+        &'a self,
+        upstream: &'a str,
+        principal: &'a Principal,
+    ) -> BoxFuture<'a, Result<bool, UpstreamError>> {
+        Box::pin(async move {
+            use mcpgate_store::Vault as _;
+            let key = super::connection_key(principal.key(), upstream);
+            Ok(self.store.vault_get(&key).await.map_err(|e| failed(e.into()))?.is_some())
+        })
+    }
+
+    fn refused<'a>(
+        &'a self,
+        upstream: &'a str,
+        principal: &'a Principal,
+        stale: &'a Credential,
+        refusal: Refusal,
+        challenge: Option<&'a BearerChallenge>,
+    ) -> BoxFuture<'a, Result<Credential, UpstreamError>> {
+        Box::pin(self.after_refusal(upstream, principal, stale, refusal, challenge))
+    }
+}
+
+/// The scopes of both, each once, in order.
+fn union(held: Option<&str>, wanted: Option<&str>) -> Option<String> {
+    let mut scopes: Vec<&str> = Vec::new();
+    for scope in held.into_iter().chain(wanted).flat_map(str::split_whitespace) {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
+fn failed(e: GatewayError) -> UpstreamError {
+    let detail = match &e {
+        GatewayError::Internal { detail } | GatewayError::Unavailable { detail } => detail.clone(),
+        GatewayError::Connect { detail, .. } => detail.clone(),
+        other => other.to_string(),
+    };
+    tracing::warn!(error = %detail, "a user's upstream connection could not be used");
+    UpstreamError::Authorization { detail: client_safe(&e) }
+}
+
+/// What a caller may be told: no record internals.
+fn client_safe(e: &GatewayError) -> String {
+    match e {
+        GatewayError::Store { .. } => "the connection store is unavailable, retry shortly".to_owned(),
+        GatewayError::Unavailable { detail } => detail.clone(),
+        _ => "the stored connection cannot be used".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union;
+
+    #[test]
+    fn step_up_scopes_keep_what_was_held_once() {
+        assert_eq!(union(Some("a b"), Some("b c")).as_deref(), Some("a b c"));
+        assert_eq!(union(None, Some("c")).as_deref(), Some("c"));
+        assert_eq!(union(None, None), None);
+    }
+}

@@ -1,0 +1,190 @@
+//! The tools each caller has of the `auth = "oauth"` upstreams: read with the caller's own
+//! token once they hold a connection, cached per principal on this replica (bounded, for the
+//! upstream's `ttlMs`, capped; whatever its `cacheScope`, since the list was read with this
+//! caller's credentials), renamed and filtered like any upstream's tools. As the runtime's
+//! [`ToolResolver`] it puts them in that caller's `tools/list` in place of the upstream's
+//! `<upstream>_connect` stand-in, and finds them for a call or a task run (which rebuilds the
+//! creator's principal, whose key is the same, on any replica).
+//!
+//! Invariants: a list read for one principal is stored under their key only and never shown
+//! or run for another; a caller without a connection gets the stand-in (asking to connect),
+//! never the upstream's tools.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use mcpgate_runtime::Principal;
+use mcpgate_runtime::catalog::{BoxFuture, PersonalTools as Personal, Tool, ToolDescriptor, ToolResolver};
+
+use crate::connect_tool::ConnectTool;
+use crate::entries::UpstreamTool;
+use crate::error::UpstreamError;
+use crate::federation::{policy, upstream_tool};
+use crate::upstream::{ConnectionsCell, Upstream};
+
+/// Most (principal, upstream) lists kept on a replica.
+const MAX_CACHED: usize = 4096;
+/// How long a list is kept when the upstream did not say (`ttlMs`).
+const DEFAULT_TTL: Duration = Duration::from_secs(60);
+/// Longest a list is kept, whatever the upstream said (a changed list shows within it).
+const MAX_TTL: Duration = Duration::from_secs(300);
+
+/// Cache key: (principal key, upstream name).
+type Key = (String, String);
+
+struct Cached {
+    tools: Vec<Arc<dyn Tool>>,
+    ttl_ms: Option<u64>,
+    expires: Instant,
+}
+
+/// The `auth = "oauth"` upstreams' tools, per principal.
+pub(crate) struct PersonalTools {
+    upstreams: Vec<Arc<Upstream>>,
+    separator: String,
+    connections: ConnectionsCell,
+    cache: Mutex<HashMap<Key, Cached>>,
+}
+
+impl std::fmt::Debug for PersonalTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersonalTools").field("upstreams", &self.upstreams.len()).finish_non_exhaustive()
+    }
+}
+
+impl PersonalTools {
+    /// For `upstreams` (the `auth = "oauth"` ones), exposed as `<upstream><separator><tool>`.
+    pub(crate) fn new(upstreams: Vec<Arc<Upstream>>, separator: &str, connections: ConnectionsCell) -> Self {
+        Self { upstreams, separator: separator.to_owned(), connections, cache: Mutex::default() }
+    }
+
+    /// The upstream an exposed name belongs to, and the upstream's own name for the tool.
+    fn upstream_of<'n>(&self, name: &'n str) -> Option<(&Arc<Upstream>, &'n str)> {
+        self.upstreams.iter().find_map(|u| {
+            let remote = name.strip_prefix(u.name())?.strip_prefix(self.separator.as_str())?;
+            (!remote.is_empty()).then_some((u, remote))
+        })
+    }
+
+    fn stand_in(&self, upstream: &Arc<Upstream>) -> ConnectTool {
+        ConnectTool::new(upstream.clone(), &self.separator, self.connections.clone())
+    }
+
+    /// `principal`'s tools of `upstream` (kept, or read now with their token), and the
+    /// upstream's `ttlMs` for them.
+    async fn tools(
+        &self,
+        upstream: &Arc<Upstream>,
+        principal: &Principal,
+    ) -> Result<(Vec<Arc<dyn Tool>>, Option<u64>), UpstreamError> {
+        let key: Key = (principal.key().to_owned(), upstream.name().to_owned());
+        let now = Instant::now();
+        if let Some(cached) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&key)
+            && cached.expires > now
+        {
+            return Ok((cached.tools.clone(), cached.ttl_ms));
+        }
+        let (infos, ttl_ms) = upstream.tools_for(principal, &CancellationToken::new()).await?;
+        let tools: Vec<Arc<dyn Tool>> = infos
+            .iter()
+            .filter_map(|info| match upstream_tool(upstream, &self.separator, info) {
+                Ok(Some(tool)) => Some(Arc::new(tool) as Arc<dyn Tool>),
+                Ok(None) => None,
+                Err(problem) => {
+                    tracing::warn!(upstream = %upstream.name(), tool = %info.name, "left out: {problem}");
+                    None
+                }
+            })
+            .collect();
+        let lifetime = ttl_ms.map_or(DEFAULT_TTL, |ms| Duration::from_millis(ms).min(MAX_TTL));
+        if !lifetime.is_zero() {
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if cache.len() >= MAX_CACHED {
+                cache.retain(|_, c| c.expires > now);
+            }
+            if cache.len() >= MAX_CACHED
+                && let Some(first) = cache.iter().min_by_key(|(_, c)| c.expires).map(|(k, _)| k.clone())
+            {
+                cache.remove(&first);
+            }
+            cache.insert(key, Cached { tools: tools.clone(), ttl_ms, expires: now + lifetime });
+        }
+        Ok((tools, ttl_ms))
+    }
+
+    /// Whether `principal` holds a connection to `upstream` (a store that cannot say: no).
+    async fn connected(&self, upstream: &Upstream, principal: &Principal) -> bool {
+        let Some(connections) = self.connections.get() else { return false };
+        match connections.connected(upstream.name(), principal).await {
+            Ok(connected) => connected,
+            Err(e) => {
+                tracing::warn!(upstream = %upstream.name(), error = %e, "cannot tell whether the caller is connected");
+                false
+            }
+        }
+    }
+}
+
+impl ToolResolver for PersonalTools {
+    fn resolve<'a>(&'a self, name: &'a str, principal: &'a Principal) -> BoxFuture<'a, Option<Arc<dyn Tool>>> {
+        Box::pin(async move {
+            let (upstream, remote) = self.upstream_of(name)?;
+            let stand_in = || {
+                let tool = self.stand_in(upstream).standing_in_for(name, policy(upstream.config(), remote));
+                Arc::new(tool) as Arc<dyn Tool>
+            };
+            if !self.connected(upstream, principal).await {
+                return Some(stand_in());
+            }
+            match self.tools(upstream, principal).await {
+                Ok((tools, _)) => tools.into_iter().find(|t| t.descriptor().info.name == name),
+                Err(UpstreamError::ConnectionRequired { .. }) => Some(stand_in()),
+                // Its list cannot be read now (down, slow): the call goes to it all the same and
+                // fails the way any call to a failing upstream does, as a tool error naming it.
+                Err(e) => {
+                    tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read");
+                    let mut descriptor = ToolDescriptor::new(name, "", serde_json::json!({ "type": "object" }))
+                        .task_policy(policy(upstream.config(), remote));
+                    descriptor.upstream = Some(Arc::from(upstream.name()));
+                    let tool = UpstreamTool::new(
+                        upstream.clone(),
+                        remote.to_owned(),
+                        descriptor,
+                        Vec::new(),
+                        mcpgate_protocol::tool::TaskSupport::Forbidden,
+                    );
+                    Some(Arc::new(tool))
+                }
+            }
+        })
+    }
+
+    fn personal<'a>(&'a self, principal: &'a Principal) -> BoxFuture<'a, Personal> {
+        Box::pin(async move {
+            let mut personal = Personal::default();
+            for upstream in &self.upstreams {
+                if !self.connected(upstream, principal).await {
+                    continue;
+                }
+                match self.tools(upstream, principal).await {
+                    Ok((tools, ttl_ms)) => {
+                        let stand_in = format!("{}{}connect", upstream.name(), self.separator);
+                        personal.replaced.push((stand_in, tools));
+                        if let Some(ttl) = ttl_ms {
+                            personal.ttl_ms = Some(personal.ttl_ms.map_or(ttl, |t| t.min(ttl)));
+                        }
+                    }
+                    // The stand-in stays: calling it says what is wrong (or asks to connect).
+                    Err(e) => {
+                        tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read")
+                    }
+                }
+            }
+            personal
+        })
+    }
+}
