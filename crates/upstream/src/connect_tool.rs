@@ -4,8 +4,9 @@
 //! `connect_ask`), or says they are connected already. It also stands in for any of the
 //! upstream's tools a caller without a connection calls by name.
 //!
-//! Invariant: it never calls the upstream; the link comes from the connections, bound to the
-//! caller.
+//! Invariant: it calls the upstream only for a caller who holds a connection, with that caller's
+//! own token (to learn why their tools could not be listed); the link comes from the
+//! connections, bound to the caller.
 
 use std::sync::Arc;
 
@@ -80,8 +81,15 @@ impl Tool for ConnectTool {
                     "Connecting an account at {name} is not set up on this gateway."
                 )));
             };
-            match connections.bearer(name, cx.principal()).await {
-                Ok(_) => Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!(
+            let listed = match connections.bearer(name, cx.principal()).await {
+                // A connected caller is shown the stand-in only when their tools could not be
+                // read: reading them again tells why, and a token the upstream now finds short
+                // of scope (403 insufficient_scope) turns into a link asking for more.
+                Ok(_) => self.upstream.tools_for(cx.principal(), &cx.cancellation_token()).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match listed {
+                Ok(()) => Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!(
                     "Your account at {name} is connected: its tools are in your tools list (list tools again if you \
                      do not see them)."
                 ))])),

@@ -19,13 +19,18 @@ use mcpgate_upstream::{Federation, UpstreamAuth, UpstreamConfig};
 use crate::stand_in::{Answer, Seen, StandIn};
 use crate::test_connections::TestConnections;
 
-/// A protected 2026-07-28 server: any `Bearer` token is accepted (none: 401); it lists one
-/// tool, `whoami`, which answers with the token it came with.
+/// A protected 2026-07-28 server: any `Bearer` token is accepted (none: 401) but
+/// `narrow-token`, which lacks the scope `files:read` (403); it lists one tool, `whoami`, which
+/// answers with the token it came with.
 fn protected(seen: &Seen) -> Answer {
     let id = &seen.body["id"];
     let Some(token) = seen.header("authorization").and_then(|v| v.strip_prefix("Bearer ")) else {
         return Answer::status(401).header("www-authenticate", r#"Bearer error="invalid_token""#);
     };
+    if token == "narrow-token" {
+        return Answer::status(403)
+            .header("www-authenticate", r#"Bearer error="insufficient_scope", scope="files:read""#);
+    }
     match seen.method() {
         "server/discover" => Answer::result(
             id,
@@ -166,4 +171,22 @@ async fn a_caller_who_declines_the_link_is_told_so_rather_than_asked_again() {
     retry.input_responses.insert(key, mcpgate_protocol::input::InputResponse::Elicitation(declined));
     let (is_error, said) = text(&tool.call(retry, &cx).await);
     assert!(is_error && said.contains("did not connect"), "{said}");
+}
+
+#[tokio::test]
+async fn a_connected_caller_whose_token_lacks_scope_is_asked_to_connect_again_by_the_stand_in() {
+    let s = setup().await;
+    let alice = user("alice");
+    s.connections.connect(&alice, "narrow-token");
+    let (names, _) = listed(&s.catalog, &alice).await;
+    assert_eq!(names, ["files_connect"], "her tools cannot be read: the stand-in stays");
+    // Calling it must not claim she is connected (her list would never come): it asks again,
+    // the connections having heard of the upstream's 403 and the scope it wants.
+    let (is_error, said) = text(&call(&s.catalog, "files_connect", &alice, json!({})).await);
+    assert!(is_error && said.contains(&TestConnections::link("files", &alice)), "{said}");
+    let refusals = s.connections.refusals();
+    let last = refusals.last().expect("the 403 was reported");
+    assert_eq!((last.1.as_str(), last.2), ("narrow-token", mcpgate_upstream::oauth::Refusal::Forbidden));
+    let challenge = last.3.as_ref().expect("with its challenge");
+    assert!(challenge.insufficient_scope() && challenge.scope.as_deref() == Some("files:read"), "{last:?}");
 }
