@@ -282,6 +282,13 @@ impl CallerApp {
     }
 }
 
+/// The tools `user` lists through the load balancer.
+async fn tool_names(setup: &Setup, user: &User) -> anyhow::Result<Vec<String>> {
+    let list = setup.modern(&setup.cluster.url(), user, "tools/list", json!({}), json!({})).await?;
+    let tools = list["result"]["tools"].as_array().cloned().unwrap_or_default();
+    Ok(tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
+}
+
 fn text(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
 }
@@ -348,10 +355,7 @@ async fn each_user_connects_from_a_tool_call_in_their_era_and_each_call_carries_
     assert_eq!(direct.status, 401, "the upstream takes only its own tokens: {}", direct.body);
 
     // Not connected: the stand-in only.
-    let list = setup.modern(&lb, &alice, "tools/list", json!({}), json!({})).await?;
-    let names: Vec<&str> =
-        list["result"]["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["files_connect"], "{list}");
+    assert_eq!(tool_names(&setup, &alice).await?, ["files_connect"]);
 
     // A 2026-07-28 client declaring URL elicitation is asked by one.
     let call = json!({"name": "files_whoami", "arguments": {}});
@@ -383,6 +387,9 @@ async fn each_user_connects_from_a_tool_call_in_their_era_and_each_call_carries_
     let alices_return = setup.connected(&mut alice, &link_again, (0, 1, 2)).await?;
     let done = setup.modern(&lb, &alice, "tools/call", url_elicitation_caps.clone(), retry(&key, &state)).await?;
     assert_eq!(text(&done["result"]), "alice", "the retried call goes on: {done}\n{}", setup.logs());
+    // Her list now holds the upstream's own tools, not the stand-in; Bob's still does not.
+    assert_eq!(tool_names(&setup, &alice).await?, ["files_whoami", "files_slow_whoami"]);
+    assert_eq!(tool_names(&setup, &bob).await?, ["files_connect"]);
 
     // Bob connects (link on 2, back on 0 and 1) and calls again.
     setup.connected(&mut bob, &bobs_link, (2, 0, 1)).await?;
@@ -475,7 +482,7 @@ async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_o
     // A task created before expiry: its replica is killed once the token expired, and another
     // replica runs the (idempotent) call again with a refreshed token of Alice's.
     let caps = json!({"extensions": {TASKS: {}}});
-    let params = json!({"name": "files_slow_whoami", "arguments": {"seconds": 12}});
+    let params = json!({"name": "files_slow_whoami", "arguments": {"seconds": 16}});
     assert!(now_ms() < setup.expires_at("alice")?, "created before expiry");
     let lb = setup.cluster.url();
     let created = setup.modern(&lb, &alice, "tools/call", caps, params).await?;
