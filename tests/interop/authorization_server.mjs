@@ -5,6 +5,9 @@
 //   AS_NODE_MODULES  the node_modules directory holding oidc-provider (.cache/test-tools/...)
 //   AS_RESOURCES     comma-separated resource URLs tokens may be issued for (RFC 8707)
 //   AS_TOKEN_TTL     access token lifetime in seconds (default 30)
+//   AS_CALLER_RESOURCES  comma-separated resources more, whose tokens live 10 minutes whatever
+//                    AS_TOKEN_TTL says (a gateway's own audience: its callers' tokens outlive
+//                    the short-lived upstream tokens a test waits out)
 // It listens on an ephemeral 127.0.0.1 port and prints one JSON line {"issuer": "http://127.0.0.1:<port>"}
 // once it serves. What it offers: open dynamic client registration (RFC 7591, /reg), the
 // authorization code grant with PKCE S256 required, JWT access tokens (RS256, keys at /jwks) whose
@@ -23,6 +26,7 @@ const entry = createRequire(join(modules, 'resolve.js')).resolve('oidc-provider'
 const { default: Provider } = await import(pathToFileURL(entry).href);
 
 const resources = (process.env.AS_RESOURCES ?? '').split(',').filter(Boolean);
+const callerResources = (process.env.AS_CALLER_RESOURCES ?? '').split(',').filter(Boolean);
 const tokenTtl = Number(process.env.AS_TOKEN_TTL ?? 30);
 
 // The port is known only once listening, and the issuer names it: listen first, then build
@@ -39,12 +43,13 @@ server.listen(0, '127.0.0.1', () => {
         defaultResource: (ctx, client, oneOf) => oneOf ?? undefined,
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resource) => {
-          if (!resources.includes(resource)) throw new Provider.errors.InvalidTarget();
+          const caller = callerResources.includes(resource);
+          if (!caller && !resources.includes(resource)) throw new Provider.errors.InvalidTarget();
           return {
             scope: 'mcp:tools',
             audience: resource,
             accessTokenFormat: 'jwt',
-            accessTokenTTL: tokenTtl,
+            accessTokenTTL: caller ? 600 : tokenTtl,
             jwt: { sign: { alg: 'RS256' } },
           };
         },

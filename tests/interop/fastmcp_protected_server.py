@@ -6,15 +6,18 @@ Usage: fastmcp_protected_server.py PORT ISSUER
 It serves http://127.0.0.1:PORT/mcp; a token must carry issuer ISSUER (keys from ISSUER/jwks),
 audience http://127.0.0.1:PORT/mcp and scope mcp:tools. A request without one is answered 401
 with a Bearer challenge naming the resource metadata.
-Tool: whoami (returns the token's `sub`).
+Tools: whoami (returns the token's `sub`); slow_whoami (the same after sleeping, idempotent: a
+call a gateway task runs, long enough to outlive a short-lived token).
 """
 
+import asyncio
 import sys
 
 from fastmcp import FastMCP
 from fastmcp.server.auth import RemoteAuthProvider
 from fastmcp.server.auth.providers.jwt import JWTVerifier
 from fastmcp.server.dependencies import get_access_token
+from mcp.types import ToolAnnotations
 
 PORT, ISSUER = int(sys.argv[1]), sys.argv[2]
 BASE = f"http://127.0.0.1:{PORT}"
@@ -39,6 +42,14 @@ mcp = FastMCP("protected", auth=auth)
 def whoami() -> str:
     "The subject of the access token this call arrived with"
     return get_access_token().claims["sub"]
+
+
+@mcp.tool(annotations=ToolAnnotations(idempotentHint=True))
+async def slow_whoami(seconds: float) -> str:
+    "The subject of the access token this call arrived with, after sleeping `seconds`"
+    sub = get_access_token().claims["sub"]
+    await asyncio.sleep(seconds)
+    return sub
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ mod listen;
 mod mrtr;
 mod oauth_calls;
 mod oauth_client;
+mod oauth_cluster;
 mod oauth_connect;
 mod process;
 mod redis_cluster;

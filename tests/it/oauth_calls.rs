@@ -190,7 +190,7 @@ async fn each_user_reaches_the_protected_upstream_with_their_own_token_refreshed
     vault.connect(&bob, "bob").await?;
     let (_federation, catalog) = catalog(&servers, &vault).await?;
 
-    assert_eq!(names(&catalog, &alice).await?, ["files_whoami"], "{}", servers.logs());
+    assert_eq!(names(&catalog, &alice).await?, ["files_whoami", "files_slow_whoami"], "{}", servers.logs());
     assert_eq!(names(&catalog, &carol).await?, ["files_connect"], "no connection: the stand-in only");
     assert_eq!(whoami(&catalog, &alice).await?, (false, "alice".to_owned()), "{}", servers.logs());
     assert_eq!(whoami(&catalog, &bob).await?, (false, "bob".to_owned()), "{}", servers.logs());

@@ -179,7 +179,7 @@ async fn whoami(endpoint: &str, token: &str) -> anyhow::Result<String> {
 
 /// Whether `text` holds something shaped like a JWT (`eyJ…​.eyJ`): sealed values are
 /// base64url without dots, so a match is a token in clear.
-fn holds_a_jwt(text: &str) -> bool {
+pub(crate) fn holds_a_jwt(text: &str) -> bool {
     text.match_indices("eyJ").any(|(at, _)| {
         let rest = &text[at..];
         let body = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(rest.len());

@@ -103,12 +103,23 @@ impl OAuthServers {
     ///
     /// A tool is missing, or a server exits or does not answer within 60 s (with its log).
     pub fn start(token_ttl: Duration) -> anyhow::Result<Self> {
+        Self::start_for(token_ttl, None)
+    }
+
+    /// Like [`Self::start`], the authorization server also being the issuer of a gateway's
+    /// callers: it issues tokens for `gateway_resource` too (the gateway's `auth.resource`),
+    /// living 10 minutes whatever `token_ttl` says.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::start`].
+    pub fn start_for(token_ttl: Duration, gateway_resource: Option<&str>) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         // The authorization server must know the resource before the resource knows its
         // issuer: the protected server's port is chosen first (bound and released).
         let port = free_port()?;
         let endpoint = format!("http://127.0.0.1:{port}/mcp");
-        let (authorization, issuer) = start_authorization_server(&dir, &endpoint, token_ttl)?;
+        let (authorization, issuer) = start_authorization_server(&dir, &endpoint, gateway_resource, token_ttl)?;
         let protected = start_protected_server(&dir, port, &issuer)?;
         Ok(Self { protected, authorization, issuer, endpoint, _dir: dir })
     }
@@ -165,11 +176,12 @@ impl OAuthServers {
     }
 }
 
-/// Starts `oidc-provider` issuing tokens for `resource` only; returns it and its issuer once it
-/// serves its metadata.
+/// Starts `oidc-provider` issuing tokens for `resource` (and `gateway_resource`) only; returns
+/// it and its issuer once it serves its metadata.
 fn start_authorization_server(
     dir: &tempfile::TempDir,
     resource: &str,
+    gateway_resource: Option<&str>,
     token_ttl: Duration,
 ) -> anyhow::Result<(Process, String)> {
     let log = dir.path().join("authorization_server.log");
@@ -177,6 +189,7 @@ fn start_authorization_server(
         .arg(fixture("authorization_server.mjs"))
         .env("AS_NODE_MODULES", node_modules()?)
         .env("AS_RESOURCES", resource)
+        .env("AS_CALLER_RESOURCES", gateway_resource.unwrap_or_default())
         .env("AS_TOKEN_TTL", token_ttl.as_secs().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
