@@ -482,7 +482,9 @@ async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_o
     // A task created before expiry: its replica is killed once the token expired, and another
     // replica runs the (idempotent) call again with a refreshed token of Alice's.
     let caps = json!({"extensions": {TASKS: {}}});
-    let params = json!({"name": "files_slow_whoami", "arguments": {"seconds": 16}});
+    // Long enough to be still running when its replica is killed after the token's expiry
+    // (about 8 s in), with room to spare on a loaded machine.
+    let params = json!({"name": "files_slow_whoami", "arguments": {"seconds": 24}});
     assert!(now_ms() < setup.expires_at("alice")?, "created before expiry");
     let lb = setup.cluster.url();
     let created = setup.modern(&lb, &alice, "tools/call", caps, params).await?;
