@@ -52,7 +52,11 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let server = StandIn::start_seeing(protected).await;
+    setup_serving(protected).await
+}
+
+async fn setup_serving(answer: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Setup {
+    let server = StandIn::start_seeing(answer).await;
     let connections = Arc::new(TestConnections::default());
     let mut config = UpstreamConfig::http("files", &server.url);
     config.auth = UpstreamAuth::Oauth;
@@ -166,4 +170,22 @@ async fn a_caller_who_declines_the_link_is_told_so_rather_than_asked_again() {
     retry.input_responses.insert(key, mcpgate_protocol::input::InputResponse::Elicitation(declined));
     let (is_error, said) = text(&tool.call(retry, &cx).await);
     assert!(is_error && said.contains("did not connect"), "{said}");
+}
+
+#[tokio::test]
+async fn a_caller_whose_list_cannot_be_read_gets_an_error_and_no_unlisted_tool_is_called() {
+    // The upstream fails every list read (its tools list is down) but would answer calls.
+    let s = setup_serving(|seen: &Seen| match seen.method() {
+        "tools/list" => Answer::status(500),
+        _ => protected(seen),
+    })
+    .await;
+    let alice = user("alice");
+    s.connections.connect(&alice, "alice-token");
+    for name in ["files_whoami", "files_anything"] {
+        let (is_error, said) = text(&call(&s.catalog, name, &alice, json!({})).await);
+        assert!(is_error && said.contains("files") && said.contains("again"), "{name}: {said}");
+    }
+    let calls: Vec<String> = s.server.methods().into_iter().filter(|m| m == "tools/call").collect();
+    assert!(calls.is_empty(), "a tool not known from the caller's list is never called: {:?}", s.server.methods());
 }
