@@ -69,7 +69,7 @@ impl AppState {
         let store = connect_store(&config, &sealer).await?;
         let connections = Connector::from_config(&config, store.clone(), &sealer)?;
         if let Some(connector) = &connections {
-            federation.set_connections(connector.clone());
+            federation.set_connections(connector.seam());
         }
         let lists = if federation.is_empty() {
             Vec::new()

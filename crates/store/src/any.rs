@@ -264,6 +264,10 @@ impl Vault for AnyStore {
         delegate!(self, s => s.vault_delete(key))
     }
 
+    async fn vault_delete_version(&self, key: &VaultKey, version: u64) -> Result<bool, StoreError> {
+        delegate!(self, s => s.vault_delete_version(key, version))
+    }
+
     async fn vault_list(
         &self,
         kind: VaultKind,

@@ -306,6 +306,14 @@ pub trait Vault: Send + Sync {
     /// Deletes the entry at `key`; whether there was one.
     fn vault_delete(&self, key: &VaultKey) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// Deletes the entry at `key` only while it is at `version` (a delete decided on what was
+    /// read never removes an entry written since); whether it did.
+    fn vault_delete_version(
+        &self,
+        key: &VaultKey,
+        version: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// Up to `limit` entries of `kind` (of `scope` only, when given), in (scope, name) order,
     /// from `cursor` (a page's `next`): metadata only, never a value.
     fn vault_list(

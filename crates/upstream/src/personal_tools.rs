@@ -8,7 +8,9 @@
 //!
 //! Invariants: a list read for one principal is stored under their key only and never shown
 //! or run for another; a caller without a connection gets the stand-in (asking to connect),
-//! never the upstream's tools.
+//! never the upstream's tools; a call is only ever sent for a tool found in the caller's list
+//! (renamed, filtered), never for a name merely shaped like one (while the list cannot be
+//! read, the call is answered with that error).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,11 +19,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::Principal;
-use mcpgate_runtime::catalog::{BoxFuture, PersonalTools as Personal, Tool, ToolDescriptor, ToolResolver};
+use mcpgate_runtime::catalog::{
+    BoxFuture, Outcome, PersonalTools as Personal, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor,
+    ToolResolver,
+};
 
 use crate::connect_tool::ConnectTool;
-use crate::entries::UpstreamTool;
 use crate::error::UpstreamError;
 use crate::federation::{policy, upstream_tool};
 use crate::upstream::{ConnectionsCell, Upstream};
@@ -143,21 +148,16 @@ impl ToolResolver for PersonalTools {
             match self.tools(upstream, principal).await {
                 Ok((tools, _)) => tools.into_iter().find(|t| t.descriptor().info.name == name),
                 Err(UpstreamError::ConnectionRequired { .. }) => Some(stand_in()),
-                // Its list cannot be read now (down, slow): the call goes to it all the same and
-                // fails the way any call to a failing upstream does, as a tool error naming it.
+                // Its list cannot be read now (down, slow): nothing says the tool exists, nor
+                // whether the upstream's filter lets it through, nor how to call it. The call
+                // is answered with that error, never sent.
                 Err(e) => {
                     tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read");
-                    let mut descriptor = ToolDescriptor::new(name, "", serde_json::json!({ "type": "object" }))
-                        .task_policy(policy(upstream.config(), remote));
-                    descriptor.upstream = Some(Arc::from(upstream.name()));
-                    let tool = UpstreamTool::new(
-                        upstream.clone(),
-                        remote.to_owned(),
-                        descriptor,
-                        Vec::new(),
-                        mcpgate_protocol::tool::TaskSupport::Forbidden,
+                    let detail = format!(
+                        "Upstream {}: your tools there cannot be listed now ({e}); call again shortly.",
+                        upstream.name()
                     );
-                    Some(Arc::new(tool))
+                    Some(Arc::new(Unlisted::new(name, upstream, policy(upstream.config(), remote), detail)))
                 }
             }
         })
@@ -179,6 +179,10 @@ impl ToolResolver for PersonalTools {
                         }
                     }
                     // The stand-in stays: calling it says what is wrong (or asks to connect).
+                    // Not logged with its link, which only its principal should see.
+                    Err(UpstreamError::ConnectionRequired { .. }) => {
+                        tracing::debug!(upstream = %upstream.name(), "the caller's connection is gone")
+                    }
                     Err(e) => {
                         tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read")
                     }
@@ -186,5 +190,30 @@ impl ToolResolver for PersonalTools {
             }
             personal
         })
+    }
+}
+
+/// What a caller's tool of an upstream resolves to while their list there cannot be read: an
+/// error naming why, under the name called (with the task policy the upstream's tools have).
+struct Unlisted {
+    descriptor: ToolDescriptor,
+    detail: String,
+}
+
+impl Unlisted {
+    fn new(name: &str, upstream: &Upstream, policy: TaskPolicy, detail: String) -> Self {
+        let mut descriptor = ToolDescriptor::new(name, "", serde_json::json!({ "type": "object" })).task_policy(policy);
+        descriptor.upstream = Some(Arc::from(upstream.name()));
+        Self { descriptor, detail }
+    }
+}
+
+impl Tool for Unlisted {
+    fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    fn call<'a>(&'a self, _call: ToolCall, _cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        Box::pin(async move { Outcome::Complete(CallToolResult::error(self.detail.clone())) })
     }
 }

@@ -350,7 +350,10 @@ impl Upstream {
 
     /// An `auth = "oauth"` upstream's request: with the principal's own token, on the
     /// principal's own session; a refused token is reported and the request sent once more
-    /// with the token the connections give back (refreshed, or refreshed meanwhile elsewhere).
+    /// with the token the connections give back (refreshed, or refreshed meanwhile elsewhere);
+    /// that one refused too is reported as such (the connections drop the connection and ask
+    /// the user to connect again). Cancelling stops the wait only: a refresh under way
+    /// finishes (the connections run it apart), so a rotated refresh token is never lost.
     async fn request_for_principal(
         &self,
         request: Request,
@@ -367,25 +370,32 @@ impl Upstream {
         };
         let connections = self.connections()?;
         let name = self.name();
-        let token = tokio::select! {
+        let mut token = tokio::select! {
             token = connections.bearer(name, &principal) => token?,
             () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
         };
         let mut exchange = request.exchange;
         exchange.holder = Some(Arc::from(principal.key()));
-        exchange.bearer = Some(UpstreamToken::new(token.expose()));
-        let (status, challenge) = match self.send(exchange.clone(), cancel).await {
-            Err(UpstreamError::TokenRefused { status, challenge }) => (status, challenge),
-            other => return other,
-        };
-        let refusal = if status == 403 { Refusal::Forbidden } else { Refusal::Unauthorized };
-        tracing::debug!(upstream = %name, principal = %principal.log_id(), status, "the upstream refused the caller's token");
-        let fresh = tokio::select! {
-            fresh = connections.refused(name, &principal, &token, refusal, challenge.as_ref()) => fresh?,
-            () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
-        };
-        exchange.bearer = Some(UpstreamToken::new(fresh.expose()));
-        self.send(exchange, cancel).await
+        // The first 401 gets a fresh token; a 401 for that one drops the connection.
+        for again in [false, true] {
+            exchange.bearer = Some(UpstreamToken::new(token.expose()));
+            let (status, challenge) = match self.send(exchange.clone(), cancel).await {
+                Err(UpstreamError::TokenRefused { status, challenge }) => (status, challenge),
+                other => return other,
+            };
+            let refusal = match (status, again) {
+                (403, _) => Refusal::Forbidden,
+                (_, false) => Refusal::Unauthorized,
+                (_, true) => Refusal::StillUnauthorized,
+            };
+            tracing::debug!(upstream = %name, principal = %principal.log_id(), status, "the upstream refused the caller's token");
+            token = tokio::select! {
+                fresh = connections.refused(name, &principal, &token, refusal, challenge.as_ref()) => fresh?,
+                () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+            };
+        }
+        // Connections that gave yet another token for a connection refused twice: not tried.
+        Err(UpstreamError::Authorization { detail: "the upstream refused the caller's token twice".to_owned() })
     }
 
     /// Sends one exchange through the breaker, the concurrency limit and the timeout.

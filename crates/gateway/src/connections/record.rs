@@ -133,25 +133,35 @@ fn binding(principal_key: &str, upstream: &str, issuer: &str) -> RecordBinding {
 
 impl Connector {
     /// `principal_key`'s connection to `upstream`, if any (one store read). A record that does
-    /// not open (tampered, or sealed with a key no longer in the ring) is an error, never
-    /// someone else's tokens.
+    /// not open (tampered, corrupted, or sealed with a key no longer in the ring) is never
+    /// someone else's tokens, and never will be: it is dropped (at the version read, so not a
+    /// connection written since) and counts as none, so the user is asked to connect again
+    /// instead of failing on it for ever.
     pub(super) async fn load(&self, principal_key: &str, upstream: &str) -> Result<Option<Stored>, GatewayError> {
         let Some(entry) = self.store.vault_get(&connection_key(principal_key, upstream)).await? else {
             return Ok(None);
         };
-        self.open(principal_key, upstream, entry).map(Some)
+        let version = entry.version;
+        match self.open(principal_key, upstream, entry) {
+            Ok(stored) => Ok(Some(stored)),
+            Err(why) => {
+                tracing::warn!(upstream = %upstream, why, "a stored connection does not open: dropped");
+                self.forget_version(principal_key, upstream, version).await?;
+                Ok(None)
+            }
+        }
     }
 
-    fn open(&self, principal_key: &str, upstream: &str, entry: VaultEntry) -> Result<Stored, GatewayError> {
-        let unreadable = |what: &str| GatewayError::internal(format!("connection record of {upstream}: {what}"));
-        let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| unreadable("unreadable metadata"))?;
+    /// The record `entry` holds, or why it does not open (for logs only).
+    fn open(&self, principal_key: &str, upstream: &str, entry: VaultEntry) -> Result<Stored, &'static str> {
+        let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| "unreadable metadata")?;
         let plain = self
             .at_rest
             .open(RECORD, &binding(principal_key, upstream, &meta.issuer), FIELD, entry.value)
-            .map_err(|_| unreadable("does not open"))?;
-        let connection: Connection = serde_json::from_str(&plain).map_err(|_| unreadable("unreadable value"))?;
+            .map_err(|e| e.open_failure().map_or("does not open", |f| f.as_str()))?;
+        let connection: Connection = serde_json::from_str(&plain).map_err(|_| "unreadable value")?;
         if connection.issuer != meta.issuer {
-            return Err(unreadable("issuer mismatch"));
+            return Err("issuer mismatch");
         }
         Ok(Stored { connection, meta, version: entry.version })
     }
@@ -179,5 +189,16 @@ impl Connector {
     /// Forgets `principal_key`'s connection to `upstream`; whether there was one.
     pub(crate) async fn forget(&self, principal_key: &str, upstream: &str) -> Result<bool, GatewayError> {
         Ok(self.store.vault_delete(&connection_key(principal_key, upstream)).await?)
+    }
+
+    /// Forgets `principal_key`'s connection to `upstream` if it is still at `version` (what a
+    /// decision to drop it was made on; a connection written since is kept); whether it did.
+    pub(super) async fn forget_version(
+        &self,
+        principal_key: &str,
+        upstream: &str,
+        version: u64,
+    ) -> Result<bool, GatewayError> {
+        Ok(self.store.vault_delete_version(&connection_key(principal_key, upstream), version).await?)
     }
 }

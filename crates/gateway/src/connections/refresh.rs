@@ -4,8 +4,12 @@
 //! version it read; the others wait (bounded) for that write and use it.
 //!
 //! Invariant: a refresh token is spent by at most one replica at a time, and a spent one is
-//! never written back over the tokens that replaced it (compare-and-set on the version).
+//! never written back over the tokens that replaced it (compare-and-set on the version); the
+//! lock-spend-write-unlock runs to its end even when its caller is cancelled; a record is
+//! dropped only when the server says the grant is over (`invalid_grant`), and only at the
+//! version that was refreshed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
@@ -44,20 +48,16 @@ impl Connector {
     /// Refreshes the connection `seen` was read as (version), unless another replica did
     /// already.
     pub(super) async fn refresh(
-        &self,
+        self: &Arc<Self>,
         principal_key: &str,
         upstream: &str,
         seen: &Stored,
     ) -> Result<Refreshed, GatewayError> {
         let lock = format!("oauth-refresh:{}", digest(&[principal_key, upstream]));
-        let holder = random_hex()?;
-        let timeout = self.upstreams.get(upstream).map_or(Duration::from_secs(10), |u| u.config.oauth().timeout());
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            if self.store.try_lock(&lock, &holder, timeout * 2 + Duration::from_secs(5)).await? {
-                let result = self.refresh_holding_lock(principal_key, upstream, seen).await;
-                let _ = self.store.unlock(&lock, &holder).await;
-                return result;
+            if let Some(refreshed) = self.refresh_if_free(&lock, principal_key, upstream, seen).await? {
+                return Ok(refreshed);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
             match self.load(principal_key, upstream).await? {
@@ -73,6 +73,32 @@ impl Connector {
         }
     }
 
+    /// Takes `lock` and, if it was free, refreshes and releases it (`None`: taken). All of it
+    /// runs in a task of its own, which a caller that stops waiting (cancelled, timed out)
+    /// does not stop: once the server has rotated the refresh token, the new one is written
+    /// and the lock released, whoever still waits for it.
+    async fn refresh_if_free(
+        self: &Arc<Self>,
+        lock: &str,
+        principal_key: &str,
+        upstream: &str,
+        seen: &Stored,
+    ) -> Result<Option<Refreshed>, GatewayError> {
+        let holder = random_hex()?;
+        let timeout = self.upstreams.get(upstream).map_or(Duration::from_secs(10), |u| u.config.oauth().timeout());
+        let (this, lock, seen) = (Arc::clone(self), lock.to_owned(), seen.clone());
+        let (principal_key, upstream) = (principal_key.to_owned(), upstream.to_owned());
+        let run = tokio::spawn(async move {
+            if !this.store.try_lock(&lock, &holder, timeout * 2 + Duration::from_secs(5)).await? {
+                return Ok(None);
+            }
+            let result = this.refresh_holding_lock(&principal_key, &upstream, &seen).await;
+            let _ = this.store.unlock(&lock, &holder).await;
+            result.map(Some)
+        });
+        run.await.map_err(|e| GatewayError::internal(format!("a refresh did not finish: {e}")))?
+    }
+
     async fn refresh_holding_lock(
         &self,
         principal_key: &str,
@@ -84,7 +110,7 @@ impl Connector {
             return Ok(Refreshed::Token(current.connection.access_token));
         }
         let Some(refresh_token) = current.connection.refresh_token.clone() else {
-            self.forget(principal_key, upstream).await?;
+            self.forget_version(principal_key, upstream, current.version).await?;
             return Ok(Refreshed::Gone);
         };
         let Some(client) = self.upstreams.get(upstream) else { return Ok(Refreshed::Gone) };
@@ -97,11 +123,28 @@ impl Connector {
         .await;
         let tokens = match answer {
             Ok(tokens) => tokens,
+            // The grant itself is over (revoked, expired, a spent rotating token): only the
+            // user can make a new one. Dropped at the version refreshed, never a newer one.
+            Err(UpstreamError::AuthorizationRefused { error, .. }) if error == "invalid_grant" => {
+                self.stats.refresh(upstream, false);
+                tracing::info!(upstream = %upstream, "refresh refused (invalid_grant): the user must connect again");
+                if self.forget_version(principal_key, upstream, current.version).await? {
+                    return Ok(Refreshed::Gone);
+                }
+                // Connected again meanwhile: that connection is theirs to use.
+                return Ok(self
+                    .load(principal_key, upstream)
+                    .await?
+                    .map_or(Refreshed::Gone, |now| Refreshed::Token(now.connection.access_token)));
+            }
+            // Anything else (`invalid_client` after a secret rotated, `invalid_scope`, a server
+            // error) says nothing against this user's grant: kept, and the refresh fails.
             Err(UpstreamError::AuthorizationRefused { error, .. }) => {
                 self.stats.refresh(upstream, false);
-                tracing::info!(upstream = %upstream, error = %error, "refresh refused: the user must connect again");
-                self.forget(principal_key, upstream).await?;
-                return Ok(Refreshed::Gone);
+                tracing::warn!(upstream = %upstream, error = %error, "refresh refused; the connection is kept");
+                return Err(GatewayError::Unavailable {
+                    detail: format!("the authorization server of {upstream} refused the refresh ({error})"),
+                });
             }
             Err(e) => {
                 self.stats.refresh(upstream, false);

@@ -4,7 +4,11 @@
 //!
 //! Invariant: a token is only ever returned for the principal whose record holds it; any
 //! failure to produce one is either `ConnectionRequired` (the user can fix it by connecting)
-//! or an authorization error naming what failed (never a token).
+//! or an authorization error naming what failed (never a token); a connection that cannot
+//! work any more (refused right after a refresh, a record that does not open) is dropped, at
+//! the version read, and the user asked to connect again.
+
+use std::sync::Arc;
 
 use mcpgate_runtime::catalog::BoxFuture;
 use mcpgate_runtime::{Credential, Principal};
@@ -16,7 +20,17 @@ use super::refresh::Refreshed;
 use crate::error::GatewayError;
 use crate::time::now_ms;
 
+/// The connector as the federation's [`Connections`]: shared, since a refresh runs in a task
+/// of its own that outlives a cancelled caller (see `refresh`).
+#[derive(Debug)]
+struct Seam(Arc<Connector>);
+
 impl Connector {
+    /// The [`Connections`] the federation is given (once, at start-up).
+    pub(crate) fn seam(self: &Arc<Self>) -> Arc<dyn Connections> {
+        Arc::new(Seam(Arc::clone(self)))
+    }
+
     /// `ConnectionRequired` with a fresh link asking for `scopes` besides the usual.
     fn required(&self, upstream: &str, principal: &Principal, scopes: Option<String>) -> UpstreamError {
         match self.connect_link(principal, upstream, scopes) {
@@ -27,7 +41,11 @@ impl Connector {
         }
     }
 
-    async fn current_bearer(&self, upstream: &str, principal: &Principal) -> Result<Credential, UpstreamError> {
+    async fn current_bearer(
+        self: &Arc<Self>,
+        upstream: &str,
+        principal: &Principal,
+    ) -> Result<Credential, UpstreamError> {
         let key = principal.key();
         let Some(stored) = self.load(key, upstream).await.map_err(failed)? else {
             return Err(self.required(upstream, principal, None));
@@ -42,7 +60,7 @@ impl Connector {
     }
 
     async fn after_refusal(
-        &self,
+        self: &Arc<Self>,
         upstream: &str,
         principal: &Principal,
         stale: &Credential,
@@ -53,9 +71,21 @@ impl Connector {
         let Some(stored) = self.load(key, upstream).await.map_err(failed)? else {
             return Err(self.required(upstream, principal, None));
         };
-        if refusal == Refusal::Forbidden {
-            let scopes = union(stored.connection.scope.as_deref(), challenge.and_then(|c| c.scope.as_deref()));
-            return Err(self.required(upstream, principal, scopes));
+        match refusal {
+            Refusal::Forbidden => {
+                let scopes = union(stored.connection.scope.as_deref(), challenge.and_then(|c| c.scope.as_deref()));
+                return Err(self.required(upstream, principal, scopes));
+            }
+            Refusal::StillUnauthorized => {
+                // Refused right after a refresh (or another replica's newer token): the
+                // connection no longer works. Dropped unless it changed since `stale` was read.
+                if stored.connection.access_token == stale.expose() {
+                    self.forget_version(key, upstream, stored.version).await.map_err(failed)?;
+                    tracing::info!(upstream = %upstream, "a fresh token was refused: the user must connect again");
+                }
+                return Err(self.required(upstream, principal, None));
+            }
+            Refusal::Unauthorized => {}
         }
         if stored.connection.access_token != stale.expose() {
             // Refreshed (or connected again) since `stale` was read: try that one.
@@ -68,25 +98,22 @@ impl Connector {
     }
 }
 
-impl Connections for Connector {
+impl Connections for Seam {
     fn bearer<'a>(
         &'a self,
         upstream: &'a str,
         principal: &'a Principal,
     ) -> BoxFuture<'a, Result<Credential, UpstreamError>> {
-        Box::pin(self.current_bearer(upstream, principal))
+        Box::pin(self.0.current_bearer(upstream, principal))
     }
 
+    /// One store read; a record that does not open counts as none (and is dropped).
     fn connected<'a>(
         &'a self,
         upstream: &'a str,
         principal: &'a Principal,
     ) -> BoxFuture<'a, Result<bool, UpstreamError>> {
-        Box::pin(async move {
-            use mcpgate_store::Vault as _;
-            let key = super::connection_key(principal.key(), upstream);
-            Ok(self.store.vault_get(&key).await.map_err(|e| failed(e.into()))?.is_some())
-        })
+        Box::pin(async move { Ok(self.0.load(principal.key(), upstream).await.map_err(failed)?.is_some()) })
     }
 
     fn refused<'a>(
@@ -97,7 +124,7 @@ impl Connections for Connector {
         refusal: Refusal,
         challenge: Option<&'a BearerChallenge>,
     ) -> BoxFuture<'a, Result<Credential, UpstreamError>> {
-        Box::pin(self.after_refusal(upstream, principal, stale, refusal, challenge))
+        Box::pin(self.0.after_refusal(upstream, principal, stale, refusal, challenge))
     }
 }
 

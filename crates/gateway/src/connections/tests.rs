@@ -1,7 +1,10 @@
 //! The connector against a real token endpoint on loopback (a small axum server that rotates
-//! refresh tokens and, like oidc-provider, revokes the grant when a spent one comes back) and
-//! the memory store shared by two connectors, as two replicas share Redis: refreshing is
-//! single-flight, a refused refresh asks the user again, a 403 asks for more scopes.
+//! refresh tokens and, like oidc-provider, revokes the grant when a spent one comes back; it
+//! can hold a request, or refuse with a given OAuth error) and the memory store shared by two
+//! connectors, as two replicas share Redis: refreshing is single-flight and survives its
+//! caller's cancellation; only `invalid_grant` drops a connection, never one written since; a
+//! fresh token refused again, or a record that does not open, asks the user again; a 403 asks
+//! for more scopes.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -10,12 +13,13 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::post;
 use serde_json::json;
+use tokio::sync::oneshot;
 
 use mcpgate_runtime::{Credential, Principal};
 use mcpgate_seal::{KeyRing, Sealer};
 use mcpgate_store::{AnyStore, Expect, MemoryStore};
 use mcpgate_upstream::UpstreamError;
-use mcpgate_upstream::oauth::{BearerChallenge, Connections as _, Refusal};
+use mcpgate_upstream::oauth::{BearerChallenge, Connections, Refusal};
 
 use super::Connector;
 use super::flow::{ConnectLink, Step};
@@ -23,11 +27,34 @@ use super::record::Connection;
 use crate::config::Config;
 use crate::time::now_ms;
 
-/// The token endpoint's state: the one live refresh token and how many refreshes it granted.
+/// The token endpoint's state: the one live refresh token and how many refreshes it granted;
+/// optionally an OAuth error it answers every refresh with, and a hold on the next request.
 #[derive(Default)]
 struct Grant {
     live: Option<String>,
     refreshes: u32,
+    refuse_with: Option<&'static str>,
+    hold: Option<Hold>,
+}
+
+/// Holds the next token request: says when it arrived, answers it when released.
+struct Hold {
+    arrived: oneshot::Sender<()>,
+    release: oneshot::Receiver<()>,
+}
+
+/// Holds `grant`'s next token request; (when it arrived, the release).
+fn hold(grant: &Shared) -> (oneshot::Receiver<()>, oneshot::Sender<()>) {
+    let ((arrived, arrival), (release, released)) = (oneshot::channel(), oneshot::channel());
+    grant.lock().unwrap_or_else(PoisonError::into_inner).hold = Some(Hold { arrived, release: released });
+    (arrival, release)
+}
+
+/// Waits (bounded) for what `what` names.
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(15), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
 type Shared = Arc<Mutex<Grant>>;
@@ -35,6 +62,14 @@ type Shared = Arc<Mutex<Grant>>;
 async fn token(State(grant): State<Shared>, body: String) -> axum::response::Response {
     let presented =
         body.split('&').find_map(|p| p.strip_prefix("refresh_token=")).map(str::to_owned).unwrap_or_default();
+    let held = grant.lock().unwrap_or_else(PoisonError::into_inner).hold.take();
+    if let Some(Hold { arrived, release }) = held {
+        let _ = arrived.send(());
+        let _ = release.await;
+    }
+    if let Some(error) = grant.lock().unwrap_or_else(PoisonError::into_inner).refuse_with {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": error }))).into_response();
+    }
     let issued = {
         let mut grant = grant.lock().unwrap_or_else(PoisonError::into_inner);
         if grant.live.as_deref() == Some(presented.as_str()) {
@@ -58,7 +93,7 @@ async fn token(State(grant): State<Shared>, body: String) -> axum::response::Res
 
 /// A token endpoint whose live refresh token is `rt-0`; its URL.
 async fn token_endpoint() -> (String, Shared) {
-    let grant: Shared = Arc::new(Mutex::new(Grant { live: Some("rt-0".to_owned()), refreshes: 0 }));
+    let grant: Shared = Arc::new(Mutex::new(Grant { live: Some("rt-0".to_owned()), ..Grant::default() }));
     let app = axum::Router::new().route("/token", post(token)).with_state(grant.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
     let addr = listener.local_addr().expect("an address");
@@ -66,7 +101,13 @@ async fn token_endpoint() -> (String, Shared) {
     (format!("http://{addr}/token"), grant)
 }
 
-fn connector(store: &MemoryStore, sealer: &Sealer) -> Arc<Connector> {
+/// The connector of a replica, as the federation sees it (and the connector itself).
+fn connector(store: &MemoryStore, sealer: &Sealer) -> (Arc<dyn Connections>, Arc<Connector>) {
+    let connector = connector_only(store, sealer);
+    (connector.seam(), connector)
+}
+
+fn connector_only(store: &MemoryStore, sealer: &Sealer) -> Arc<Connector> {
     let mut config = Config::default();
     let mut upstream = mcpgate_upstream::UpstreamConfig::http("files", "http://127.0.0.1:9/mcp");
     upstream.auth = mcpgate_upstream::config::UpstreamAuth::Oauth;
@@ -84,9 +125,15 @@ fn alice() -> Principal {
 
 /// Stores Alice's connection whose access token `at-0` expires in a second.
 async fn connect_alice(connector: &Connector, token_endpoint: &str) {
+    let connection = alice_connection(token_endpoint, "at-0");
+    connector.save(alice().key(), "files", &connection, now_ms(), Expect::Absent).await.expect("saved");
+}
+
+/// Alice's connection with access token `access_token` (expiring in a second) and `rt-0`.
+fn alice_connection(token_endpoint: &str, access_token: &str) -> Connection {
     let now = now_ms();
-    let connection = Connection {
-        access_token: "at-0".to_owned(),
+    Connection {
+        access_token: access_token.to_owned(),
         refresh_token: Some("rt-0".to_owned()),
         expires_at_ms: Some(now + 1_000),
         issued_at_ms: now - 299_000,
@@ -97,12 +144,20 @@ async fn connect_alice(connector: &Connector, token_endpoint: &str) {
         client_id: "gw".to_owned(),
         client_secret: None,
         client_auth: "none".to_owned(),
-    };
-    connector.save(alice().key(), "files", &connection, now, Expect::Absent).await.expect("saved");
+    }
 }
 
 fn sealer() -> Sealer {
-    Sealer::new(KeyRing::generate("t").expect("a key"), 16 * 1024)
+    sealer_of("t")
+}
+
+/// A sealer whose one key has id `key_id` (a fresh key each time).
+fn sealer_of(key_id: &str) -> Sealer {
+    Sealer::new(KeyRing::generate(key_id).expect("a key"), 16 * 1024)
+}
+
+fn refreshes(grant: &Shared) -> u32 {
+    grant.lock().unwrap_or_else(PoisonError::into_inner).refreshes
 }
 
 /// The link a `ConnectionRequired` names, opened as the connect route opens it.
@@ -121,8 +176,8 @@ async fn link_of(connector: &Connector, error: UpstreamError) -> ConnectLink {
 async fn two_replicas_refreshing_one_expiring_token_spend_the_refresh_token_once() {
     let (url, grant) = token_endpoint().await;
     let (store, sealer) = (MemoryStore::new(1), sealer());
-    let (one, two) = (connector(&store, &sealer), connector(&store, &sealer));
-    connect_alice(&one, &url).await;
+    let ((one, replica), (two, _)) = (connector(&store, &sealer), connector(&store, &sealer));
+    connect_alice(&replica, &url).await;
     let principal = alice();
     let (a, b) = tokio::join!(one.bearer("files", &principal), two.bearer("files", &principal));
     let (a, b) = (a.expect("a token"), b.expect("a token"));
@@ -139,8 +194,8 @@ async fn two_replicas_refreshing_one_expiring_token_spend_the_refresh_token_once
 async fn a_401_uses_a_newer_token_else_refreshes_once_and_a_refused_refresh_asks_again() {
     let (url, grant) = token_endpoint().await;
     let (store, sealer) = (MemoryStore::new(1), sealer());
-    let connector = connector(&store, &sealer);
-    connect_alice(&connector, &url).await;
+    let (connector, replica) = connector(&store, &sealer);
+    connect_alice(&replica, &url).await;
     let principal = alice();
     let fresh = connector.bearer("files", &principal).await.expect("refreshed");
     assert_eq!(fresh.expose(), "at-1");
@@ -154,7 +209,7 @@ async fn a_401_uses_a_newer_token_else_refreshes_once_and_a_refused_refresh_asks
     // The grant is revoked at the server: the refresh is refused, the record goes, the user is asked.
     grant.lock().unwrap_or_else(PoisonError::into_inner).live = None;
     let error = connector.refused("files", &principal, &retry, Refusal::Unauthorized, None).await.expect_err("gone");
-    let link = link_of(&connector, error).await;
+    let link = link_of(&replica, error).await;
     assert_eq!((link.principal.as_str(), link.subject.as_str(), link.scopes), (principal.key(), "alice", None));
     assert!(!connector.connected("files", &principal).await.expect("read"), "the record is gone");
     let error = connector.bearer("files", &principal).await.expect_err("not connected");
@@ -165,13 +220,13 @@ async fn a_401_uses_a_newer_token_else_refreshes_once_and_a_refused_refresh_asks
 async fn a_403_asks_to_connect_again_with_the_held_and_the_challenged_scopes() {
     let (url, _grant) = token_endpoint().await;
     let (store, sealer) = (MemoryStore::new(1), sealer());
-    let connector = connector(&store, &sealer);
-    connect_alice(&connector, &url).await;
+    let (connector, replica) = connector(&store, &sealer);
+    connect_alice(&replica, &url).await;
     let challenge = BearerChallenge { scope: Some("b a".to_owned()), ..BearerChallenge::default() };
     let stale = Credential::bearer("at-0");
     let error =
         connector.refused("files", &alice(), &stale, Refusal::Forbidden, Some(&challenge)).await.expect_err("step-up");
-    let link = link_of(&connector, error).await;
+    let link = link_of(&replica, error).await;
     assert_eq!(link.scopes.as_deref(), Some("a b"));
     // A link is good once.
     let UpstreamError::ConnectionRequired { url, .. } =
@@ -180,6 +235,111 @@ async fn a_403_asks_to_connect_again_with_the_held_and_the_challenged_scopes() {
         panic!("ConnectionRequired");
     };
     let sealed = url.rsplit('/').next().expect("a sealed link");
-    assert!(connector.open_flow::<ConnectLink>(Step::Link, sealed).await.is_ok());
-    assert!(connector.open_flow::<ConnectLink>(Step::Link, sealed).await.is_err(), "replayed");
+    assert!(replica.open_flow::<ConnectLink>(Step::Link, sealed).await.is_ok());
+    assert!(replica.open_flow::<ConnectLink>(Step::Link, sealed).await.is_err(), "replayed");
+}
+
+#[tokio::test]
+async fn a_caller_that_stops_waiting_mid_refresh_loses_neither_the_rotated_token_nor_the_lock() {
+    let (url, grant) = token_endpoint().await;
+    let (store, sealer) = (MemoryStore::new(1), sealer());
+    let (connector, replica) = connector(&store, &sealer);
+    connect_alice(&replica, &url).await;
+    let principal = alice();
+    let (arrival, release) = hold(&grant);
+    // The caller is cancelled (its future dropped) once its refresh reached the token endpoint.
+    tokio::select! {
+        outcome = connector.bearer("files", &principal) => panic!("the refresh is held, yet: {:?}", outcome.is_ok()),
+        arrived = within("the refresh to reach the token endpoint", arrival) => arrived.expect("arrived"),
+    }
+    let _ = release.send(());
+    // The server rotated the refresh token: the next caller gets the new tokens, no second
+    // refresh (which would spend the old, revoked, one), and no lock left behind to wait on.
+    let next = within("the next caller's token", connector.bearer("files", &principal)).await.expect("a token");
+    assert_eq!((next.expose(), refreshes(&grant)), ("at-1", 1));
+    let stored = replica.load(principal.key(), "files").await.expect("read").expect("kept");
+    assert_eq!(stored.connection.refresh_token.as_deref(), Some("rt-1"), "the rotated refresh token was saved");
+}
+
+#[tokio::test]
+async fn a_refresh_refused_for_another_reason_than_the_grant_keeps_the_connection() {
+    let (url, grant) = token_endpoint().await;
+    let (store, sealer) = (MemoryStore::new(1), sealer());
+    let (connector, replica) = connector(&store, &sealer);
+    connect_alice(&replica, &url).await;
+    let principal = alice();
+    // The gateway's client secret rotated at the server: nothing this user can fix.
+    grant.lock().unwrap_or_else(PoisonError::into_inner).refuse_with = Some("invalid_client");
+    let error = connector.bearer("files", &principal).await.expect_err("refused");
+    assert!(
+        matches!(&error, UpstreamError::Authorization { detail } if detail.contains("invalid_client")),
+        "{error:?}"
+    );
+    assert!(connector.connected("files", &principal).await.expect("read"), "the connection is kept");
+    // Once the client is fixed, the same grant refreshes.
+    grant.lock().unwrap_or_else(PoisonError::into_inner).refuse_with = None;
+    assert_eq!(connector.bearer("files", &principal).await.expect("a token").expose(), "at-1");
+}
+
+#[tokio::test]
+async fn a_refused_refresh_of_the_old_grant_keeps_a_connection_made_meanwhile() {
+    let (url, grant) = token_endpoint().await;
+    let (store, sealer) = (MemoryStore::new(1), sealer());
+    let (connector, replica) = connector(&store, &sealer);
+    connect_alice(&replica, &url).await;
+    grant.lock().unwrap_or_else(PoisonError::into_inner).live = None;
+    let (arrival, release) = hold(&grant);
+    let pending = tokio::spawn({
+        let connector = connector.clone();
+        async move { connector.bearer("files", &alice()).await }
+    });
+    within("the refresh to reach the token endpoint", arrival).await.expect("arrived");
+    // Meanwhile the user connects again (a callback on another replica).
+    let again = alice_connection(&url, "at-new");
+    replica.save(alice().key(), "files", &again, now_ms(), Expect::Any).await.expect("saved");
+    let _ = release.send(());
+    let token = within("the held caller", pending).await.expect("joins").expect("the new connection's token");
+    assert_eq!(token.expose(), "at-new");
+    let stored = replica.load(alice().key(), "files").await.expect("read").expect("kept");
+    assert_eq!(stored.connection.access_token, "at-new", "the refused old grant did not delete the new one");
+}
+
+#[tokio::test]
+async fn a_fresh_token_refused_again_drops_the_connection_and_asks_to_connect() {
+    let (url, grant) = token_endpoint().await;
+    let (store, sealer) = (MemoryStore::new(1), sealer());
+    let (connector, replica) = connector(&store, &sealer);
+    connect_alice(&replica, &url).await;
+    let principal = alice();
+    let fresh = connector.bearer("files", &principal).await.expect("refreshed");
+    // Refused again with a token no longer stored: asked, but what is stored now is kept.
+    let older = Credential::bearer("at-0");
+    let error = connector.refused("files", &principal, &older, Refusal::StillUnauthorized, None).await;
+    assert!(matches!(error, Err(UpstreamError::ConnectionRequired { .. })), "{:?}", error.map(|_| "a token"));
+    assert!(connector.connected("files", &principal).await.expect("read"));
+    // The token just refreshed refused too: dropped, asked, and no refresh tried.
+    let error = connector.refused("files", &principal, &fresh, Refusal::StillUnauthorized, None).await;
+    let link = link_of(&replica, error.map(|_| ()).expect_err("asks to connect")).await;
+    assert_eq!(link.principal.as_str(), principal.key());
+    assert!(!connector.connected("files", &principal).await.expect("read"), "dropped");
+    assert_eq!(refreshes(&grant), 1);
+}
+
+#[tokio::test]
+async fn a_record_that_does_not_open_counts_as_none_and_is_dropped() {
+    use mcpgate_store::Vault as _;
+    let store = MemoryStore::new(1);
+    // Sealed with a key this replica's ring does not hold (the key left the ring).
+    let elsewhere = connector_only(&store, &sealer_of("retired"));
+    let (connector, _) = connector(&store, &sealer());
+    let key = super::connection_key(alice().key(), "files");
+    connect_alice(&elsewhere, "http://127.0.0.1:9/token").await;
+    assert!(!connector.connected("files", &alice()).await.expect("read"), "it does not count");
+    assert_eq!(store.vault_get(&key).await.expect("read"), None, "dropped");
+    // Corrupted in place: the user is asked to connect again, and it is gone.
+    let meta = r#"{"issuer":"https://as.example","connected_at":1}"#;
+    store.vault_put(&key, "v1.t.not-sealed", meta, Expect::Absent).await.expect("written");
+    let error = connector.bearer("files", &alice()).await.map(|_| ()).expect_err("asks to connect");
+    assert!(matches!(error, UpstreamError::ConnectionRequired { .. }), "{error:?}");
+    assert_eq!(store.vault_get(&key).await.expect("read"), None, "dropped");
 }

@@ -40,6 +40,11 @@ impl Vault for MemoryStore {
         Ok(self.vault(|v, _| v.delete(key)))
     }
 
+    async fn vault_delete_version(&self, key: &VaultKey, version: u64) -> Result<bool, StoreError> {
+        let key = checked(key)?;
+        Ok(self.vault(|v, _| v.delete_version(key, version)))
+    }
+
     async fn vault_list(
         &self,
         kind: VaultKind,
@@ -93,6 +98,15 @@ impl VaultState {
 
     pub(super) fn delete(&mut self, key: &VaultKey) -> bool {
         self.entries.remove(&(key.kind, member(&key.scope, &key.name))).is_some()
+    }
+
+    pub(super) fn delete_version(&mut self, key: &VaultKey, version: u64) -> bool {
+        let slot = (key.kind, member(&key.scope, &key.name));
+        if self.entries.get(&slot).is_some_and(|e| e.version == version) {
+            self.entries.remove(&slot);
+            return true;
+        }
+        false
     }
 
     pub(super) fn list(&self, kind: VaultKind, scope: Option<&str>, cursor: Option<&str>, limit: usize) -> VaultPage {

@@ -74,6 +74,15 @@ impl Vault for RedisStore {
         Ok(matches!(out, Value::Int(n) if n > 0))
     }
 
+    async fn vault_delete_version(&self, key: &VaultKey, version: u64) -> Result<bool, StoreError> {
+        let (entry, index, member) = self.vault_keys(key)?;
+        let args = vec![member, version.to_string()];
+        // Not retried: versions start again at 1 after a delete, so a retry after a lost reply
+        // could remove an entry written anew in between.
+        let out = self.script(Retry::No, &scripts::VAULT_DELETE, vec![entry, index], args).await?;
+        Ok(matches!(out, Value::Int(n) if n > 0))
+    }
+
     async fn vault_list(
         &self,
         kind: VaultKind,

@@ -21,6 +21,21 @@ pub enum Refusal {
     Unauthorized,
     /// HTTP 403 (`insufficient_scope`): valid, but the call needs more scopes.
     Forbidden,
+    /// HTTP 401 again, for the token given back after an `Unauthorized`: the connection no
+    /// longer works (revoked, or its tokens no longer accepted). It is dropped and the user
+    /// asked to connect again; no further token is tried.
+    StillUnauthorized,
+}
+
+/// The error of an `oauth` upstream's HTTP 401 or 403 answer: a refused token (401), or one
+/// lacking scope (403 `insufficient_scope`), for the connections to act on; any other 403
+/// refuses this caller the call itself, which neither a refresh nor connecting again changes
+/// (and which says nothing of the upstream's health).
+pub(crate) fn refused(status: u16, challenge: Option<BearerChallenge>) -> UpstreamError {
+    if status == 401 || challenge.as_ref().is_some_and(BearerChallenge::insufficient_scope) {
+        return UpstreamError::TokenRefused { status, challenge };
+    }
+    UpstreamError::Authorization { detail: format!("the upstream refused the call (HTTP {status})") }
 }
 
 /// Where an `oauth` upstream's per-caller tokens come from (the gateway's vault).

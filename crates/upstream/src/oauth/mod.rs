@@ -14,6 +14,7 @@ mod tokens;
 
 pub use challenge::BearerChallenge;
 pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, authorization_url};
+pub(crate) use connections::refused;
 pub use connections::{Connections, Refusal};
 pub use discovery::{
     ResourceMetadata, ServerMetadata, check_resource, check_response_issuer, check_server, resource_metadata_urls,

@@ -1,24 +1,23 @@
-//! Streamable HTTP upstreams, both eras. 2026-07-28: stateless, every POST carries `_meta` and
-//! the `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent;
-//! an unknown method comes back as HTTP 404 with a JSON-RPC error, which is that error (the
-//! method is not served), not a lost session nor an unreachable server. Earlier versions: one session per replica, opened lazily by `initialize`, reused by every
-//! call, and opened again when the server answers 404 (the session expired) — the request is
-//! then sent once more, since a 404 means it never ran. Answers come as JSON or as an SSE
-//! stream (progress relayed as it arrives); a session's stream that ends before the answer is
-//! resumed after its `retry` delay by a GET with `Last-Event-ID` (SEP-1699), a bounded number
-//! of times. A session also listens on the server's standalone
-//! GET stream, where servers announce list changes outside any request (a server that offers
-//! none answers 405 and is not asked again); the listener ends with its session.
+//! Streamable HTTP upstreams, both eras. 2026-07-28: stateless, every POST carries `_meta` and the
+//! `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers derived from the body actually sent; an unknown
+//! method comes back as HTTP 404 with a JSON-RPC error, which is that error (the method is not
+//! served), not a lost session nor an unreachable server. Earlier versions: one session per replica,
+//! opened lazily by `initialize`, reused by every call, and opened again when the server answers 404
+//! (the session expired) — the request is then sent once more, since a 404 means it never ran.
+//! Answers come as JSON or as an SSE stream (progress relayed as it arrives); a session's stream that
+//! ends before the answer is resumed after its `retry` delay by a GET with `Last-Event-ID`
+//! (SEP-1699), a bounded number of times. A session also listens on the server's standalone GET
+//! stream, where servers announce list changes outside any request (a server that offers none answers
+//! 405 and is not asked again); the listener ends with its session.
 //!
-//! Invariants: the client's credentials never travel upstream (only the configured
-//! `headers`, and, with token exchange, the caller's *exchanged* token on the requests made
-//! for that caller: never on the handshake, the GET stream or list reads; with
-//! `auth = "oauth"`, the caller's own upstream token on every request made for them, the
-//! handshake of their own session included, and a 401/403 comes back as `TokenRefused`); no body or event is
-//! buffered past `max_message_bytes`, and an event over it on a call's stream fails the call
-//! unless it is another message's; the GET stream is dropped (and opened again) when it
-//! leaves an event unfinished for `event_timeout_secs`; URLs in errors carry no userinfo or
-//! query.
+//! Invariants: the client's credentials never travel upstream (only the configured `headers`, and,
+//! with token exchange, the caller's *exchanged* token on the requests made for that caller: never on
+//! the handshake, the GET stream or list reads; with `auth = "oauth"`, the caller's own upstream
+//! token on every request made for them, the handshake of their own session included, and a 401, or a
+//! 403 for want of scope, comes back as `TokenRefused`); no body or event is buffered past
+//! `max_message_bytes`, and an event over it on a call's stream fails the call unless it is another
+//! message's; the GET stream is dropped (and opened again) when it leaves an event unfinished for
+//! `event_timeout_secs`; URLs in errors carry no userinfo or query.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -498,10 +497,11 @@ impl Http {
             return Ok(Posted::Accepted);
         }
         if matches!(status.as_u16(), 401 | 403) && self.config.is_oauth() {
-            // The caller's token was refused: `Upstream` refreshes it once, or asks to reconnect.
+            // The caller's token refused or short of scope (`Upstream` refreshes it once, or asks
+            // to reconnect), or the call refused to this caller (a 403 without `insufficient_scope`).
             let values = response.headers().get_all(reqwest::header::WWW_AUTHENTICATE);
             let challenge = crate::oauth::BearerChallenge::parse(values.iter().filter_map(|v| v.to_str().ok()));
-            return Ok(Posted::Answer(Err(UpstreamError::TokenRefused { status: status.as_u16(), challenge })));
+            return Ok(Posted::Answer(Err(crate::oauth::refused(status.as_u16(), challenge))));
         }
         if !status.is_success() {
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use mcpgate_runtime::Principal;
-use mcpgate_upstream::oauth::Refusal;
+use mcpgate_upstream::oauth::{Connections as _, Refusal};
 use mcpgate_upstream::{Federation, Request, UpstreamAuth, UpstreamConfig, UpstreamError};
 
 use crate::stand_in::{Answer, Seen, StandIn};
@@ -20,7 +20,8 @@ const CHALLENGE: &str =
 
 /// A protected 2025-11-25 server: a token of `valid` opens a session of its own
 /// (`s-<token>`) and every call on it answers with the token it came with; a token ending in
-/// `-narrow` is refused for want of scope (403); any other token, or none, gets 401.
+/// `-narrow` is refused for want of scope (403), one ending in `-barred` is refused the call
+/// (a plain 403); any other token, or none, gets 401.
 fn protected(valid: &'static [&'static str]) -> impl Fn(&Seen) -> Answer + Send + Sync + 'static {
     move |seen| {
         let id = &seen.body["id"];
@@ -39,6 +40,7 @@ fn protected(valid: &'static [&'static str]) -> impl Fn(&Seen) -> Answer + Send 
             _ if seen.header("mcp-session-id") != Some(format!("s-{token}").as_str()) => Answer::status(404),
             "tools/call" if token.ends_with("-narrow") => Answer::status(403)
                 .header("www-authenticate", r#"Bearer error="insufficient_scope", scope="files:write""#),
+            "tools/call" if token.ends_with("-barred") => Answer::status(403),
             "tools/call" => Answer::result(id, json!({"content": [{"type": "text", "text": token}]})),
             _ => Answer::error(200, id, -32601, "Method not found"),
         }
@@ -118,6 +120,41 @@ async fn a_token_refused_again_after_the_refresh_asks_to_connect() {
         other => panic!("expected ConnectionRequired, got {other:?}"),
     }
     assert_eq!(connections.refusals().len(), 1, "one refusal, then no token to retry with");
+}
+
+#[tokio::test]
+async fn a_fresh_token_refused_too_is_reported_as_still_refused_and_asks_to_connect() {
+    let server = StandIn::start_seeing(protected(&[])).await;
+    let connections = Arc::new(TestConnections::default());
+    let alice = user("alice");
+    connections.connect(&alice, "alice-1");
+    connections.refreshes_to(&alice, "alice-2");
+    let federation = federation(&server.url, &connections);
+    let outcome = whoami(&federation, &alice).await;
+    assert!(matches!(outcome, Err(UpstreamError::ConnectionRequired { .. })), "{outcome:?}");
+    let refusals: Vec<(String, Refusal)> = connections.refusals().into_iter().map(|r| (r.1, r.2)).collect();
+    assert_eq!(
+        refusals,
+        [("alice-1".to_owned(), Refusal::Unauthorized), ("alice-2".to_owned(), Refusal::StillUnauthorized)]
+    );
+}
+
+#[tokio::test]
+async fn a_403_without_insufficient_scope_is_the_calls_error_not_a_step_up() {
+    let server = StandIn::start_seeing(protected(&["alice-barred"])).await;
+    let connections = Arc::new(TestConnections::default());
+    let alice = user("alice");
+    connections.connect(&alice, "alice-barred");
+    let federation = federation(&server.url, &connections);
+    let outcome = whoami(&federation, &alice).await;
+    assert!(matches!(&outcome, Err(UpstreamError::Authorization { detail }) if detail.contains("403")), "{outcome:?}");
+    assert!(connections.refusals().is_empty(), "neither a refresh nor a reconnect changes it");
+    assert!(connections.connected("files", &alice).await.expect("read"), "the connection is kept");
+    // One caller's barred calls say nothing of the upstream's health (the breaker opens after 5).
+    for _ in 0..5 {
+        assert!(whoami(&federation, &alice).await.is_err());
+    }
+    assert_eq!(federation.upstreams()[0].breaker_state(), mcpgate_upstream::BreakerState::Closed);
 }
 
 #[tokio::test]

@@ -57,7 +57,11 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let server = StandIn::start_seeing(protected).await;
+    setup_serving(protected).await
+}
+
+async fn setup_serving(answer: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Setup {
+    let server = StandIn::start_seeing(answer).await;
     let connections = Arc::new(TestConnections::default());
     let mut config = UpstreamConfig::http("files", &server.url);
     config.auth = UpstreamAuth::Oauth;
@@ -189,4 +193,22 @@ async fn a_connected_caller_whose_token_lacks_scope_is_asked_to_connect_again_by
     assert_eq!((last.1.as_str(), last.2), ("narrow-token", mcpgate_upstream::oauth::Refusal::Forbidden));
     let challenge = last.3.as_ref().expect("with its challenge");
     assert!(challenge.insufficient_scope() && challenge.scope.as_deref() == Some("files:read"), "{last:?}");
+}
+
+#[tokio::test]
+async fn a_caller_whose_list_cannot_be_read_gets_an_error_and_no_unlisted_tool_is_called() {
+    // The upstream fails every list read (its tools list is down) but would answer calls.
+    let s = setup_serving(|seen: &Seen| match seen.method() {
+        "tools/list" => Answer::status(500),
+        _ => protected(seen),
+    })
+    .await;
+    let alice = user("alice");
+    s.connections.connect(&alice, "alice-token");
+    for name in ["files_whoami", "files_anything"] {
+        let (is_error, said) = text(&call(&s.catalog, name, &alice, json!({})).await);
+        assert!(is_error && said.contains("files") && said.contains("again"), "{name}: {said}");
+    }
+    let calls: Vec<String> = s.server.methods().into_iter().filter(|m| m == "tools/call").collect();
+    assert!(calls.is_empty(), "a tool not known from the caller's list is never called: {:?}", s.server.methods());
 }

@@ -86,6 +86,10 @@ impl Connections for TestConnections {
             if refusal == Refusal::Forbidden {
                 return Err(self.required(upstream, principal));
             }
+            if refusal == Refusal::StillUnauthorized {
+                self.tokens.lock().unwrap().remove(&key);
+                return Err(self.required(upstream, principal));
+            }
             match self.refreshes.lock().unwrap().remove(&key) {
                 Some(fresh) => {
                     self.tokens.lock().unwrap().insert(key, fresh.clone());

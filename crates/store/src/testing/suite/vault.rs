@@ -72,6 +72,17 @@ pub(super) async fn vault_entries_are_versioned_and_listed_without_their_values<
     assert_eq!(store.vault_get(&ann).await.expect("get"), None);
     let anns = store.vault_list(VaultKind::Connection, Some("iss\nann"), None, 10).await.expect("list");
     assert_eq!(anns.entries.len(), 2);
+    // A delete at a version: not once the entry moved on (a connection written anew since).
+    let wiki = VaultKey::new(VaultKind::Connection, "iss\nann", "wiki");
+    assert_eq!(put(&wiki, "sealed-new", Expect::Version(1)).await, Put::Saved { version: 2 });
+    assert!(!store.vault_delete_version(&wiki, 1).await.expect("delete"), "an older version is not deleted");
+    assert_eq!(store.vault_get(&wiki).await.expect("get").map(|e| e.value).as_deref(), Some("sealed-new"));
+    let none = VaultKey::new(VaultKind::Connection, "iss\nann", "none");
+    assert!(!store.vault_delete_version(&none, 1).await.expect("delete"), "nothing to delete");
+    assert!(store.vault_delete_version(&wiki, 2).await.expect("delete"));
+    assert_eq!(store.vault_get(&wiki).await.expect("get"), None);
+    let anns = store.vault_list(VaultKind::Connection, Some("iss\nann"), None, 10).await.expect("list");
+    assert_eq!(anns.entries.iter().map(|l| l.name.as_str()).collect::<Vec<_>>(), ["docs"], "unlisted too");
     // Keys that cannot be kept are refused, never truncated.
     for (scope, name) in [("", "x"), ("x", ""), ("a\u{0}b", "x"), ("x", &"n".repeat(2049))] {
         let bad = VaultKey::new(VaultKind::Connection, scope, name);
