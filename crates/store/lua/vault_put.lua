@@ -4,6 +4,9 @@
 --
 -- KEYS[1]  the entry (hash: value, meta, version, updated, scope, name)
 -- KEYS[2]  its kind's index (zset of "<scope>\0<name>", score 0)
+-- KEYS[3]  the vault's version sequence (integer): versions never repeat, not even for an
+--          entry deleted and written anew, so a compare-and-set on a version read before a
+--          delete never matches what was written after it
 -- ARGV[1]  value (sealed by the caller)
 -- ARGV[2]  meta (JSON, nothing secret)
 -- ARGV[3]  expectation: "absent", "any", or the version expected
@@ -27,7 +30,7 @@ if not ok then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local version = (current or 0) + 1
+local version = redis.call('INCR', KEYS[3])
 redis.call('HSET', KEYS[1], 'value', ARGV[1], 'meta', ARGV[2], 'version', version,
   'updated', string.format('%.0f', now), 'scope', ARGV[5], 'name', ARGV[6])
 redis.call('ZADD', KEYS[2], 0, ARGV[4])

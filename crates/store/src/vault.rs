@@ -53,7 +53,8 @@ pub struct VaultEntry {
     pub value: String,
     /// Metadata in clear (JSON, nothing secret).
     pub meta: String,
-    /// Advanced by every write, from 1.
+    /// Advanced by every write, and never given twice (not even to an entry deleted and
+    /// written anew): a compare-and-set on a version read before a delete fails after it.
     pub version: u64,
     /// When it was last written (Unix ms, the store's clock).
     pub updated_ms: u64,

@@ -72,6 +72,8 @@ impl Locks for MemoryStore {
 pub(super) struct VaultState {
     entries: BTreeMap<(VaultKind, String), VaultEntry>,
     locks: HashMap<String, (String, u64)>,
+    /// The last version given: versions never repeat, not even for a key written anew.
+    last_version: u64,
 }
 
 impl VaultState {
@@ -90,7 +92,8 @@ impl VaultState {
         if !as_expected {
             return Put::Conflict { current };
         }
-        let version = current.unwrap_or(0) + 1;
+        self.last_version += 1;
+        let version = self.last_version;
         self.entries
             .insert(slot, VaultEntry { value: value.to_owned(), meta: meta.to_owned(), version, updated_ms: now });
         Put::Saved { version }

@@ -21,6 +21,7 @@
 //! <p>:{<p>:vault}:<kind>:<h>      hash    a vault entry (h: digest of its scope and name):
 //!                                         value, meta, version, updated, scope, name
 //! <p>:{<p>:vault}:<kind>:index    zset    every entry of a kind, "<scope>\0<name>" (lex order)
+//! <p>:{<p>:vault}:version         integer the last version given to any vault entry
 //! <p>:lock:<h>                    string  a named lock's holder (h: digest of the name), PX
 //! ```
 
@@ -123,6 +124,11 @@ impl Keys {
         let mut key = format!("{p}:{{{p}:vault}}:{kind}:", p = self.prefix);
         push_hashed(&mut key, member);
         key
+    }
+
+    /// The vault's version sequence (in the entries' slot).
+    pub(super) fn vault_version(&self) -> String {
+        format!("{p}:{{{p}:vault}}:version", p = self.prefix)
     }
 
     /// The index of a kind's vault entries.

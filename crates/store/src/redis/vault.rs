@@ -58,7 +58,8 @@ impl Vault for RedisStore {
             Expect::Version(v) => v.to_string(),
         };
         let args = vec![value.to_owned(), meta.to_owned(), expect, member, key.scope.clone(), key.name.clone()];
-        let out = reply(self.script(Retry::No, &scripts::VAULT_PUT, vec![entry, index], args).await?)?;
+        let sequence = self.inner.keys.vault_version();
+        let out = reply(self.script(Retry::No, &scripts::VAULT_PUT, vec![entry, index, sequence], args).await?)?;
         match out.as_slice() {
             [Value::Int(1), Value::Int(version)] => Ok(Put::Saved { version: u64::try_from(*version).unwrap_or(0) }),
             [Value::Int(0), Value::Int(found)] => {
