@@ -10,6 +10,7 @@
 //! lock), so a rotating refresh token is never spent twice.
 
 mod authorize;
+mod browser;
 mod flow;
 mod login;
 mod record;
