@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::challenge::BearerChallenge;
 use super::discovery::{
-    ResourceMetadata, ServerMetadata, check_resource, check_server, resource_metadata_urls, secure_url,
+    ResourceMetadata, ServerMetadata, check_resource, check_server, pick_issuer, resource_metadata_urls, secure_url,
     server_metadata_urls,
 };
 use super::endpoint::{answer, basic_authorization, form_body};
@@ -107,6 +107,8 @@ struct Registered {
 pub struct OAuthClient {
     http: reqwest::Client,
     timeout: Duration,
+    /// The only authorization server discovery may pick (`[upstream.oauth] issuer`).
+    issuer: Option<String>,
 }
 
 impl OAuthClient {
@@ -122,7 +124,15 @@ impl OAuthClient {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| authorization(format!("cannot build an HTTP client: {e}")))?;
-        Ok(Self { http, timeout })
+        Ok(Self { http, timeout, issuer: None })
+    }
+
+    /// The client, discovering only authorization server `issuer` (`None`: whichever the
+    /// upstream names first).
+    #[must_use]
+    pub fn pinned_to(mut self, issuer: Option<String>) -> Self {
+        self.issuer = issuer;
+        self
     }
 
     /// The `Bearer` challenge the upstream at `endpoint` answers a request without a token
@@ -155,7 +165,8 @@ impl OAuthClient {
     /// # Errors
     ///
     /// No metadata found where the spec says to look, or metadata that fails its checks (a
-    /// resource that is not this upstream, an issuer that is not the one discovered, no PKCE).
+    /// resource that is not this upstream, an issuer that is not the one discovered or not the
+    /// pinned one, no PKCE).
     pub async fn discover(
         &self,
         endpoint: &Url,
@@ -172,7 +183,7 @@ impl OAuthClient {
         }
         let resource =
             resource.ok_or_else(|| authorization(format!("{endpoint} serves no protected resource metadata")))?;
-        let issuer = resource.authorization_servers[0].clone();
+        let issuer = pick_issuer(&resource, self.issuer.as_deref())?;
         for url in server_metadata_urls(&issuer)? {
             if let Some(server) = self.document::<ServerMetadata>(&url).await? {
                 check_server(&server, &issuer)?;

@@ -137,6 +137,31 @@ pub fn check_resource(metadata: &ResourceMetadata, endpoint: &Url) -> Result<(),
     Ok(())
 }
 
+/// The authorization server to use of those `metadata` names: the first; or, where the
+/// operator pinned one (`[upstream.oauth] issuer`, required with a client secret), that one
+/// — an upstream naming only others is refused before any request goes to them (a hostile
+/// upstream could otherwise have the gateway send its secret, and its users, to its own
+/// server).
+///
+/// # Errors
+///
+/// No server named, or the pinned one not among them.
+pub fn pick_issuer(metadata: &ResourceMetadata, pinned: Option<&str>) -> Result<String, UpstreamError> {
+    let Some(pinned) = pinned else {
+        return metadata
+            .authorization_servers
+            .first()
+            .cloned()
+            .ok_or_else(|| authorization("the protected resource metadata names no authorization server".to_owned()));
+    };
+    metadata.authorization_servers.iter().find(|named| same_issuer(named, pinned)).cloned().ok_or_else(|| {
+        authorization(format!(
+            "the upstream names authorization server(s) {:?}, not the configured issuer {pinned:?}: none is used",
+            metadata.authorization_servers
+        ))
+    })
+}
+
 /// Checks the metadata read for authorization server `issuer`: it names that issuer (the
 /// only difference tolerated is a trailing `/` on an issuer without a path), offers PKCE
 /// `S256`, and its issuer and its authorization, token and registration endpoints are https
@@ -352,6 +377,21 @@ mod tests {
         assert!(check_server(&plain, "https://as.example").is_err());
         plain.code_challenge_methods_supported.clear();
         assert!(check_server(&plain, "https://as.example").is_err(), "no PKCE named: none offered");
+    }
+
+    #[test]
+    fn a_pinned_issuer_must_be_among_those_the_upstream_names() {
+        let mut r = resource("https://mcp.example/mcp", None);
+        assert_eq!(pick_issuer(&r, None).expect("the first"), "https://as.example");
+        assert_eq!(pick_issuer(&r, Some("https://as.example")).expect("pinned"), "https://as.example");
+        assert_eq!(pick_issuer(&r, Some("https://as.example/")).expect("a path-less /"), "https://as.example");
+        let e = pick_issuer(&r, Some("https://login.example")).expect_err("another server").to_string();
+        assert!(e.contains("https://login.example"), "{e}");
+        r.authorization_servers = vec!["https://attacker.example".to_owned(), "https://login.example".to_owned()];
+        assert_eq!(pick_issuer(&r, Some("https://login.example")).expect("not the first"), "https://login.example");
+        assert!(pick_issuer(&r, Some("https://login.example/tenant")).is_err(), "a path is exact");
+        r.authorization_servers.clear();
+        assert!(pick_issuer(&r, None).is_err() && pick_issuer(&r, Some("https://login.example")).is_err());
     }
 
     #[test]
