@@ -31,13 +31,24 @@ use crate::error::{ConnectFailure, GatewayError, StartupError};
 const MAX_ANSWER: usize = 256 * 1024;
 
 /// The gateway as an OpenID Connect client of its own issuer.
-#[derive(Debug)]
 pub(crate) struct BrowserLogin {
     issuer: String,
     client_id: String,
     client_secret: Option<String>,
     scopes: String,
     http: reqwest::Client,
+}
+
+impl std::fmt::Debug for BrowserLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Reachable from the connector's and the app state's Debug: the secret never shows.
+        f.debug_struct("BrowserLogin")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<set>"))
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The issuer's OpenID Connect discovery document (the members used).
@@ -310,4 +321,20 @@ fn basic(id: &str, secret: &str) -> String {
 
 fn issuer_failed(detail: String) -> GatewayError {
     authorization_server(format!("sign-in at the gateway's issuer: {detail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_secret_never_shows_in_debug() {
+        let mut config = Config::default();
+        config.auth.jwt.issuer = Some("https://id.example".to_owned());
+        config.auth.browser_login.client_id = Some("gw".to_owned());
+        config.auth.browser_login.client_secret = Some(crate::config::Secret::new("login-s3cret-value"));
+        let login = BrowserLogin::from_config(&config).expect("a sign-in client");
+        let shown = format!("{login:?}");
+        assert!(!shown.contains("login-s3cret-value") && shown.contains("<set>") && shown.contains("gw"), "{shown}");
+    }
 }
