@@ -3,7 +3,9 @@
 //! gateway's issuer and the upstream's authorization coming back to the other; each user's
 //! tokens stored sealed and theirs (the protected server names the user they were issued
 //! for); a replayed link, sign-in state or authorization state refused; user B opening user
-//! A's link refused with nothing stored; disconnecting with the caller's own bearer.
+//! A's link refused with nothing stored; a sign-in's return or an authorization URL forwarded
+//! by the link's owner to another browser refused with nothing stored; disconnecting with the
+//! caller's own bearer.
 //!
 //! The real parts: `oidc-provider` is both the gateway's issuer (the sign-in, where the test
 //! registers the gateway as a client) and the upstream's authorization server, the FastMCP
@@ -187,9 +189,15 @@ pub(crate) fn holds_a_jwt(text: &str) -> bool {
     })
 }
 
+/// `url` (under the public URL) opened on replica `i` by `agent`: a redirect's target.
+async fn step(setup: &Setup, agent: &mut UserAgent, i: usize, url: &str, what: &str) -> anyhow::Result<Url> {
+    let (status, location, body) = agent.open(&Url::parse(&setup.on(i, url)?)?).await?;
+    redirected((status, location.map(String::from), body), what)
+}
+
 /// The user `login` opens `link` on replica `first`; the sign-in and the authorization come
-/// back to replica `second`. Returns the final page's status and text, and the login and
-/// authorization callback URLs (to replay).
+/// back to replica `second`, all in `agent` (the gateway's cookie kept). Returns the final
+/// page's status and text, and the login and authorization callback URLs (to replay).
 async fn connect(
     setup: &Setup,
     agent: &mut UserAgent,
@@ -197,20 +205,20 @@ async fn connect(
     login: &str,
     (first, second): (usize, usize),
 ) -> anyhow::Result<(StatusCode, String, String, Option<String>)> {
-    let sign_in = redirected(get(&setup.on(first, link)?).await?, "opening the link")?;
+    let sign_in = step(setup, agent, first, link, "opening the link").await?;
     anyhow::ensure!(sign_in.as_str().starts_with(setup.servers.issuer()), "the sign-in is at the issuer: {sign_in}");
     let back = agent.authorize(&sign_in, login, LOGIN_CALLBACK).await?;
-    let (status, location, body) = get(&setup.on(second, back.as_str())?).await?;
+    let (status, location, body) = agent.open(&Url::parse(&setup.on(second, back.as_str())?)?).await?;
     if status != StatusCode::FOUND {
         return Ok((status, body, back.to_string(), None));
     }
-    let authorize = Url::parse(&location.unwrap_or_default())?;
+    let authorize = location.ok_or_else(|| anyhow::anyhow!("no Location after the sign-in"))?;
     let query = |name: &str| authorize.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
     anyhow::ensure!(query("code_challenge_method").as_deref() == Some("S256"), "PKCE S256: {authorize}");
     anyhow::ensure!(query("resource").as_deref() == Some(setup.servers.endpoint()), "RFC 8707: {authorize}");
     let done = agent.authorize(&authorize, login, CALLBACK).await?;
     anyhow::ensure!(done.query_pairs().any(|(k, _)| k == "iss"), "RFC 9207 iss: {done}");
-    let (status, _, body) = get(&setup.on(first, done.as_str())?).await?;
+    let (status, _, body) = agent.open(&Url::parse(&setup.on(first, done.as_str())?)?).await?;
     Ok((status, body, back.to_string(), Some(done.to_string())))
 }
 
@@ -259,6 +267,28 @@ async fn each_user_connects_their_own_account_across_replicas_and_nobody_else_ca
         let done = done.as_deref().expect("a callback");
         assert_eq!(get(&setup.on(i, done)?).await?.0, StatusCode::GONE, "authorization state replayed on {i}");
     }
+
+    // Mallory opens his own link and signs in as himself, then forwards the next URL to
+    // another browser instead of following it. The sign-in's return (login CSRF) is refused
+    // in a browser that never opened a link; the authorization at the upstream's server,
+    // approved there by Alice in her browser (whose cookie is of her own flow), is refused
+    // when it comes back; nothing is stored for either.
+    let mut mallory = UserAgent::new()?;
+    let sign_in = step(&setup, &mut mallory, 0, &setup.link("mallory")?, "Mallory opens his link").await?;
+    let back = mallory.authorize(&sign_in, "mallory", LOGIN_CALLBACK).await?;
+    let (status, _, page) = UserAgent::new()?.open(&Url::parse(&setup.on(1, back.as_str())?)?).await?;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a forwarded sign-in: {page}\n{}", logs());
+    assert!(page.contains("another browser"), "{page}");
+    let sign_in = step(&setup, &mut mallory, 1, &setup.link("mallory")?, "Mallory opens a new link").await?;
+    let back = mallory.authorize(&sign_in, "mallory", LOGIN_CALLBACK).await?;
+    let authorize = step(&setup, &mut mallory, 0, back.as_str(), "Mallory's sign-in comes back").await?;
+    let done = alice_agent.authorize(&authorize, "alice", CALLBACK).await?;
+    let (status, _, page) = alice_agent.open(&Url::parse(&setup.on(1, done.as_str())?)?).await?;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a forwarded authorization: {page}\n{}", logs());
+    assert!(page.contains("another browser"), "{page}");
+    assert_eq!(setup.stored_token("mallory").await?, None, "nothing stored for Mallory");
+    let alices_token = setup.stored_token("alice").await?.expect("Alice's connection");
+    assert_eq!(whoami(setup.servers.endpoint(), &alices_token).await?, "alice", "Alice's own, unchanged");
 
     // No token in clear in Redis.
     let dump = dump(setup.cluster_redis_port())?;

@@ -1,7 +1,9 @@
 //! A protected upstream and the authorization server it trusts, as real processes for the tests
 //! of mcpgate's upstream OAuth client: `oidc-provider` (npm, under Node ≥ 22) and a FastMCP
 //! server accepting only its JWTs, both installed by the test command under `.cache/test-tools`;
-//! plus a scripted user agent that signs in and consents at the authorization server.
+//! plus a scripted user agent that signs in and consents at the authorization server and keeps
+//! the cookies a browser keeps (the gateway binds a connection's flow to the browser that
+//! opened its link by one).
 //!
 //! Invariants: both processes are killed when their handle drops; each is ready once it answers
 //! as itself (the authorization server its metadata, the protected server a 401 with a Bearer
@@ -243,11 +245,13 @@ fn start_protected_server(dir: &tempfile::TempDir, port: u16, issuer: &str) -> a
 }
 
 /// A browser as far as an authorization needs one: no redirect followed on its own, cookies
-/// kept by name (every cookie sent to every path of the one server it talks to).
+/// kept per host and name as a browser keeps them (RFC 6265: a cookie goes to every port and
+/// path of its host; the attributes are not checked), and sent with every request it makes.
 #[derive(Debug)]
 pub struct UserAgent {
     http: reqwest::Client,
-    cookies: HashMap<String, String>,
+    /// host → cookie name → value.
+    cookies: HashMap<String, HashMap<String, String>>,
 }
 
 impl UserAgent {
@@ -264,6 +268,23 @@ impl UserAgent {
             .build()
             .context("building the user agent's HTTP client")?;
         Ok(Self { http, cookies: HashMap::new() })
+    }
+
+    /// GETs `url` as this browser (its cookies sent, those set kept), without following a
+    /// redirect: the status, the redirect's target (joined to `url`) and the body. This is how
+    /// a user opens a connect link and how their browser comes back to the gateway.
+    ///
+    /// # Errors
+    ///
+    /// The request fails, or a `Location` that is not a URL.
+    pub async fn open(&mut self, url: &Url) -> anyhow::Result<(StatusCode, Option<Url>, String)> {
+        let response = self.http.get(url.clone()).header(COOKIE, self.cookie_header(url)).send().await?;
+        self.keep_cookies(url, &response);
+        let location = match response.headers().get(LOCATION) {
+            Some(location) => Some(url.join(location.to_str()?)?),
+            None => None,
+        };
+        Ok((response.status(), location, response.text().await?))
     }
 
     /// Opens `authorization_url`, signs in as `login` at the development login form, consents,
@@ -283,8 +304,8 @@ impl UserAgent {
                 }
                 None => self.http.get(url.clone()),
             };
-            let response = request.header(COOKIE, self.cookie_header()).send().await?;
-            self.keep_cookies(&response);
+            let response = request.header(COOKIE, self.cookie_header(&url)).send().await?;
+            self.keep_cookies(&url, &response);
             let status = response.status();
             if let Some(location) = response.headers().get(LOCATION) {
                 let next = url.join(location.to_str()?)?;
@@ -311,18 +332,20 @@ impl UserAgent {
         bail!("no redirect to {redirect_uri} after {MAX_STEPS} requests (last at {url})")
     }
 
-    fn cookie_header(&self) -> String {
-        self.cookies.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join("; ")
+    fn cookie_header(&self, url: &Url) -> String {
+        let jar = self.cookies.get(url.host_str().unwrap_or_default());
+        jar.into_iter().flatten().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join("; ")
     }
 
-    fn keep_cookies(&mut self, response: &reqwest::Response) {
+    fn keep_cookies(&mut self, url: &Url, response: &reqwest::Response) {
+        let jar = self.cookies.entry(url.host_str().unwrap_or_default().to_owned()).or_default();
         for set in response.headers().get_all(SET_COOKIE).iter().filter_map(|v| v.to_str().ok()) {
             let pair = set.split(';').next().unwrap_or_default();
             if let Some((name, value)) = pair.split_once('=') {
                 if value.is_empty() {
-                    self.cookies.remove(name.trim());
+                    jar.remove(name.trim());
                 } else {
-                    self.cookies.insert(name.trim().to_owned(), value.to_owned());
+                    jar.insert(name.trim().to_owned(), value.to_owned());
                 }
             }
         }

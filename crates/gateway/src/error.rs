@@ -103,6 +103,8 @@ pub enum ConnectFailure {
     Used,
     /// The user who signed in is not the one the link was made for.
     WrongUser,
+    /// A callback reached a browser other than the one that opened the link (a forwarded URL).
+    OtherBrowser,
     /// The user (or a server) declined the authorization.
     Denied,
     /// No such `oauth` upstream, or no connection to it.
@@ -121,6 +123,10 @@ impl ConnectFailure {
             Self::Used => "This link has been used already. Call the tool again in your client to get a new one.",
             Self::WrongUser => {
                 "You signed in as someone other than the user this link was made for. Nothing was connected."
+            }
+            Self::OtherBrowser => {
+                "This page belongs to a connection started in another browser. Nothing was connected. Open the \
+                 link your client gave you in this browser."
             }
             Self::Denied => "The authorization was not granted. Nothing was connected.",
             Self::NotFound => "Not found.",
@@ -633,7 +639,9 @@ impl GatewayError {
             Self::Connect { failure, .. } => match failure {
                 ConnectFailure::InvalidLink => StatusCode::BAD_REQUEST,
                 ConnectFailure::Used => StatusCode::GONE,
-                ConnectFailure::WrongUser | ConnectFailure::Denied => StatusCode::FORBIDDEN,
+                ConnectFailure::WrongUser | ConnectFailure::OtherBrowser | ConnectFailure::Denied => {
+                    StatusCode::FORBIDDEN
+                }
                 ConnectFailure::NotFound => StatusCode::NOT_FOUND,
                 ConnectFailure::AuthorizationServer => StatusCode::BAD_GATEWAY,
             },

@@ -178,10 +178,10 @@ impl ToolResolver for PersonalTools {
                             personal.ttl_ms = Some(personal.ttl_ms.map_or(ttl, |t| t.min(ttl)));
                         }
                     }
-                    // The stand-in stays: calling it says what is wrong (or asks to connect).
-                    // Not logged with its link, which only its principal should see.
+                    // The stand-in stays: calling it says what is wrong (or asks to connect). The
+                    // link is the user's to open, not the log's: logged without it.
                     Err(UpstreamError::ConnectionRequired { .. }) => {
-                        tracing::debug!(upstream = %upstream.name(), "the caller's connection is gone")
+                        tracing::debug!(upstream = %upstream.name(), "the caller's list needs a connection again")
                     }
                     Err(e) => {
                         tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read")

@@ -4,10 +4,11 @@
 //! `state`), then the callback that redeems the code and stores the tokens.
 //!
 //! Invariant: tokens are stored only at the end of a flow whose every step opened and was
-//! used once, for the principal the link was made for (and, with the sign-in, who signed in
-//! as them), and after the authorization response's `iss` was checked where the server
+//! used once, in the browser that opened the link (its cookie, `browser`), for the principal
+//! the link was made for (and, with the sign-in, who signed in as them), and after the authorization response's `iss` was checked where the server
 //! advertises it (RFC 9207).
 
+use axum::http::HeaderMap;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,8 @@ pub(super) struct AuthorizeState {
     verifier: String,
     #[serde(default)]
     scope: Option<String>,
+    /// The digest of the cookie of the browser that opened the link.
+    browser: String,
     nonce: String,
 }
 
@@ -60,9 +63,10 @@ pub(crate) struct CallbackParams {
 }
 
 impl Connector {
-    /// A browser opened connect link `sealed`: where to send it (the sign-in, or the
-    /// upstream's authorization server).
-    pub(crate) async fn open_link(&self, sealed: &str) -> Result<String, GatewayError> {
+    /// The browser that sent `headers` opened connect link `sealed`: where to send it (the
+    /// sign-in, or the upstream's authorization server), and the `Set-Cookie` that binds the
+    /// flow to it.
+    pub(crate) async fn open_link(&self, sealed: &str, headers: &HeaderMap) -> Result<(String, String), GatewayError> {
         let link: ConnectLink = self.open_flow(Step::Link, sealed).await?;
         if !self.knows(&link.upstream) {
             return Err(GatewayError::Connect {
@@ -71,21 +75,30 @@ impl Connector {
             });
         }
         self.stats.attempt(&link.upstream, Attempt::Started);
-        match &self.login {
-            Some(login) => self.login_url(login, link).await,
-            None => self.authorize_url(&link).await,
-        }
+        let browser = self.browser_opening(headers)?;
+        let url = match &self.login {
+            Some(login) => self.login_url(login, link, browser.digest()).await?,
+            None => self.authorize_url(&link, browser.digest()).await?,
+        };
+        Ok((url, self.set_cookie(&browser)))
     }
 
-    /// The sign-in came back: on to the upstream's authorization server if it was the link's
-    /// user.
-    pub(crate) async fn login_callback(&self, code: &str, state: &str) -> Result<String, GatewayError> {
-        let link = self.after_login(code, state).await?;
-        self.authorize_url(&link).await
+    /// The sign-in came back to the browser that sent `headers`: on to the upstream's
+    /// authorization server if it is the browser that opened the link and the link's user
+    /// signed in.
+    pub(crate) async fn login_callback(
+        &self,
+        code: &str,
+        state: &str,
+        headers: &HeaderMap,
+    ) -> Result<String, GatewayError> {
+        let (link, browser) = self.after_login(code, state, headers).await?;
+        self.authorize_url(&link, browser).await
     }
 
-    /// The URL of the authorization at `link`'s upstream's server.
-    async fn authorize_url(&self, link: &ConnectLink) -> Result<String, GatewayError> {
+    /// The URL of the authorization at `link`'s upstream's server, for the browser whose
+    /// cookie has digest `browser`.
+    async fn authorize_url(&self, link: &ConnectLink, browser: String) -> Result<String, GatewayError> {
         let upstream = self.upstreams.get(&link.upstream).ok_or_else(|| GatewayError::Connect {
             failure: ConnectFailure::NotFound,
             detail: format!("no oauth upstream {:?}", link.upstream),
@@ -138,6 +151,7 @@ impl Connector {
             source,
             verifier: pkce.verifier.clone(),
             scope: scope.clone(),
+            browser,
             nonce: random_hex()?,
         };
         let sealed = self.seal_flow(Step::Authorize, &state)?;
@@ -154,9 +168,9 @@ impl Connector {
         Ok(url.into())
     }
 
-    /// The upstream's authorization server sent the user back: redeem the code and store the
-    /// user's connection. Returns the upstream's name.
-    pub(crate) async fn callback(&self, params: CallbackParams) -> Result<String, GatewayError> {
+    /// The upstream's authorization server sent the user back (their browser sent `headers`):
+    /// redeem the code and store the user's connection. Returns the upstream's name.
+    pub(crate) async fn callback(&self, params: CallbackParams, headers: &HeaderMap) -> Result<String, GatewayError> {
         let sealed = params.state.as_deref().ok_or_else(|| GatewayError::Connect {
             failure: ConnectFailure::InvalidLink,
             detail: "a callback without state".to_owned(),
@@ -166,6 +180,11 @@ impl Connector {
             self.stats.attempt(&state.upstream, Attempt::Refused);
             GatewayError::Connect { failure, detail }
         };
+        if let Err(e) = self.same_browser(headers, &state.browser) {
+            self.stats.attempt(&state.upstream, Attempt::Refused);
+            tracing::warn!(upstream = %state.upstream, "an authorization came back to another browser: refused");
+            return Err(e);
+        }
         if let Some(error) = params.error {
             let error = mcpgate_protocol::quote::clip(&error, 64);
             return Err(refused(ConnectFailure::Denied, format!("the authorization server answered {error}")));

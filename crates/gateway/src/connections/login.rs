@@ -6,10 +6,13 @@
 //! the issuer's token endpoint returned is valid — signed by the issuer (its JWKS, or the
 //! client secret for HMAC), for this client, unexpired, with this flow's nonce — and names the
 //! very `iss` and `sub` of the principal the link was made for. Otherwise the user sees a
-//! refusal and nothing is stored (user B cannot attach B's account to user A).
+//! refusal and nothing is stored (user B cannot attach B's account to user A); and only in
+//! the browser that opened the link (a sign-in's return forwarded to another browser is
+//! refused: no login CSRF).
 
 use std::time::Duration;
 
+use axum::http::HeaderMap;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use reqwest::Url;
@@ -28,13 +31,24 @@ use crate::error::{ConnectFailure, GatewayError, StartupError};
 const MAX_ANSWER: usize = 256 * 1024;
 
 /// The gateway as an OpenID Connect client of its own issuer.
-#[derive(Debug)]
 pub(crate) struct BrowserLogin {
     issuer: String,
     client_id: String,
     client_secret: Option<String>,
     scopes: String,
     http: reqwest::Client,
+}
+
+impl std::fmt::Debug for BrowserLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Reachable from the connector's and the app state's Debug: the secret never shows.
+        f.debug_struct("BrowserLogin")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<set>"))
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The issuer's OpenID Connect discovery document (the members used).
@@ -47,12 +61,14 @@ struct Provider {
     jwks_uri: Option<String>,
 }
 
-/// The `state` of a sign-in: the link it is for, the PKCE verifier and the OIDC nonce.
+/// The `state` of a sign-in: the link it is for, the PKCE verifier, the OIDC nonce and the
+/// digest of the cookie of the browser that opened the link.
 #[derive(Serialize, Deserialize)]
 pub(super) struct LoginState {
     link: ConnectLink,
     verifier: String,
     oidc_nonce: String,
+    browser: String,
     nonce: String,
 }
 
@@ -206,12 +222,23 @@ impl BrowserLogin {
 }
 
 impl Connector {
-    /// Where the user opening `link` signs in first.
-    pub(super) async fn login_url(&self, login: &BrowserLogin, link: ConnectLink) -> Result<String, GatewayError> {
+    /// Where the user opening `link` (in the browser whose cookie has digest `browser`) signs
+    /// in first.
+    pub(super) async fn login_url(
+        &self,
+        login: &BrowserLogin,
+        link: ConnectLink,
+        browser: String,
+    ) -> Result<String, GatewayError> {
         let provider = login.provider().await?;
         let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.to_string()))?;
-        let state =
-            LoginState { link, verifier: pkce.verifier.clone(), oidc_nonce: random_hex()?, nonce: random_hex()? };
+        let state = LoginState {
+            link,
+            verifier: pkce.verifier.clone(),
+            oidc_nonce: random_hex()?,
+            browser,
+            nonce: random_hex()?,
+        };
         let sealed = self.seal_flow(Step::Login, &state)?;
         let mut url = Url::parse(&provider.authorization_endpoint)
             .map_err(|_| issuer_failed("the issuer's authorization endpoint is not a URL".to_owned()))?;
@@ -227,17 +254,29 @@ impl Connector {
         Ok(url.into())
     }
 
-    /// The sign-in came back with `code` for `state`: the link it was for, once the user who
-    /// signed in is shown to be its principal.
-    pub(super) async fn after_login(&self, code: &str, state: &str) -> Result<ConnectLink, GatewayError> {
+    /// The sign-in came back with `code` for `state` to the browser that sent `headers`: the
+    /// link it was for and the browser's digest, once that is the browser that opened the link
+    /// and the user who signed in is shown to be the link's principal.
+    pub(super) async fn after_login(
+        &self,
+        code: &str,
+        state: &str,
+        headers: &HeaderMap,
+    ) -> Result<(ConnectLink, String), GatewayError> {
         let login = self.login.as_ref().ok_or_else(|| GatewayError::Connect {
             failure: ConnectFailure::NotFound,
             detail: "a sign-in callback, and no sign-in is configured".to_owned(),
         })?;
         let state: LoginState = self.open_flow(Step::Login, state).await?;
+        // Before the code is redeemed: a forwarded sign-in is not spent on the wrong browser.
+        if let Err(e) = self.same_browser(headers, &state.browser) {
+            self.stats.attempt(&state.link.upstream, super::stats::Attempt::Refused);
+            tracing::warn!(upstream = %state.link.upstream, "a sign-in came back to another browser: refused");
+            return Err(e);
+        }
         let provider = login.provider().await?;
         let claims = login.signed_in(&provider, code, &self.public(LOGIN_CALLBACK_PATH), &state).await?;
-        let link = state.link;
+        let (link, browser) = (state.link, state.browser);
         if claims.iss != link.issuer || claims.sub != link.subject {
             self.stats.attempt(&link.upstream, super::stats::Attempt::Refused);
             tracing::warn!(
@@ -249,7 +288,7 @@ impl Connector {
                 detail: "the signed-in user is not the link's principal".to_owned(),
             });
         }
-        Ok(link)
+        Ok((link, browser))
     }
 }
 
@@ -282,4 +321,20 @@ fn basic(id: &str, secret: &str) -> String {
 
 fn issuer_failed(detail: String) -> GatewayError {
     authorization_server(format!("sign-in at the gateway's issuer: {detail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_secret_never_shows_in_debug() {
+        let mut config = Config::default();
+        config.auth.jwt.issuer = Some("https://id.example".to_owned());
+        config.auth.browser_login.client_id = Some("gw".to_owned());
+        config.auth.browser_login.client_secret = Some(crate::config::Secret::new("login-s3cret-value"));
+        let login = BrowserLogin::from_config(&config).expect("a sign-in client");
+        let shown = format!("{login:?}");
+        assert!(!shown.contains("login-s3cret-value") && shown.contains("<set>") && shown.contains("gw"), "{shown}");
+    }
 }

@@ -10,6 +10,7 @@
 //! lock), so a rotating refresh token is never spent twice.
 
 mod authorize;
+mod browser;
 mod flow;
 mod login;
 mod record;
@@ -92,7 +93,8 @@ impl Connector {
         let mut upstreams = HashMap::new();
         for u in oauth {
             let client = OAuthClient::new(u.oauth().timeout())
-                .map_err(|e| StartupError::step_caused("configuring upstream OAuth", "no HTTP client", e))?;
+                .map_err(|e| StartupError::step_caused("configuring upstream OAuth", "no HTTP client", e))?
+                .pinned_to(u.oauth().issuer);
             upstreams.insert(u.name.clone(), Upstream { config: u.clone(), oauth: client });
         }
         let login = if config.auth.browser_login.verify_user { Some(BrowserLogin::from_config(config)?) } else { None };

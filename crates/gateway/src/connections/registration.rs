@@ -61,6 +61,16 @@ impl Connector {
         server: &ServerMetadata,
     ) -> Result<(ClientRegistration, ClientSource), GatewayError> {
         let oauth = upstream.config.oauth();
+        // Discovery keeps to the pinned issuer already; a pre-registered client (its secret
+        // above all) is offered to no other server, whatever found `server`.
+        if let Some(pinned) = &oauth.issuer
+            && pinned.trim_end_matches('/') != server.issuer.trim_end_matches('/')
+        {
+            return Err(authorization_server(format!(
+                "{:?} is not the configured issuer {pinned:?} of upstream {}",
+                server.issuer, upstream.config.name
+            )));
+        }
         if let Some(client_id) = oauth.client_id {
             let auth = match &oauth.client_secret {
                 None => ClientAuth::None,

@@ -9,7 +9,7 @@
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, REFERRER_POLICY};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, REFERRER_POLICY, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
@@ -37,10 +37,17 @@ fn connector(state: &AppState) -> Result<&Connector, GatewayError> {
     })
 }
 
-/// `GET /oauth/connect/<sealed>`: on to the sign-in (or the upstream's server).
-async fn connect(State(state): State<AppState>, Path(sealed): Path<String>) -> Response {
-    match async { connector(&state)?.open_link(&sealed).await }.await {
-        Ok(url) => redirect(&url),
+/// `GET /oauth/connect/<sealed>`: on to the sign-in (or the upstream's server), with the
+/// cookie the callbacks require of this browser.
+async fn connect(State(state): State<AppState>, Path(sealed): Path<String>, headers: HeaderMap) -> Response {
+    match async { connector(&state)?.open_link(&sealed, &headers).await }.await {
+        Ok((url, cookie)) => {
+            let mut response = redirect(&url);
+            if let Ok(cookie) = cookie.parse() {
+                response.headers_mut().insert(SET_COOKIE, cookie);
+            }
+            response
+        }
         Err(e) => failure(&e),
     }
 }
@@ -56,7 +63,11 @@ struct LoginParams {
 }
 
 /// `GET /oauth/login/callback`: the sign-in came back.
-async fn login_callback(State(state): State<AppState>, Query(params): Query<LoginParams>) -> Response {
+async fn login_callback(
+    State(state): State<AppState>,
+    Query(params): Query<LoginParams>,
+    headers: HeaderMap,
+) -> Response {
     let result = async {
         let connector = connector(&state)?;
         let (Some(code), Some(sealed)) = (params.code, params.state) else {
@@ -64,7 +75,7 @@ async fn login_callback(State(state): State<AppState>, Query(params): Query<Logi
                 params.error.map_or_else(|| "no code or state".to_owned(), |e| format!("sign-in error {e:.64}"));
             return Err(GatewayError::Connect { failure: ConnectFailure::Denied, detail });
         };
-        connector.login_callback(&code, &sealed).await
+        connector.login_callback(&code, &sealed, &headers).await
     }
     .await;
     match result {
@@ -74,8 +85,8 @@ async fn login_callback(State(state): State<AppState>, Query(params): Query<Logi
 }
 
 /// `GET /oauth/callback`: the upstream's authorization server came back.
-async fn callback(State(state): State<AppState>, Query(params): Query<CallbackParams>) -> Response {
-    match async { connector(&state)?.callback(params).await }.await {
+async fn callback(State(state): State<AppState>, Query(params): Query<CallbackParams>, headers: HeaderMap) -> Response {
+    match async { connector(&state)?.callback(params, &headers).await }.await {
         Ok(upstream) => page(
             StatusCode::OK,
             "Connected",

@@ -78,7 +78,9 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "oauth",
         "With auth = \"oauth\": client_id and client_secret registered beforehand (${VAR} expands; unset: a \
-         Client ID Metadata Document or Dynamic Client Registration), scopes [unset: the challenge's, else the \
+         Client ID Metadata Document or Dynamic Client Registration), issuer of the authorization server they were \
+         registered at (required with client_secret; https, http only on loopback; set: discovery uses only it and \
+         refuses an upstream naming another), scopes [unset: the challenge's, else the \
          metadata's scopes_supported], timeout_secs of each request to the authorization server [10]",
     ),
 ];

@@ -33,6 +33,10 @@ pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// Its secret (`${VAR}` expands); unset: a public client.
     pub client_secret: Option<String>,
+    /// The authorization server the client was registered at (its issuer URL): discovery uses
+    /// only it, and an upstream naming another is refused before any request goes there.
+    /// Required with `client_secret` (the secret goes only to the server it was issued by).
+    pub issuer: Option<String>,
     /// Scopes asked for; unset: the challenge's, else the resource metadata's
     /// `scopes_supported`, else none.
     pub scopes: Vec<String>,
@@ -46,6 +50,7 @@ impl fmt::Debug for OAuthConfig {
         f.debug_struct("OAuthConfig")
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "<set>"))
+            .field("issuer", &self.issuer)
             .field("scopes", &self.scopes)
             .field("timeout_secs", &self.timeout_secs)
             .finish()
@@ -69,6 +74,22 @@ impl OAuthConfig {
         }
         if self.client_secret.is_some() && self.client_id.is_none() {
             return Err(("client_secret", "needs client_id (the client it is the secret of)".to_owned()));
+        }
+        if self.client_secret.is_some() && self.issuer.is_none() {
+            return Err((
+                "issuer",
+                "required with client_secret: the authorization server the client was registered at (else the \
+                 secret goes to whichever server the upstream names)"
+                    .to_owned(),
+            ));
+        }
+        if let Some(issuer) = &self.issuer {
+            let url = crate::oauth::secure_url(issuer, "issuer").map_err(|_| {
+                ("issuer", "must be an https URL (http only on a loopback host), as the server names itself".to_owned())
+            })?;
+            if url.query().is_some() || url.fragment().is_some() {
+                return Err(("issuer", "must be a URL without query or fragment".to_owned()));
+            }
         }
         // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
         if let Some(bad) = self

@@ -139,6 +139,29 @@ fn oauth_upstreams_are_validated() {
     let mut scope = oauth("https://tracker.example/mcp");
     scope.oauth = Some(OAuthConfig { scopes: vec!["read write".to_owned()], ..OAuthConfig::default() });
     assert_eq!(key_of(&scope).as_deref(), Some("oauth.scopes"));
+    let mut no_issuer = oauth("https://tracker.example/mcp");
+    no_issuer.oauth = Some(OAuthConfig {
+        client_id: Some("gw".to_owned()),
+        client_secret: Some("s".to_owned()),
+        ..OAuthConfig::default()
+    });
+    assert_eq!(key_of(&no_issuer).as_deref(), Some("oauth.issuer"), "a secret needs the server it belongs to");
+    for (issuer, valid) in [
+        ("https://login.example", true),
+        ("http://127.0.0.1:4000/tenant", true),
+        ("http://login.example", false),
+        ("https://login.example/?t=1", false),
+        ("login.example", false),
+    ] {
+        let mut pinned = no_issuer.clone();
+        if let Some(o) = pinned.oauth.as_mut() {
+            o.issuer = Some(issuer.to_owned());
+        }
+        assert_eq!(key_of(&pinned).as_deref(), (!valid).then_some("oauth.issuer"), "{issuer}");
+    }
+    let mut bare_id = oauth("https://tracker.example/mcp");
+    bare_id.oauth = Some(OAuthConfig { client_id: Some("gw".to_owned()), ..OAuthConfig::default() });
+    assert_eq!(key_of(&bare_id), None, "a public client needs no issuer");
     let mut table_alone = UpstreamConfig::http("tracker", "https://tracker.example/mcp");
     table_alone.oauth = Some(OAuthConfig::default());
     assert_eq!(key_of(&table_alone).as_deref(), Some("oauth"));

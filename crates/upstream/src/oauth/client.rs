@@ -17,7 +17,8 @@ use serde_json::json;
 
 use super::challenge::BearerChallenge;
 use super::discovery::{
-    ResourceMetadata, ServerMetadata, check_resource, check_server, resource_metadata_urls, server_metadata_urls,
+    ResourceMetadata, ServerMetadata, check_resource, check_server, pick_issuer, resource_metadata_urls, secure_url,
+    server_metadata_urls,
 };
 use super::endpoint::{answer, basic_authorization, form_body};
 use super::pkce::Pkce;
@@ -106,6 +107,8 @@ struct Registered {
 pub struct OAuthClient {
     http: reqwest::Client,
     timeout: Duration,
+    /// The only authorization server discovery may pick (`[upstream.oauth] issuer`).
+    issuer: Option<String>,
 }
 
 impl OAuthClient {
@@ -121,7 +124,15 @@ impl OAuthClient {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| authorization(format!("cannot build an HTTP client: {e}")))?;
-        Ok(Self { http, timeout })
+        Ok(Self { http, timeout, issuer: None })
+    }
+
+    /// The client, discovering only authorization server `issuer` (`None`: whichever the
+    /// upstream names first).
+    #[must_use]
+    pub fn pinned_to(mut self, issuer: Option<String>) -> Self {
+        self.issuer = issuer;
+        self
     }
 
     /// The `Bearer` challenge the upstream at `endpoint` answers a request without a token
@@ -154,7 +165,8 @@ impl OAuthClient {
     /// # Errors
     ///
     /// No metadata found where the spec says to look, or metadata that fails its checks (a
-    /// resource that is not this upstream, an issuer that is not the one discovered, no PKCE).
+    /// resource that is not this upstream, an issuer that is not the one discovered or not the
+    /// pinned one, no PKCE).
     pub async fn discover(
         &self,
         endpoint: &Url,
@@ -171,7 +183,7 @@ impl OAuthClient {
         }
         let resource =
             resource.ok_or_else(|| authorization(format!("{endpoint} serves no protected resource metadata")))?;
-        let issuer = resource.authorization_servers[0].clone();
+        let issuer = pick_issuer(&resource, self.issuer.as_deref())?;
         for url in server_metadata_urls(&issuer)? {
             if let Some(server) = self.document::<ServerMetadata>(&url).await? {
                 check_server(&server, &issuer)?;
@@ -197,6 +209,8 @@ impl OAuthClient {
             .registration_endpoint
             .as_deref()
             .ok_or_else(|| authorization(format!("authorization server {:?} offers no registration", server.issuer)))?;
+        // Metadata not from `discover` (or from before the rule) gets the same check.
+        secure_url(endpoint, "registration_endpoint")?;
         let methods = server.token_endpoint_auth_methods_supported.as_deref().unwrap_or_default();
         let wanted = [ClientAuth::None, ClientAuth::Basic, ClientAuth::Post]
             .into_iter()
@@ -286,6 +300,9 @@ impl OAuthClient {
         client: &ClientRegistration,
         fields: &[(&str, &str)],
     ) -> Result<TokenSet, UpstreamError> {
+        // A code, a refresh token or a secret goes there: never in clear off loopback, whatever
+        // built `server` (a stored connection's token endpoint is not re-discovered).
+        secure_url(&server.token_endpoint, "token_endpoint")?;
         let mut fields = fields.to_vec();
         let secret = client.client_secret.as_deref().unwrap_or_default();
         let mut request = self
@@ -327,7 +344,7 @@ impl OAuthClient {
 ///
 /// # Errors
 ///
-/// The server's authorization endpoint is not a URL.
+/// The server's authorization endpoint is not an https URL (or http on a loopback host).
 pub fn authorization_url(
     server: &ServerMetadata,
     client_id: &str,
@@ -337,8 +354,7 @@ pub fn authorization_url(
     scope: Option<&str>,
     resource: &str,
 ) -> Result<Url, UpstreamError> {
-    let mut url = Url::parse(&server.authorization_endpoint)
-        .map_err(|e| authorization(format!("the authorization endpoint is not a URL: {e}")))?;
+    let mut url = secure_url(&server.authorization_endpoint, "authorization_endpoint")?;
     {
         let mut query = url.query_pairs_mut();
         query
@@ -358,4 +374,40 @@ pub fn authorization_url(
 
 fn authorization(detail: String) -> UpstreamError {
     UpstreamError::Authorization { detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Metadata whose endpoints are plain http off loopback (as a stored connection or a
+    /// flow's state might name them): nothing is sent there.
+    fn plain_http() -> ServerMetadata {
+        serde_json::from_value(json!({
+            "issuer": "http://as.example", "authorization_endpoint": "http://as.example/authorize",
+            "token_endpoint": "http://as.example/token", "registration_endpoint": "http://as.example/register",
+            "code_challenge_methods_supported": ["S256"],
+        }))
+        .expect("metadata")
+    }
+
+    #[tokio::test]
+    async fn no_code_token_or_secret_goes_to_a_plain_http_endpoint_off_loopback() {
+        let oauth = OAuthClient::new(Duration::from_secs(1)).expect("a client");
+        let server = plain_http();
+        let client = ClientRegistration {
+            client_id: "gw".to_owned(),
+            client_secret: Some("s".to_owned()),
+            auth: ClientAuth::Basic,
+        };
+        let refused = oauth.refresh(&server, &client, "rt", "https://mcp.example/mcp").await.expect_err("refused");
+        assert!(refused.to_string().contains("token_endpoint"), "{refused}");
+        let pkce = Pkce::generate().expect("pkce");
+        let refused = oauth.redeem(&server, &client, "c", "https://gw.example/cb", &pkce, "r").await.expect_err("no");
+        assert!(refused.to_string().contains("token_endpoint"), "{refused}");
+        let refused = oauth.register(&server, "mcpgate", "https://gw.example/cb").await.expect_err("refused");
+        assert!(refused.to_string().contains("registration_endpoint"), "{refused}");
+        let refused = authorization_url(&server, "gw", "https://gw.example/cb", &pkce, "s", None, "r").expect_err("no");
+        assert!(refused.to_string().contains("authorization_endpoint"), "{refused}");
+    }
 }

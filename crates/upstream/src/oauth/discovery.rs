@@ -10,7 +10,10 @@
 //! hosts); the resource the metadata claims must be the upstream itself or a parent path of it
 //! (else a token for another resource could be asked for and sent here); an authorization
 //! server's metadata must name as its issuer the very URL it was discovered from (RFC 8414
-//! §3.3: else its endpoints are not used); only servers that offer PKCE `S256` are used.
+//! §3.3: else its endpoints are not used); only servers that offer PKCE `S256` are used; the
+//! issuer and every endpoint the gateway sends a user, a code, a secret or a token to are
+//! https (plain http only on a loopback host, for development): else a network attacker reads
+//! them.
 
 use reqwest::Url;
 use serde::Deserialize;
@@ -93,9 +96,9 @@ pub fn resource_metadata_urls(endpoint: &Url, named: Option<&str>) -> Vec<Url> {
 ///
 /// `issuer` is not an http(s) URL without query or fragment.
 pub fn server_metadata_urls(issuer: &str) -> Result<Vec<Url>, UpstreamError> {
-    let url = Url::parse(issuer).map_err(|e| authorization(format!("issuer {issuer:?} is not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") || url.query().is_some() || url.fragment().is_some() {
-        return Err(authorization(format!("issuer {issuer:?} must be an http(s) URL without query or fragment")));
+    let url = secure_url(issuer, "issuer")?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(authorization(format!("issuer {issuer:?} must be a URL without query or fragment")));
     }
     let path = url.path().trim_end_matches('/');
     let mut candidates = vec![format!("{SERVER_WELL_KNOWN}{path}"), format!("{OPENID_WELL_KNOWN}{path}")];
@@ -134,9 +137,35 @@ pub fn check_resource(metadata: &ResourceMetadata, endpoint: &Url) -> Result<(),
     Ok(())
 }
 
+/// The authorization server to use of those `metadata` names: the first; or, where the
+/// operator pinned one (`[upstream.oauth] issuer`, required with a client secret), that one
+/// — an upstream naming only others is refused before any request goes to them (a hostile
+/// upstream could otherwise have the gateway send its secret, and its users, to its own
+/// server).
+///
+/// # Errors
+///
+/// No server named, or the pinned one not among them.
+pub fn pick_issuer(metadata: &ResourceMetadata, pinned: Option<&str>) -> Result<String, UpstreamError> {
+    let Some(pinned) = pinned else {
+        return metadata
+            .authorization_servers
+            .first()
+            .cloned()
+            .ok_or_else(|| authorization("the protected resource metadata names no authorization server".to_owned()));
+    };
+    metadata.authorization_servers.iter().find(|named| same_issuer(named, pinned)).cloned().ok_or_else(|| {
+        authorization(format!(
+            "the upstream names authorization server(s) {:?}, not the configured issuer {pinned:?}: none is used",
+            metadata.authorization_servers
+        ))
+    })
+}
+
 /// Checks the metadata read for authorization server `issuer`: it names that issuer (the
-/// only difference tolerated is a trailing `/` on an issuer without a path) and offers PKCE
-/// `S256`.
+/// only difference tolerated is a trailing `/` on an issuer without a path), offers PKCE
+/// `S256`, and its issuer and its authorization, token and registration endpoints are https
+/// (http only on a loopback host).
 ///
 /// # Errors
 ///
@@ -151,7 +180,31 @@ pub fn check_server(metadata: &ServerMetadata, issuer: &str) -> Result<(), Upstr
     if !metadata.code_challenge_methods_supported.iter().any(|m| m == "S256") {
         return Err(authorization(format!("authorization server {issuer:?} does not offer PKCE S256")));
     }
+    secure_url(&metadata.issuer, "issuer")?;
+    secure_url(&metadata.authorization_endpoint, "authorization_endpoint")?;
+    secure_url(&metadata.token_endpoint, "token_endpoint")?;
+    if let Some(registration) = &metadata.registration_endpoint {
+        secure_url(registration, "registration_endpoint")?;
+    }
     Ok(())
+}
+
+/// `url` parsed, if it is https, or http on a loopback host (`localhost` or a loopback IP: a
+/// name that merely resolves to one is not, DNS can be rebound).
+///
+/// # Errors
+///
+/// Not a URL, or neither of those: `what` names the member it was read from.
+pub fn secure_url(url: &str, what: &str) -> Result<Url, UpstreamError> {
+    let parsed = Url::parse(url).map_err(|e| authorization(format!("{what} {url:?} is not a URL: {e}")))?;
+    let loopback = parsed
+        .host_str()
+        .is_some_and(|h| mcpgate_protocol::authority::is_loopback_host(mcpgate_protocol::authority::host_name(h)));
+    match parsed.scheme() {
+        "https" if parsed.host_str().is_some() => Ok(parsed),
+        "http" if loopback => Ok(parsed),
+        _ => Err(authorization(format!("{what} {url:?} must be https (plain http only on a loopback host)"))),
+    }
 }
 
 /// Checks the `iss` of an authorization response (RFC 9207) against the server's issuer:
@@ -292,6 +345,8 @@ mod tests {
             ]
         );
         assert!(server_metadata_urls("ftp://as.example").is_err());
+        assert!(server_metadata_urls("http://as.example").is_err(), "plain http off loopback");
+        assert!(server_metadata_urls("http://127.0.0.1:4000").is_ok() && server_metadata_urls("http://[::1]").is_ok());
         assert!(server_metadata_urls("https://as.example/?tenant=1").is_err());
         assert!(server_metadata_urls("not a url").is_err());
     }
@@ -322,6 +377,50 @@ mod tests {
         assert!(check_server(&plain, "https://as.example").is_err());
         plain.code_challenge_methods_supported.clear();
         assert!(check_server(&plain, "https://as.example").is_err(), "no PKCE named: none offered");
+    }
+
+    #[test]
+    fn a_pinned_issuer_must_be_among_those_the_upstream_names() {
+        let mut r = resource("https://mcp.example/mcp", None);
+        assert_eq!(pick_issuer(&r, None).expect("the first"), "https://as.example");
+        assert_eq!(pick_issuer(&r, Some("https://as.example")).expect("pinned"), "https://as.example");
+        assert_eq!(pick_issuer(&r, Some("https://as.example/")).expect("a path-less /"), "https://as.example");
+        let e = pick_issuer(&r, Some("https://login.example")).expect_err("another server").to_string();
+        assert!(e.contains("https://login.example"), "{e}");
+        r.authorization_servers = vec!["https://attacker.example".to_owned(), "https://login.example".to_owned()];
+        assert_eq!(pick_issuer(&r, Some("https://login.example")).expect("not the first"), "https://login.example");
+        assert!(pick_issuer(&r, Some("https://login.example/tenant")).is_err(), "a path is exact");
+        r.authorization_servers.clear();
+        assert!(pick_issuer(&r, None).is_err() && pick_issuer(&r, Some("https://login.example")).is_err());
+    }
+
+    #[test]
+    fn the_issuer_and_every_endpoint_are_https_or_loopback_http() {
+        assert!(check_server(&server("http://127.0.0.1:4000"), "http://127.0.0.1:4000").is_ok(), "loopback");
+        assert!(check_server(&server("http://localhost:4000"), "http://localhost:4000").is_ok(), "loopback");
+        assert!(check_server(&server("http://as.example"), "http://as.example").is_err(), "a plain http issuer");
+        let with = |issuer: &str, member: &str, url: &str| {
+            let mut s = server(issuer);
+            match member {
+                "authorization_endpoint" => s.authorization_endpoint = url.to_owned(),
+                "token_endpoint" => s.token_endpoint = url.to_owned(),
+                _ => s.registration_endpoint = Some(url.to_owned()),
+            }
+            s
+        };
+        for member in ["authorization_endpoint", "token_endpoint", "registration_endpoint"] {
+            let s = with("https://as.example", member, "http://as.example/endpoint");
+            let e = check_server(&s, "https://as.example").expect_err(member).to_string();
+            assert!(e.contains(member), "{member}: {e}");
+            let s = with("http://127.0.0.1:4000", member, "http://localhost.evil.example/endpoint");
+            assert!(check_server(&s, "http://127.0.0.1:4000").is_err(), "{member}: a name is not loopback");
+            assert!(
+                check_server(&with("https://as.example", member, "https://as.example/x"), "https://as.example").is_ok()
+            );
+        }
+        assert!(secure_url("https://as.example/token", "t").is_ok());
+        assert!(secure_url("http://127.0.0.2/token", "t").is_ok() && secure_url("http://[::1]:8/t", "t").is_ok());
+        assert!(secure_url("ftp://as.example", "t").is_err() && secure_url("/token", "t").is_err());
     }
 
     #[test]

@@ -17,8 +17,8 @@ pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, author
 pub(crate) use connections::refused;
 pub use connections::{Connections, Refusal};
 pub use discovery::{
-    ResourceMetadata, ServerMetadata, check_resource, check_response_issuer, check_server, resource_metadata_urls,
-    scopes_to_request, server_metadata_urls,
+    ResourceMetadata, ServerMetadata, check_resource, check_response_issuer, check_server, pick_issuer,
+    resource_metadata_urls, scopes_to_request, secure_url, server_metadata_urls,
 };
 pub use pkce::Pkce;
 pub use tokens::TokenSet;
