@@ -176,17 +176,19 @@ task = "optional"
         link: &str,
         at: (usize, usize, usize),
     ) -> anyhow::Result<(StatusCode, String, Option<String>)> {
-        let sign_in = redirected(get(&self.on(at.0, link)?).await?, "opening the link")?;
+        // Every step in the user's own browser: the link's answer sets the cookie that binds
+        // the flow to it, which both returns must carry.
+        let sign_in = redirected(browse(&mut user.agent, &self.on(at.0, link)?).await?, "opening the link")?;
         anyhow::ensure!(sign_in.as_str().starts_with(self.servers.issuer()), "sign-in at the issuer: {sign_in}");
         let back = user.agent.authorize(&sign_in, user.login, LOGIN_CALLBACK).await?;
-        let (status, location, body) = get(&self.on(at.1, back.as_str())?).await?;
+        let (status, location, body) = browse(&mut user.agent, &self.on(at.1, back.as_str())?).await?;
         if status != StatusCode::FOUND {
             return Ok((status, body, None));
         }
         let authorize = Url::parse(&location.unwrap_or_default())?;
         anyhow::ensure!(authorize.as_str().starts_with(self.servers.issuer()), "the upstream's AS: {authorize}");
         let done = user.agent.authorize(&authorize, user.login, CALLBACK).await?;
-        let (status, _, body) = get(&self.on(at.2, done.as_str())?).await?;
+        let (status, _, body) = browse(&mut user.agent, &self.on(at.2, done.as_str())?).await?;
         Ok((status, body, Some(done.to_string())))
     }
 
@@ -320,6 +322,12 @@ async fn get(url: &str) -> anyhow::Result<(StatusCode, Option<String>, String)> 
     let response = http.get(url).send().await?;
     let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
     Ok((response.status(), location, response.text().await?))
+}
+
+/// A GET in `agent` (its cookies sent and kept), without following redirects.
+async fn browse(agent: &mut UserAgent, url: &str) -> anyhow::Result<(StatusCode, Option<String>, String)> {
+    let (status, location, body) = agent.open(&Url::parse(url)?).await?;
+    Ok((status, location.map(String::from), body))
 }
 
 /// A redirect's target, asserting it is one.

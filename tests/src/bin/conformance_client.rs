@@ -87,10 +87,16 @@ fn run() -> anyhow::Result<()> {
     let auth = scenario.starts_with("auth/");
     let dir = tempfile::tempdir().context("creating a temp dir")?;
     let config = dir.path().join("mcpgate.toml");
-    let text = if auth { oauth_config(&url, &scenario, &context) } else { upstream_config(&url, &scenario) };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let text = if auth {
+        // A client registered beforehand belongs to one authorization server, which the
+        // operator names (mcpgate sends its secret nowhere else): the suite's context says which.
+        oauth_config(&url, &scenario, &context, context["issuer"].as_str())
+    } else {
+        upstream_config(&url, &scenario)
+    };
     std::fs::write(&config, text)?;
     let gateway = Gateway::builder().args(&["--config", &config.to_string_lossy()]).start()?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut session = Session {
         client: Client::new()?,
         url: gateway.url(),
@@ -134,7 +140,7 @@ fn upstream_config(url: &str, scenario: &str) -> String {
 /// mcpgate's config for an `auth/*` scenario: JWT auth for its callers, the public URL its
 /// links and callback live under, and the scenario server as an `auth = "oauth"` upstream
 /// (with the suite's pre-registered client where the scenario gives one).
-fn oauth_config(url: &str, scenario: &str, context: &Value) -> String {
+fn oauth_config(url: &str, scenario: &str, context: &Value, issuer: Option<&str>) -> String {
     let mut server = format!("[server]\npublic_url = {PUBLIC_URL:?}\n");
     if scenario == "auth/basic-cimd" {
         server.push_str(&format!("client_metadata_url = {SUITE_CIMD_URL:?}\n"));
@@ -143,6 +149,9 @@ fn oauth_config(url: &str, scenario: &str, context: &Value) -> String {
         format!("[[upstream]]\nname = \"{UPSTREAM}\"\ntransport = \"http\"\nurl = {url:?}\nauth = \"oauth\"\n");
     if let (Some(id), Some(secret)) = (context["client_id"].as_str(), context["client_secret"].as_str()) {
         upstream.push_str(&format!("\n[upstream.oauth]\nclient_id = {id:?}\nclient_secret = {secret:?}\n"));
+        if let Some(issuer) = issuer {
+            upstream.push_str(&format!("issuer = {issuer:?}\n"));
+        }
     }
     format!(
         "{server}\n[auth]\nmode = \"jwt\"\nresource = {JWT_AUDIENCE:?}\nauthorization_servers = [{JWT_ISSUER:?}]\n\n\
@@ -704,10 +713,12 @@ mod tests {
     #[test]
     fn the_pre_registered_client_and_the_cimd_url_go_where_the_scenario_needs_them() {
         let context = json!({"client_id": "pre-registered-client", "client_secret": "pre-registered-secret"});
-        let config = oauth_config("http://localhost:1/mcp", "auth/pre-registration", &context);
+        let config =
+            oauth_config("http://localhost:1/mcp", "auth/pre-registration", &context, Some("http://localhost:2"));
         assert!(config.contains("[upstream.oauth]\nclient_id = \"pre-registered-client\""), "{config}");
+        assert!(config.contains("issuer = \"http://localhost:2\""), "{config}");
         assert!(!config.contains("client_metadata_url"), "{config}");
-        let config = oauth_config("http://localhost:1/mcp", "auth/basic-cimd", &Value::Null);
+        let config = oauth_config("http://localhost:1/mcp", "auth/basic-cimd", &Value::Null, None);
         assert!(config.contains(&format!("client_metadata_url = {SUITE_CIMD_URL:?}")), "{config}");
         assert!(!config.contains("[upstream.oauth]"), "{config}");
     }
