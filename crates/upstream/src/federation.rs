@@ -13,13 +13,13 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use mcpgate_protocol::tool::Tool as ToolInfo;
-use mcpgate_runtime::catalog::{CatalogBuilder, TaskPolicy, Tool as _, ToolDescriptor, header_params};
+use mcpgate_runtime::catalog::{CatalogBuilder, Tool as _};
 
-use crate::config::{TaskMode, TransportKind, UpstreamConfig, validate_all};
+use crate::config::{TransportKind, UpstreamConfig, validate_all};
 use crate::connect_tool::ConnectTool;
-use crate::entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
+use crate::entries::{UpstreamPrompt, UpstreamResource};
 use crate::error::UpstreamError;
+use crate::exposed_tool::upstream_tool;
 use crate::oauth::Connections;
 use crate::personal_tools::PersonalTools;
 use crate::upstream::{ConnectionsCell, Lists, Upstream};
@@ -307,53 +307,4 @@ pub struct UpstreamStatus {
     pub restarts: u64,
     /// What it contributed to the catalog.
     pub catalog: Contribution,
-}
-
-/// `info`, a tool of `upstream`, as a catalog entry under its exposed name
-/// `<upstream><separator><name>`; `Ok(None)` when the upstream's filter leaves it out; `Err`
-/// says why it cannot be exposed.
-pub(crate) fn upstream_tool(
-    upstream: &Arc<Upstream>,
-    separator: &str,
-    info: &ToolInfo,
-) -> Result<Option<UpstreamTool>, String> {
-    let config = upstream.config();
-    if !config.exposes(&info.name) {
-        return Ok(None);
-    }
-    let exposed = format!("{}{separator}{}", config.name, info.name);
-    if !is_valid_tool_name(&exposed) {
-        return Err(format!("its exposed name {exposed:?} breaks the tool name rules (1-128 of A-Z a-z 0-9 _ - .)"));
-    }
-    let params = header_params::extract(&exposed, &info.input_schema)
-        .map_err(|e| format!("invalid x-mcp-header annotations: {e}"))?;
-    let upstream_tasks =
-        info.execution.as_ref().and_then(|e| e.task_support).unwrap_or(mcpgate_protocol::tool::TaskSupport::Forbidden);
-    let mut descriptor_info = info.clone();
-    descriptor_info.name = exposed;
-    descriptor_info.execution = None;
-    let idempotent = config.idempotent.contains(&info.name)
-        || info.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true);
-    let descriptor = ToolDescriptor {
-        info: descriptor_info,
-        task_policy: policy(config, &info.name),
-        retry_safe: idempotent,
-        background: config.is_background(&info.name),
-        upstream: Some(Arc::from(config.name.as_str())),
-    };
-    Ok(Some(UpstreamTool::new(upstream.clone(), info.name.clone(), descriptor, params, upstream_tasks)))
-}
-
-pub(crate) fn policy(config: &UpstreamConfig, tool: &str) -> TaskPolicy {
-    match config.task_mode(tool) {
-        TaskMode::Never => TaskPolicy::Forbidden,
-        TaskMode::Auto => TaskPolicy::Auto { after: Duration::from_millis(config.task_after_ms) },
-        TaskMode::Optional => TaskPolicy::Optional,
-        TaskMode::Always => TaskPolicy::Required,
-    }
-}
-
-/// MCP tool names: 1 to 128 of `A-Z a-z 0-9 _ - .`.
-fn is_valid_tool_name(name: &str) -> bool {
-    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }

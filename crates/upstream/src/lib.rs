@@ -15,6 +15,7 @@ mod continuation;
 mod entries;
 mod error;
 mod expand;
+mod exposed_tool;
 mod federation;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -28,7 +28,7 @@ use mcpgate_runtime::catalog::{
 
 use crate::connect_tool::ConnectTool;
 use crate::error::UpstreamError;
-use crate::federation::{policy, upstream_tool};
+use crate::exposed_tool::{policy, upstream_tool};
 use crate::upstream::{ConnectionsCell, Upstream};
 
 /// Most (principal, upstream) lists kept on a replica.

@@ -99,7 +99,7 @@ impl OAuthConfig {
         {
             return Err((
                 "scopes",
-                format!("{:?} is not a scope token (RFC 6749 §3.3)", crate::oauth::endpoint::printable(bad, 64)),
+                format!("{:?} is not a scope token (RFC 6749 §3.3)", mcpgate_protocol::quote::clip(bad, 64)),
             ));
         }
         if self.timeout_secs.is_some_and(|t| !(1..=120).contains(&t)) {
