@@ -203,6 +203,7 @@ fn worker_options(config: &Config, metrics: Arc<TaskMetrics>) -> WorkerOptions {
         metrics,
         count_stored_bytes: config.limits.max_stored_bytes > 0,
         trace_link: crate::telemetry::trace_link(),
+        transitions: None,
     }
 }
 
