@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod audit;
 mod auth;
 mod call_context;
 mod catalog_parts;

@@ -99,5 +99,9 @@ pub async fn serve_with_admin(
     .await;
     state.tasks.workers().stopped(Duration::from_secs(5)).await;
     state.federation.shutdown();
+    // The last transitions and requests are in the trail before the process exits.
+    if !state.audit.flush(Duration::from_secs(5)).await {
+        tracing::warn!("audit lines still queued at exit were not all written within 5 s");
+    }
     Ok(())
 }

@@ -24,6 +24,7 @@ use mcpgate_seal::{AtRest, KeyRing, Sealer};
 use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
 use mcpgate_upstream::Federation;
 
+use crate::audit::Audit;
 use crate::auth::Authenticator;
 use crate::catalog_parts::CatalogParts;
 use crate::catalog_refresh;
@@ -93,8 +94,11 @@ impl AppState {
         };
         // Counted by the tools that may run as tasks at start-up (the companions never do).
         let task_metrics = Arc::new(TaskMetrics::new(catalog_parts.assemble(&federation, &lists).task_tools()));
-        let book = TaskBook::new(store.clone(), task_metrics.clone());
+        let options = worker_options(&config, task_metrics.clone());
+        let audit = Audit::start(&config.audit, &options.worker_id)?;
+        let book = TaskBook::new(store.clone(), task_metrics).with_transitions(audit.observer());
         let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists, &book)?);
+        audit.attach_catalog(&catalog);
         let discover = discover_result(
             &catalog.load(),
             &server_info,
@@ -109,7 +113,7 @@ impl AppState {
         let workers = Workers::start(
             store.clone(),
             catalog.clone(),
-            worker_options(&config, task_metrics),
+            WorkerOptions { transitions: audit.observer(), ..options },
             Arc::new(|failure| GatewayError::from(failure.clone()).wire(Some(Era::Modern)).error as ErrorObject),
             stopping.clone(),
             shutdown.clone(),
@@ -146,6 +150,7 @@ impl AppState {
             sealer,
             auth,
             metrics,
+            audit,
             server_info,
             discover,
             in_flight: TaskTracker::new(),
@@ -203,6 +208,7 @@ fn worker_options(config: &Config, metrics: Arc<TaskMetrics>) -> WorkerOptions {
         metrics,
         count_stored_bytes: config.limits.max_stored_bytes > 0,
         trace_link: crate::telemetry::trace_link(),
+        transitions: None,
     }
 }
 

@@ -63,6 +63,8 @@ pub struct Inner {
     pub origin: OriginPolicy,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// The audit trail (off unless `audit.enabled`).
+    pub audit: crate::audit::Audit,
     /// Concurrency limit.
     pub limiter: Arc<Semaphore>,
     /// Rate limits per caller (counted in the store).

@@ -1,14 +1,17 @@
 //! Logging and tracing: `tracing` to stderr as text or JSON, filtered by `log.level`, and,
 //! in builds with the `otel` feature (a default one), span export over OTLP/HTTP when the standard
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set. Stdout is
-//! kept for the one line scripts read (`listening on http://…`).
+//! kept for the one line scripts read (`listening on http://…`), and for the audit trail when
+//! `audit.sink = "stdout"`.
 //!
 //! Exported spans are mcpgate's own at info level: the request's `mcp` span (method, era,
 //! pseudonymous principal, task id) and the worker's `task` span (task id, tool, attempt), so
 //! every span of a task's life carries its id, whichever replica ran it. A queued task's run
 //! is a trace of its own that links to the request that created the task (its `traceparent`
 //! is kept in the task record), and records its outcome in a `settle` span. No request or
-//! result content is put on spans.
+//! result content is put on spans. Audit lines (`audit.enabled`) are exported too, as span
+//! events of target `mcpgate_audit` on the span they happened in (there is no OTLP logs
+//! exporter in this build: the trail rides on the trace export).
 
 use std::io::IsTerminal as _;
 
@@ -43,6 +46,11 @@ impl Drop for Telemetry {
 pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Telemetry, StartupError> {
     let filter = EnvFilter::try_new(&config.level)
         .map_err(|e| StartupError::config_caused("log.level (MCPGATE_LOG_LEVEL)", "not a valid filter", e))?;
+    // Audit events are for the export only: the trail writes lines of its own.
+    let quiet_audit = format!("{}=off", crate::audit::TARGET)
+        .parse()
+        .map_err(|e| StartupError::step_caused("installing the logger", "the audit target is no filter", e))?;
+    let filter = filter.add_directive(quiet_audit);
     // Colours only for a person at a terminal: escape codes garble files and log collectors.
     let ansi = std::io::stderr().is_terminal();
     let logs = match config.format {
@@ -95,8 +103,12 @@ fn export_layer(
         .build();
     let tracer = provider.tracer("mcpgate");
     // Spans only ("mcpgate" matches every mcpgate_* crate too): log events carry details
-    // (error texts, a client's error message) that must not leave through traces.
-    let filter = Targets::new().with_target("mcpgate", LevelFilter::INFO).and(filter_fn(|meta| meta.is_span()));
+    // (error texts, a client's error message) that must not leave through traces. The one
+    // exception is the audit trail's events, which are made to be exported (span events of
+    // the request or task run they belong to).
+    let filter = Targets::new()
+        .with_target("mcpgate", LevelFilter::INFO)
+        .and(filter_fn(|meta| meta.is_span() || meta.target() == crate::audit::TARGET));
     let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter).boxed();
     let _ = EXPORTING.set(true);
     Ok((Some(layer), Telemetry { provider: Some(provider) }))
@@ -105,6 +117,18 @@ fn export_layer(
 /// Whether spans are exported (set once, when the export layer is installed).
 #[cfg(feature = "otel")]
 static EXPORTING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Whether spans (and audit events) are exported over OTLP.
+#[cfg(feature = "otel")]
+pub fn exporting() -> bool {
+    EXPORTING.get().is_some()
+}
+
+/// Without the `otel` feature nothing is exported.
+#[cfg(not(feature = "otel"))]
+pub fn exporting() -> bool {
+    false
+}
 
 /// The W3C `traceparent` of the current span, when spans are exported.
 #[cfg(feature = "otel")]

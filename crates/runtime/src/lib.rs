@@ -11,6 +11,7 @@ pub mod catalog;
 mod error;
 mod principal;
 pub mod task_metrics;
+pub mod task_transition;
 pub mod toolsets;
 pub mod worker;
 

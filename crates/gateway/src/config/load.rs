@@ -435,6 +435,15 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
     }
     tracing_subscriber::EnvFilter::try_new(&c.log.level)
         .map_err(|e| invalid_key_caused("log.level", "not a valid filter", e))?;
+    match (c.audit.sink, c.audit.path.as_deref().map(str::trim)) {
+        (crate::config::AuditSink::File, None | Some("")) => {
+            return Err(invalid_key("audit.path", "required with audit.sink = \"file\""));
+        }
+        (crate::config::AuditSink::Stdout, Some(_)) => {
+            return Err(invalid_key("audit.path", "is only used with audit.sink = \"file\"; set that too"));
+        }
+        _ => {}
+    }
     if let Some(resource) = &c.auth.resource {
         validate_resource_uri(resource)?;
     }

@@ -53,6 +53,8 @@ pub struct Config {
     pub federation: FederationConfig,
     /// The admin API (its own listener; off unless `admin.listen` is set).
     pub admin: AdminConfig,
+    /// The audit trail (off unless `audit.enabled`).
+    pub audit: AuditConfig,
     /// `[[upstream]]` tables merged with the imported `mcpServers`, `${VAR}` expanded and
     /// validated by [`load`] (their values may be credentials: never serialized).
     #[serde(skip)]
@@ -77,6 +79,7 @@ impl Default for Config {
             shutdown: ShutdownConfig::default(),
             federation: FederationConfig::default(),
             admin: AdminConfig::default(),
+            audit: AuditConfig::default(),
             upstream: Vec::new(),
         }
     }
@@ -491,6 +494,32 @@ pub struct AdminConfig {
     pub show_payloads: bool,
     /// Whether `/metrics` and `/upstreams` are served only here, not on the MCP listener.
     pub private_metrics: bool,
+}
+
+/// Where audit lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditSink {
+    /// Standard output, one JSON object per line (beside the `listening on` line).
+    #[default]
+    Stdout,
+    /// A file (`audit.path`), appended to.
+    File,
+}
+
+/// `[audit]`: one JSON line per request that reaches a tool, prompt or resource and per task
+/// transition (see docs/audit.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Whether the trail is written at all.
+    pub enabled: bool,
+    /// Where it goes.
+    pub sink: AuditSink,
+    /// The file of `sink = "file"`.
+    pub path: Option<String>,
+    /// Whether call arguments are in the lines (never results).
+    pub include_arguments: bool,
 }
 
 /// `[shutdown]`.

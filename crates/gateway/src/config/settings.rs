@@ -347,6 +347,18 @@ pub const SETTINGS: &[Setting] = &[
         "Serve /metrics and /upstreams only on the admin listener (without its token), not on the MCP listener; needs admin.listen",
     ),
     s(
+        "audit.enabled",
+        Kind::Bool,
+        "Write the audit trail: one JSON line per tools/call, prompts/get and resources/read and per task transition (see docs/audit.md)",
+    ),
+    s("audit.sink", Kind::Str, "Where audit lines go: stdout or file (audit.path)"),
+    s("audit.path", Kind::Str, "The audit file (appended to) of audit.sink = \"file\""),
+    s(
+        "audit.include_arguments",
+        Kind::Bool,
+        "Put call arguments in audit lines (clipped to keep a line bounded); results never are",
+    ),
+    s(
         "shutdown.drain_secs",
         Kind::Int,
         "On SIGTERM/SIGINT, how long /readyz reports 503 before the listener closes, so load balancers stop routing first",

@@ -8,7 +8,8 @@
 //! the request's concurrency permit), stops when the client closes the stream or the replica
 //! shuts down, and records its own metrics when it ends; its concurrency slot is released
 //! before the final send, so a client that stops reading holds no slot, and that send is
-//! bounded in time.
+//! bounded in time. A request that reaches a tool, prompt or resource is audited exactly once,
+//! when it ends: here for an answer given at once, by the stream's task for a streamed one.
 
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ use super::admission::admit;
 use super::cancellation;
 use super::handlers;
 use super::work::{Prepared, Reply};
+use crate::audit::{PolicyDecision, RequestAudit};
 use crate::call_context::CallContext;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
@@ -36,7 +38,7 @@ use crate::http::reply::{self, Frame};
 use crate::metrics::{InFlight, MethodLabel, Outcome};
 use crate::state::AppState;
 use mcpgate_runtime::Principal;
-use mcpgate_runtime::catalog::Notifier;
+use mcpgate_runtime::catalog::{Notifier, UriTemplate};
 
 /// How long a 2025-11-25 call that answers JSON unless it asks for input runs before it
 /// listens for its client's cross-replica `notifications/cancelled`.
@@ -64,7 +66,72 @@ pub(crate) async fn dispatch(
     principal: Principal,
     request: &Request<'_>,
     accept: Accept,
+    ticket: Ticket,
+) -> Result<(Reply, Era), ErrorReply> {
+    let mut audit = None;
+    let routed = route(state, headers, principal, request, accept, ticket, &mut audit).await;
+    // Still here unless a stream took it (and audits the request when it ends).
+    if let Some(audit) = audit {
+        match &routed {
+            Ok((Reply::Result(result), _)) => audit.result(result),
+            Ok(_) => audit.cancelled(),
+            Err(reply) => audit.error(&reply.error),
+        }
+    }
+    routed
+}
+
+/// Opens the audit of an admitted request that reaches a tool, prompt or resource (`None`
+/// with the trail off): `name` is the tool or prompt name or the resource URI; `arguments`
+/// are taken only with `audit.include_arguments`.
+async fn open_audit(
+    state: &AppState,
+    cx: &CallContext,
+    name: &str,
+    arguments: impl FnOnce() -> Option<mcpgate_protocol::JsonObject>,
+) -> Option<RequestAudit> {
+    if !state.audit.is_enabled() {
+        return None;
+    }
+    let catalog = state.catalog.load();
+    let upstream: Option<String> = match cx.method {
+        Method::ToolsCall => catalog
+            .find(name, &cx.principal)
+            .await
+            .and_then(|(tool, _)| tool.descriptor().upstream.as_deref().map(str::to_owned)),
+        Method::PromptsGet => catalog.prompt(name).and_then(|p| p.upstream().map(str::to_owned)),
+        Method::ResourcesRead => catalog
+            .resources()
+            .iter()
+            .find_map(|handler| {
+                let serves = handler.resource().is_some_and(|r| r.uri == name)
+                    || handler
+                        .template()
+                        .and_then(|t| UriTemplate::parse(&t.uri_template))
+                        .is_some_and(|t| t.matches(name).is_some());
+                serves.then(|| handler.upstream().map(str::to_owned))
+            })
+            // A URI nothing serves is audited too (its read fails): with no upstream.
+            .flatten(),
+        _ => None,
+    };
+    let mut audit = state.audit.request(cx.method, cx.era, &cx.principal, name, upstream.as_deref(), arguments)?;
+    // Issue 29: the policy engine's decision for this request is handed to the trail here,
+    // and only here (every request that gets this far is allowed until the engine is wired).
+    audit.decided(PolicyDecision::Allowed);
+    Some(audit)
+}
+
+/// [`dispatch`], leaving in `audit` the audit of a request that reaches a tool, prompt or
+/// resource (unless a stream took it over).
+async fn route(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: Principal,
+    request: &Request<'_>,
+    accept: Accept,
     mut ticket: Ticket,
+    audit: &mut Option<RequestAudit>,
 ) -> Result<(Reply, Era), ErrorReply> {
     let method = Method::parse(&request.method);
     macro_rules! admitted {
@@ -108,6 +175,7 @@ pub(crate) async fn dispatch(
         }
         Some(Method::ToolsCall) => {
             let (cx, params) = admitted!(mcpgate_protocol::tool::CallToolParams);
+            *audit = open_audit(state, &cx, &params.name, || params.arguments.clone()).await;
             let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
             match handlers::call_tool(state, headers, &cx, params).await.map_err(fail(&cx))? {
                 handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
@@ -157,11 +225,17 @@ pub(crate) async fn dispatch(
         }
         Some(Method::PromptsGet) => {
             let (cx, params) = admitted!(mcpgate_protocol::prompt::GetPromptParams);
+            let arguments = || {
+                let strings = params.arguments.as_ref()?.iter();
+                Some(strings.map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect())
+            };
+            *audit = open_audit(state, &cx, &params.name, arguments).await;
             let prepared = handlers::get_prompt(state, &cx, params).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
         Some(Method::ResourcesRead) => {
             let (cx, params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
+            *audit = open_audit(state, &cx, &params.uri, || None).await;
             let prepared = handlers::read_resource(state, &cx, params).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
@@ -183,7 +257,7 @@ pub(crate) async fn dispatch(
     let id = cx.id.clone();
     let eager = streaming || !accept.json;
     let (error_tx, mut error_rx) = tokio::sync::oneshot::channel();
-    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared, (!eager).then_some(error_tx));
+    let (mut rx, guard) = spawn_stream(state, cx, ticket, prepared, (!eager).then_some(error_tx), audit.take());
     if eager {
         return Ok((Reply::Stream(reply::sse(rx, None, guard, keepalive)), era));
     }
@@ -214,6 +288,7 @@ fn spawn_stream(
     ticket: Ticket,
     prepared: Prepared,
     lazy_error: Option<tokio::sync::oneshot::Sender<GatewayError>>,
+    audit: Option<RequestAudit>,
 ) -> (mpsc::Receiver<Frame>, tokio_util::sync::DropGuard) {
     let lazy = lazy_error.is_some();
     let (tx, rx) = mpsc::channel::<Frame>(32);
@@ -258,6 +333,13 @@ fn spawn_stream(
             }
             result = work => Some(result),
         };
+        if let Some(audit) = audit {
+            match &outcome {
+                Some(Ok(result)) => audit.result(result),
+                Some(Err(e)) => audit.error(e),
+                None => audit.cancelled(),
+            }
+        }
         let (message, recorded) = match outcome {
             Some(Ok(result)) => (Some(reply::result_envelope(&cx.id, &result)), Outcome::Ok),
             Some(Err(e)) => {

@@ -42,7 +42,10 @@ impl TaskService {
                 let (created, run) =
                     self.store.create_running(task, self.workers.worker_id(), self.workers.lease()).await?;
                 if let (Created::New(record), Some((lease, job))) = (&created, run) {
+                    // Counted (and audited) before its run can report that it started.
+                    self.book.created(record);
                     self.workers.run_created(slot, lease, job, record.clone(), sent_at);
+                    return Ok(record.clone());
                 }
                 created
             }

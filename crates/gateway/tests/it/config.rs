@@ -214,6 +214,7 @@ fn every_config_field_has_a_setting_and_every_setting_a_field() {
     c.server.client_metadata_url = Some(String::new());
     c.auth.browser_login.client_id = Some(String::new());
     c.auth.browser_login.client_secret = Some(mcpgate::config::Secret::new(""));
+    c.audit.path = Some(String::new());
     let table = toml::Table::try_from(&c).expect("serializes");
     let mut keys = Vec::new();
     fn walk(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {

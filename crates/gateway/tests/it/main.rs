@@ -2,6 +2,7 @@
 //! real peer, such as a JWKS server), covering both eras, every rejected input with its HTTP
 //! status and JSON-RPC code, SSE streaming and cancellation, JWT auth and configuration.
 
+mod audit;
 mod auth;
 mod background;
 mod config;

@@ -23,6 +23,7 @@ use super::watchdog::{Stop, watch};
 use crate::Principal;
 use crate::catalog::{Checkpoints, Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
 use crate::task_metrics::TaskMetric;
+use crate::task_transition::{TaskTransition, TransitionNote};
 
 /// Runs one job (`reclaimed`: taken over from a worker that stopped renewing), in a `task`
 /// span that carries the task id from the claim on (tool and attempt once claimed).
@@ -49,12 +50,14 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
         Ok(Claim::Exhausted { tool }) => {
             tracing::warn!(task = %job.task, "task failed: no attempt finished");
             options.metrics.count(&tool, TaskMetric::Failed);
+            options.report(&TransitionNote::bare(job.task.as_str(), &tool, TaskTransition::Failed));
             return;
         }
         Ok(Claim::Skip(why)) => {
             tracing::debug!(?why, "job skipped");
             if why == mcpgate_store::Skip::Gone {
                 options.metrics.count("", TaskMetric::Expired);
+                options.report(&TransitionNote::bare(job.task.as_str(), "", TaskTransition::Expired));
             }
             return;
         }
@@ -94,6 +97,7 @@ async fn defer_unknown(shared: &Shared, job: &Job, lease: &Lease, task: &TaskRec
         Ok(Settled::GaveUp) => {
             tracing::warn!(tool = %task.tool, "no replica ran the task's tool within the grace period; task failed");
             shared.options.metrics.count(&task.tool, TaskMetric::Failed);
+            shared.options.report(&TransitionNote::of(task, TaskTransition::Failed));
         }
         Ok(other) => tracing::debug!(?other, "task with an unknown tool moved on meanwhile"),
         // The lease lapses and the job is reclaimed, by this or another replica.
@@ -153,6 +157,7 @@ pub(super) async fn execute(
         .with_changes(shared.store.clone())
         .with_checkpoints(Checkpoints::new(shared.store.clone(), lease.clone(), checkpointed.clone()));
     tracing::debug!("task run started");
+    shared.options.report(&TransitionNote::of(&task, TaskTransition::Working));
     let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed };
     supervise(shared, run, tool.call(call, &cx)).await;
 }
@@ -234,6 +239,7 @@ pub(super) async fn supervise(
             tracing::info!(?stop, "task run stopped before its tool finished");
             if stop == Stop::Gone {
                 shared.options.metrics.count(&task.tool, TaskMetric::Expired);
+                shared.options.report(&TransitionNote::of(&task, TaskTransition::Expired));
             }
             if matches!(stop, Stop::Cancelled | Stop::Gone)
                 && let Err(e) = shared.store.ack(&job).await
@@ -319,15 +325,15 @@ async fn settle_in_span(
                     if matches!(settled, Ok(Settled::Done)) && shared.options.count_stored_bytes {
                         charge_result(shared, task, json.len()).await;
                     }
-                    (settled, Some(TaskMetric::Completed))
+                    (settled, Some(TaskTransition::Completed { tool_error }))
                 }
                 Err(e) => (
                     failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await,
-                    Some(TaskMetric::Failed),
+                    Some(TaskTransition::Failed),
                 ),
             }
         }
-        Outcome::Failed(failure) => (failed(shared, job, lease, &failure).await, Some(TaskMetric::Failed)),
+        Outcome::Failed(failure) => (failed(shared, job, lease, &failure).await, Some(TaskTransition::Failed)),
         Outcome::NeedInput { requests, state } => {
             let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
             let refuse = if let Some(failure) = missing_capabilities(&capabilities, &requests) {
@@ -352,10 +358,11 @@ async fn settle_in_span(
                 })
             });
             match refuse {
-                Some(failure) => (failed(shared, job, lease, &failure).await, Some(TaskMetric::Failed)),
+                Some(failure) => (failed(shared, job, lease, &failure).await, Some(TaskTransition::Failed)),
                 None => {
                     let state = state.map(|s| s.to_string());
-                    (persist(shared, || store.park(lease, job, &raw, state.as_deref())).await, None)
+                    let parked = persist(shared, || store.park(lease, job, &raw, state.as_deref())).await;
+                    (parked, Some(TaskTransition::InputRequired))
                 }
             }
         }
@@ -373,19 +380,27 @@ async fn charge_result(shared: &Shared, task: &TaskRecord, bytes: usize) {
     }
 }
 
-/// Logs how recording an outcome went and counts how the task ended (`ended`: what was
-/// written, if it ended).
+/// Logs how recording an outcome went, counts how the task ended and reports the transition
+/// (`entered`: what was written).
 fn record(
     shared: &Shared,
     task: &TaskRecord,
     settled: Result<Settled, mcpgate_store::StoreError>,
-    ended: Option<TaskMetric>,
+    entered: Option<TaskTransition>,
 ) {
     let metrics = &shared.options.metrics;
     match settled {
         Ok(Settled::Done) => {
+            let ended = match entered {
+                Some(TaskTransition::Completed { .. }) => Some(TaskMetric::Completed),
+                Some(TaskTransition::Failed) => Some(TaskMetric::Failed),
+                _ => None,
+            };
             if let Some(ended) = ended {
                 metrics.count(&task.tool, ended);
+            }
+            if let Some(entered) = entered {
+                shared.options.report(&TransitionNote::of(task, entered));
             }
             tracing::debug!("task run recorded");
         }
@@ -393,6 +408,7 @@ fn record(
         Ok(Settled::Lost) => tracing::info!("lease superseded; outcome dropped, the new holder decides"),
         Ok(Settled::Gone) => {
             metrics.count(&task.tool, TaskMetric::Expired);
+            shared.options.report(&TransitionNote::of(task, TaskTransition::Expired));
             tracing::debug!("task expired before its outcome was recorded");
         }
         Ok(Settled::GaveUp) => tracing::warn!("unexpected answer to recording an outcome"),

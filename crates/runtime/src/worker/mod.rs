@@ -35,6 +35,7 @@ use mcpgate_store::EventBus as _;
 
 use crate::catalog::{Failure, Outcome, SharedCatalog};
 use crate::task_metrics::TaskMetrics;
+use crate::task_transition::{TaskTransition, TransitionNote, TransitionObserver};
 
 /// How a replica's workers behave.
 #[derive(Debug, Clone)]
@@ -60,6 +61,18 @@ pub struct WorkerOptions {
     /// Links a run's span to the span of the request that created its task, given that
     /// request's `traceparent` (the span exporter knows how; `None` when nothing is exported).
     pub trace_link: Option<TraceLink>,
+    /// Told of every task transition this replica's workers make (the audit trail); `None`
+    /// when nobody listens.
+    pub transitions: Option<Arc<dyn TransitionObserver>>,
+}
+
+impl WorkerOptions {
+    /// Reports a transition to the observer, if there is one.
+    pub(crate) fn report(&self, note: &TransitionNote<'_>) {
+        if let Some(observer) = &self.transitions {
+            observer.transition(note);
+        }
+    }
 }
 
 /// Adds a link to a span from a W3C `traceparent`: how a run on one replica points at the
@@ -218,6 +231,7 @@ impl Workers {
                     retry_safe: adopted.retry_safe,
                     checkpointed: adopted.checkpointed,
                 };
+                shared.options.report(&TransitionNote::of(&run.task, TaskTransition::Working));
                 execution::supervise(&shared, run, call).await;
                 drop(counted);
                 drop(slot);
