@@ -28,7 +28,7 @@ mod limits;
 mod mcp;
 mod metrics;
 mod origin;
-mod policy;
+pub mod policy;
 mod principal_slots;
 pub mod probe;
 mod routes;

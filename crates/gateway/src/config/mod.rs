@@ -53,6 +53,16 @@ pub struct Config {
     pub federation: FederationConfig,
     /// The admin API (its own listener; off unless `admin.listen` is set).
     pub admin: AdminConfig,
+    /// What policy decides when no `[[policy]]` rule holds (`allow` keeps a deployment
+    /// without rules as it was).
+    pub policy_default: crate::policy::Effect,
+    /// Answer a denied use as if the tool, prompt or resource did not exist.
+    pub policy_hide_denied: bool,
+    /// `[[policy]]` rules, in file order (the first that holds decides). Read apart from the
+    /// settings, like `[[upstream]]`: TOML cannot make `policy` both a list of tables and a
+    /// table of settings, so the two settings above are top-level keys.
+    #[serde(skip)]
+    pub policy: Vec<crate::policy::PolicyRule>,
     /// `[[upstream]]` tables merged with the imported `mcpServers`, `${VAR}` expanded and
     /// validated by [`load`] (their values may be credentials: never serialized).
     #[serde(skip)]
@@ -77,6 +87,9 @@ impl Default for Config {
             shutdown: ShutdownConfig::default(),
             federation: FederationConfig::default(),
             admin: AdminConfig::default(),
+            policy_default: crate::policy::Effect::Allow,
+            policy_hide_denied: false,
+            policy: Vec::new(),
             upstream: Vec::new(),
         }
     }

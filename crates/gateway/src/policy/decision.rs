@@ -8,12 +8,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Whether a use is allowed or denied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Effect {
+pub enum Effect {
     /// The use may go ahead.
     Allow,
     /// The use is refused.
@@ -22,7 +22,7 @@ pub(crate) enum Effect {
 
 impl Effect {
     /// The stable lowercase name (`allow` / `deny`), as in config and audit events.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Allow => "allow",
             Self::Deny => "deny",
@@ -33,34 +33,34 @@ impl Effect {
 /// What policy decided for one use, and why. Serializes as
 /// `{"effect": "deny", "rule": "no-deletes"}` (`rule` is `null` when the default decided).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Decision {
+pub struct Decision {
     effect: Effect,
     rule: Option<Arc<str>>,
 }
 
 impl Decision {
     /// Decided by the rule named `rule` (the first rule whose `when` held).
-    pub(crate) fn by_rule(effect: Effect, rule: Arc<str>) -> Self {
+    pub fn by_rule(effect: Effect, rule: Arc<str>) -> Self {
         Self { effect, rule: Some(rule) }
     }
 
     /// Decided by `policy.default` (no rule matched, or there are no rules).
-    pub(crate) fn by_default(effect: Effect) -> Self {
+    pub fn by_default(effect: Effect) -> Self {
         Self { effect, rule: None }
     }
 
     /// The effect.
-    pub(crate) fn effect(&self) -> Effect {
+    pub fn effect(&self) -> Effect {
         self.effect
     }
 
     /// Whether the use may go ahead.
-    pub(crate) fn is_allowed(&self) -> bool {
+    pub fn is_allowed(&self) -> bool {
         self.effect == Effect::Allow
     }
 
     /// The deciding rule's name; `None` when the default decided.
-    pub(crate) fn rule(&self) -> Option<&str> {
+    pub fn rule(&self) -> Option<&str> {
         self.rule.as_deref()
     }
 }
