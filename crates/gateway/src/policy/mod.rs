@@ -22,7 +22,7 @@ use cel::{Context, Env, ExecutionError, Program, Value};
 
 pub use decision::{Decision, Effect};
 pub use rule::PolicyRule;
-pub(crate) use variables::{Arguments, Caller, Item, Use};
+pub use variables::{Arguments, Caller, Item, Use};
 
 use crate::config::Config;
 use crate::error::{GatewayError, StartupError, clip};
@@ -114,18 +114,18 @@ impl Policy {
 
     /// What policy decides for `used` by `caller`. `listing`: for an entry of a list (no
     /// arguments; a rule that fails counts as not holding).
-    pub(crate) fn decide(&self, caller: &Caller<'_>, used: Use<'_>, listing: bool) -> Decision {
+    pub fn decide(&self, caller: &Caller<'_>, used: Use<'_>, listing: bool) -> Decision {
         self.decide_at(caller, used, listing).0
     }
 
     /// Whether a list shows `used` to `caller`.
-    pub(crate) fn shows(&self, caller: &Caller<'_>, used: Use<'_>) -> bool {
+    pub fn shows(&self, caller: &Caller<'_>, used: Use<'_>) -> bool {
         self.is_open() || self.decide(caller, used, true).is_allowed()
     }
 
     /// Checks a use: `Ok` with the decision when allowed; when denied, counts and logs the
     /// denial and answers with its error (a "not found" of the kind with `hide_denied`).
-    pub(crate) fn check(&self, caller: &Caller<'_>, used: Use<'_>) -> Result<Decision, GatewayError> {
+    pub fn check(&self, caller: &Caller<'_>, used: Use<'_>) -> Result<Decision, GatewayError> {
         if self.is_open() {
             return Ok(Decision::by_default(Effect::Allow));
         }

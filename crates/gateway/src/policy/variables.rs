@@ -19,7 +19,7 @@ use serde_json::{Map, Value as Json};
 use mcpgate_runtime::Principal;
 
 /// Who is asking, and through which server (`""`: the root endpoint).
-pub(crate) struct Caller<'a> {
+pub struct Caller<'a> {
     principal: &'a Principal,
     server: &'a str,
     value: OnceLock<Box<dyn Val>>,
@@ -27,12 +27,12 @@ pub(crate) struct Caller<'a> {
 
 impl<'a> Caller<'a> {
     /// `principal` at the root endpoint.
-    pub(crate) fn root(principal: &'a Principal) -> Self {
+    pub fn root(principal: &'a Principal) -> Self {
         Self::at(principal, "")
     }
 
     /// `principal` through the virtual server named `server`.
-    pub(crate) fn at(principal: &'a Principal, server: &'a str) -> Self {
+    pub fn at(principal: &'a Principal, server: &'a str) -> Self {
         Self { principal, server, value: OnceLock::new() }
     }
 
@@ -62,7 +62,7 @@ impl<'a> Caller<'a> {
 
 /// What is used.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Item<'a> {
+pub enum Item<'a> {
     /// A tool, by name.
     Tool(&'a str),
     /// A prompt, by name.
@@ -73,7 +73,7 @@ pub(crate) enum Item<'a> {
 
 impl<'a> Item<'a> {
     /// The name or URI.
-    pub(crate) fn name(self) -> &'a str {
+    pub fn name(self) -> &'a str {
         match self {
             Self::Tool(n) | Self::Prompt(n) | Self::Resource(n) => n,
         }
@@ -81,7 +81,7 @@ impl<'a> Item<'a> {
 
     /// The method that uses it (for a list entry too: a rule on `method == "tools/call"`
     /// governs both the call and the tool's place in `tools/list`).
-    pub(crate) fn method(self) -> &'static str {
+    pub fn method(self) -> &'static str {
         match self {
             Self::Tool(_) => "tools/call",
             Self::Prompt(_) => "prompts/get",
@@ -92,7 +92,7 @@ impl<'a> Item<'a> {
 
 /// The arguments of a use.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Arguments<'a> {
+pub enum Arguments<'a> {
     /// A list entry: no arguments (`{}`).
     None,
     /// A tool call's.
@@ -103,7 +103,7 @@ pub(crate) enum Arguments<'a> {
 
 /// One use of a tool, prompt or resource.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Use<'a> {
+pub struct Use<'a> {
     /// What is used.
     pub target: Item<'a>,
     /// The upstream serving it (`None` for the gateway's own).
