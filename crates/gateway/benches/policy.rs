@@ -2,7 +2,10 @@
 //!
 //! - a call through ten rules, the last deciding: `Policy::check` with a fresh caller (so the
 //!   principal's claims are converted, as once per request) and a tool's arguments;
-//! - a `tools/list` entry through the same rules (no arguments);
+//! - one rule on the tool's name, the principal already converted (the floor per rule);
+//! - one rule on a claim, the principal already converted (a field of a map of maps);
+//! - a `tools/list` entry through the same rules (no arguments, the principal converted once
+//!   per list, as in a list);
 //! - a sync `tools/call` (`echo`) through the router with the ten rules, to set against the
 //!   `tools/call echo (router, in process)` of the `requests` bench (no rules).
 //!
@@ -72,6 +75,28 @@ fn benches(c: &mut Criterion) {
     });
 
     let caller = Caller::root(&principal);
+    let one = Policy::from_rules(&[PolicyRule::new("echo", "tool == 'echo'", Effect::Allow)], Effect::Deny, false)
+        .expect("compiles");
+    c.bench_function("policy: one rule on the tool's name", |b| {
+        b.iter(|| {
+            let used = Use { target: Item::Tool("echo"), upstream: None, arguments: Arguments::None };
+            black_box(one.check(&caller, black_box(used)).expect("allowed"));
+        });
+    });
+
+    let claim = Policy::from_rules(
+        &[PolicyRule::new("role", "principal.claims.role == 'staff'", Effect::Allow)],
+        Effect::Deny,
+        false,
+    )
+    .expect("compiles");
+    c.bench_function("policy: one rule on a claim", |b| {
+        b.iter(|| {
+            let used = Use { target: Item::Tool("echo"), upstream: None, arguments: Arguments::None };
+            black_box(claim.check(&caller, black_box(used)).expect("allowed"));
+        });
+    });
+
     c.bench_function("policy: a tools/list entry through ten rules", |b| {
         b.iter(|| {
             let used = Use { target: Item::Tool("sum"), upstream: None, arguments: Arguments::None };
