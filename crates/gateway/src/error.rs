@@ -308,6 +308,15 @@ pub enum GatewayError {
         /// What is wrong.
         detail: String,
     },
+    /// A use of a tool, prompt or resource that policy denies (and does not hide): HTTP 200
+    /// with -32600 in both eras, `data.rule` naming the deciding rule (`null`: the default).
+    #[error("Forbidden: {message}")]
+    PolicyDenied {
+        /// The deciding rule (`None`: `policy_default`).
+        rule: Option<String>,
+        /// The rule's message, for the caller.
+        message: String,
+    },
     /// `resources/read` of a URI no resource or template serves.
     #[error("Resource not found: {}", clip(uri))]
     ResourceNotFound {
@@ -588,6 +597,13 @@ impl GatewayError {
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None),
             E::LegacyVersionHeader { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::InvalidParams { .. } => (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None),
+            // A JSON-RPC error the model can read, not an HTTP 403: clients treat a 403 as an
+            // authorization failure (step-up auth, or a transport error the model never sees),
+            // and the token is fine. -32600 as for this gateway's other refusals; -32602 would
+            // say the params are wrong, and -32000..-32099 are not ours to use (MCP range policy).
+            E::PolicyDenied { rule, .. } => {
+                (StatusCode::OK, ErrorCode::INVALID_REQUEST, Some(json!({ "rule": rule })), None)
+            }
             // 2025-11-25 had its own code for this; 2026-07-28 retired it for -32602.
             E::ResourceNotFound { uri } => {
                 let code = if modern { ErrorCode::INVALID_PARAMS } else { ErrorCode::LEGACY_RESOURCE_NOT_FOUND };

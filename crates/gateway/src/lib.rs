@@ -29,6 +29,7 @@ mod limits;
 mod mcp;
 mod metrics;
 mod origin;
+pub mod policy;
 mod principal_slots;
 pub mod probe;
 mod routes;

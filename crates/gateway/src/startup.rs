@@ -35,6 +35,7 @@ use crate::limits::Limits;
 use crate::mcp::discover_result;
 use crate::metrics::Metrics;
 use crate::origin::OriginPolicy;
+use crate::policy::Policy;
 use crate::principal_slots::PrincipalSlots;
 use crate::state::{AppState, Inner, cache_scope};
 use crate::tasks::{TaskBook, TaskService};
@@ -54,6 +55,8 @@ impl AppState {
             description: Some("Stateless, horizontally scalable MCP gateway".to_owned()),
             ..Implementation::new("mcpgate", env!("CARGO_PKG_VERSION"))
         });
+        // Tests and library users build a `Config` without `load`: rules are compiled here too.
+        let policy = Arc::new(Policy::compile(&config)?);
         let sealer = sealer(&config)?;
         let auth = Authenticator::from_config(&config)?;
         let cache_scope = cache_scope(config.auth.mode);
@@ -139,6 +142,7 @@ impl AppState {
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
             limits,
+            policy,
             body_budget: Arc::new(Semaphore::new(
                 usize::try_from(config.http.max_buffered_body_bytes).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS),
             )),

@@ -27,6 +27,7 @@ use crate::connections::Connector;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::origin::OriginPolicy;
+use crate::policy::Policy;
 use crate::principal_slots::PrincipalSlots;
 use crate::tasks::TaskService;
 
@@ -69,6 +70,8 @@ pub struct Inner {
     pub limiter: Arc<Semaphore>,
     /// Rate limits per caller (counted in the store).
     pub limits: Arc<Limits>,
+    /// Who may use which tool, prompt or resource (the root endpoint's rules).
+    pub policy: Arc<Policy>,
     /// Bytes of request bodies that may be buffered at once (one permit per byte).
     pub body_budget: Arc<Semaphore>,
     /// `serverInfo`.

@@ -22,6 +22,10 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 use crate::config::{LogConfig, LogFormat};
 use crate::error::StartupError;
 
+/// The `tracing` target of audit events (exported with spans when OpenTelemetry is on; never
+/// printed to the log, which has its own lines).
+pub const AUDIT_TARGET: &str = "mcpgate_audit";
+
 /// The environment variables that turn span export on.
 const OTLP_ENDPOINT_VARS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];
 
@@ -47,7 +51,7 @@ pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<
     let filter = EnvFilter::try_new(&config.level)
         .map_err(|e| StartupError::config_caused("log.level (MCPGATE_LOG_LEVEL)", "not a valid filter", e))?;
     // Audit events are for the export only: the trail writes lines of its own.
-    let quiet_audit = format!("{}=off", crate::audit::TARGET)
+    let quiet_audit = format!("{}=off", AUDIT_TARGET)
         .parse()
         .map_err(|e| StartupError::step_caused("installing the logger", "the audit target is no filter", e))?;
     let filter = filter.add_directive(quiet_audit);
@@ -108,7 +112,7 @@ fn export_layer(
     // the request or task run they belong to).
     let filter = Targets::new()
         .with_target("mcpgate", LevelFilter::INFO)
-        .and(filter_fn(|meta| meta.is_span() || meta.target() == crate::audit::TARGET));
+        .and(filter_fn(|meta| meta.is_span() || meta.target() == AUDIT_TARGET));
     let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter).boxed();
     let _ = EXPORTING.set(true);
     Ok((Some(layer), Telemetry { provider: Some(provider) }))

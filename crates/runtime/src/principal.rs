@@ -27,6 +27,9 @@ struct Inner {
     /// The token the caller presented (`None` for anonymous callers and for principals
     /// rebuilt from a stored task): not compared, never shown.
     credential: Option<Credential>,
+    /// Every claim of the caller's token (`None` without a token): read by policy rules; no
+    /// part of identity or equality, never persisted.
+    claims: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 // By hand: who the caller is, never which token it happened to present this time.
@@ -75,7 +78,39 @@ impl Principal {
     /// e.g. a task run rebuilt from its record).
     pub fn with_credential(issuer: &str, subject: &str, scopes: Vec<String>, credential: Option<Credential>) -> Self {
         let key = format!("{}:{issuer}{subject}", issuer.len());
-        Self(Arc::new(Inner { issuer: issuer.to_owned(), subject: subject.to_owned(), key, scopes, credential }))
+        Self(Arc::new(Inner {
+            issuer: issuer.to_owned(),
+            subject: subject.to_owned(),
+            key,
+            scopes,
+            credential,
+            claims: None,
+        }))
+    }
+
+    /// This principal with every claim of its token (what policy rules read as
+    /// `principal.claims`).
+    pub fn with_claims(self, claims: serde_json::Map<String, serde_json::Value>) -> Self {
+        let claims = Some(Arc::new(claims));
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                inner.claims = claims;
+                Self(Arc::new(inner))
+            }
+            Err(shared) => Self(Arc::new(Inner {
+                issuer: shared.issuer.clone(),
+                subject: shared.subject.clone(),
+                key: shared.key.clone(),
+                scopes: shared.scopes.clone(),
+                credential: shared.credential.clone(),
+                claims,
+            })),
+        }
+    }
+
+    /// Every claim of the caller's token, if it presented one.
+    pub fn claims(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.0.claims.as_deref()
     }
 
     /// The one principal of `auth.mode = none`.
@@ -101,6 +136,7 @@ impl Principal {
             key,
             scopes: self.0.scopes.clone(),
             credential: self.0.credential.clone(),
+            claims: self.0.claims.clone(),
         }))
     }
 

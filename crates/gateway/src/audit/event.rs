@@ -51,6 +51,8 @@ pub(super) struct AuditEvent<'a> {
     pub(super) task_id: Option<&'a str>,
     /// The policy decision of a request; null on task transitions.
     pub(super) policy: Option<&'static str>,
+    /// The rule that denied a request; null when allowed, denied by default, or a transition.
+    pub(super) policy_rule: Option<&'a str>,
     /// The replica that wrote the line.
     pub(super) replica: &'a str,
     /// The call's arguments (`audit.include_arguments` only).
@@ -110,6 +112,7 @@ mod tests {
             duration_ms: Some(3),
             task_id: None,
             policy: Some("allowed"),
+            policy_rule: None,
             replica: "r1",
             arguments,
             arguments_truncated: false,
@@ -133,6 +136,7 @@ mod tests {
             "duration_ms",
             "task_id",
             "policy",
+            "policy_rule",
             "replica",
         ] {
             assert!(value.get(field).is_some(), "{field} missing from {value}");

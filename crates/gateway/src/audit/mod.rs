@@ -34,9 +34,7 @@ use crate::error::StartupError;
 use event::{AuditEvent, PrincipalField};
 use writer::Writer;
 
-/// The `tracing` target of audit events (exported with spans when OpenTelemetry is on; never
-/// printed to the log, which has its own lines).
-pub const TARGET: &str = "mcpgate_audit";
+pub use crate::telemetry::AUDIT_TARGET as TARGET;
 
 /// The replica's audit trail (cheap to clone; off unless `audit.enabled`).
 #[derive(Debug, Clone, Default)]
@@ -204,6 +202,7 @@ impl TransitionObserver for Trail {
             duration_ms: lived,
             task_id: Some(note.task_id),
             policy: None,
+            policy_rule: None,
             replica: &self.replica,
             arguments: None,
             arguments_truncated: false,

@@ -46,12 +46,6 @@ pub(crate) enum Ended {
 }
 
 impl RequestAudit {
-    /// Records the policy decision that let the request through. This is the one place a
-    /// request's decision reaches the trail.
-    pub(crate) fn decided(&mut self, decision: PolicyDecision) {
-        self.policy = decision;
-    }
-
     /// Closes the audit with the serialized result `result`.
     pub(crate) fn result(self, result: &[u8]) {
         let ended = classify(result);
@@ -59,8 +53,11 @@ impl RequestAudit {
     }
 
     /// Closes the audit with an error.
-    pub(crate) fn error(self, error: &GatewayError) {
+    pub(crate) fn error(mut self, error: &GatewayError) {
         let code = i64::from(error.wire(Some(self.era)).error.code.0);
+        if let Some(denied) = PolicyDecision::of_error(error) {
+            self.policy = denied;
+        }
         self.close(Ended::Error { code });
     }
 
@@ -89,6 +86,7 @@ impl RequestAudit {
             duration_ms: Some(duration),
             task_id,
             policy: Some(self.policy.as_str()),
+            policy_rule: self.policy.rule(),
             replica: &self.trail.replica,
             arguments: self.arguments.as_ref(),
             arguments_truncated: false,

@@ -156,11 +156,15 @@ impl JwtAuthenticator {
                 outcome = outcome.or(self.try_keys(token, validation, family, kid, &keys));
             }
         }
-        let claims = match outcome {
-            Attempt::Valid(claims) => claims,
+        let all = match outcome {
+            Attempt::Valid(all) => all,
             Attempt::NoKey => return Err(self.invalid("no key matches the token")),
             Attempt::Invalid(kind) => return Err(self.invalid(reason(&kind))),
         };
+        // Every claim is kept for policy rules; the ones the gateway itself uses are read here.
+        let all = serde_json::Value::Object(all);
+        let claims = Claims::deserialize(&all).map_err(|_| self.invalid("token claims are malformed"))?;
+        let serde_json::Value::Object(all) = all else { unreachable!("built as an object above") };
 
         // An empty subject names nobody: every such token would share one principal (and its
         // tasks, sessions and quotas).
@@ -174,7 +178,8 @@ impl JwtAuthenticator {
             });
         }
         // The token rides along (never shown, never forwarded) for upstreams that exchange it.
-        Ok(Principal::with_credential(&self.issuer, &claims.sub, scopes, Some(Credential::bearer(token))))
+        Ok(Principal::with_credential(&self.issuer, &claims.sub, scopes, Some(Credential::bearer(token)))
+            .with_claims(all))
     }
 
     fn try_keys(
@@ -195,7 +200,7 @@ impl JwtAuthenticator {
             {
                 continue;
             }
-            match decode::<Claims>(token, &candidate.key, validation) {
+            match decode::<serde_json::Map<String, serde_json::Value>>(token, &candidate.key, validation) {
                 Ok(data) => return Attempt::Valid(data.claims),
                 // A signature mismatch may mean "another of our keys"; any other failure is
                 // about the token itself and is final.
@@ -221,7 +226,7 @@ impl JwtAuthenticator {
 }
 
 enum Attempt {
-    Valid(Claims),
+    Valid(serde_json::Map<String, serde_json::Value>),
     NoKey,
     Invalid(ErrorKind),
 }

@@ -99,29 +99,29 @@ mod upstream {
 /// Loads the configuration from the CLI flags, the file they name, and `env` (a lookup of
 /// environment variables; pass `|k| std::env::var(k).ok()` in the binary, a map in tests).
 pub fn load(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
-    let (table, upstreams) = match &cli.config {
+    let (table, tables) = match &cli.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| StartupError::config_caused("--config", format!("cannot read {}", path.display()), e))?;
             parse_file(&text, &path.display().to_string())?
         }
-        None => (Table::new(), Vec::new()),
+        None => (Table::new(), ListTables::default()),
     };
-    layered(table, upstreams, cli, env)
+    layered(table, tables, cli, env)
 }
 
 /// Loads TOML `text` as a program's own defaults with `env`'s `MCPGATE_*` variables on top
 /// (as the binary layers them over its config file), validated: how a program built on the
 /// library takes its settings from the environment.
 pub fn load_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
-    let (table, upstreams) = parse_file(text, "configuration text")?;
-    layered(table, upstreams, &Cli::default(), env)
+    let (table, tables) = parse_file(text, "configuration text")?;
+    layered(table, tables, &Cli::default(), env)
 }
 
 /// Puts the environment, then the flags, over a file's table.
 fn layered(
     mut table: Table,
-    upstreams: Vec<Value>,
+    tables: ListTables,
     cli: &Cli,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, StartupError> {
@@ -143,14 +143,14 @@ fn layered(
             insert(&mut table, setting.key, value);
         }
     }
-    finish(table, upstreams, env)
+    finish(table, tables, env)
 }
 
 /// Loads a configuration from TOML text alone (defaults for everything else, `${VAR}` in
 /// upstream values expanded from `env`), validated.
 pub fn load_from_str_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
-    let (table, upstreams) = parse_file(text, "configuration text")?;
-    finish(table, upstreams, env)
+    let (table, tables) = parse_file(text, "configuration text")?;
+    finish(table, tables, env)
 }
 
 /// Loads a configuration from TOML text alone (defaults for everything else), validated.
@@ -159,13 +159,14 @@ pub fn load_from_str(text: &str) -> Result<Config, StartupError> {
 }
 
 /// Deserializes the layered table, resolves the upstreams, validates.
-fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
+fn finish(table: Table, tables: ListTables, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, StartupError> {
     let toolset_given = table.contains_key("toolset");
     let mut config = Config::deserialize(Value::Table(table))
         .map_err(|e| StartupError::config_caused("configuration", "not a valid configuration", e))?;
     let federation = &config.federation;
+    config.policy = policy_rules(tables.policy)?;
     config.upstream =
-        upstream::resolve(upstreams, federation.mcp_servers_file.as_deref(), &federation.import_env, env)?;
+        upstream::resolve(tables.upstream, federation.mcp_servers_file.as_deref(), &federation.import_env, env)?;
     // Upstreams replace the demo tools unless the operator asked for them.
     if !toolset_given && !config.upstream.is_empty() {
         config.toolset.clear();
@@ -174,22 +175,45 @@ fn finish(table: Table, upstreams: Vec<Value>, env: &dyn Fn(&str) -> Option<Stri
     Ok(config)
 }
 
-/// Parses a file: the settings table (checked leaf by leaf) and its `[[upstream]]` tables.
-fn parse_file(text: &str, source: &str) -> Result<(Table, Vec<Value>), StartupError> {
+/// The arrays of tables of a file, read apart from its settings.
+#[derive(Default)]
+struct ListTables {
+    upstream: Vec<Value>,
+    policy: Vec<Value>,
+}
+
+/// Parses a file: the settings table (checked leaf by leaf), its `[[upstream]]` and its
+/// `[[policy]]` tables.
+fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupError> {
     let mut table: Table =
         text.parse().map_err(|e: toml::de::Error| StartupError::config_caused(source, "not valid TOML", e))?;
-    let upstreams = match table.remove("upstream") {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items,
+    let mut take = |key: &str| match table.remove(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items),
         Some(_) => {
-            return Err(StartupError::config(
-                "upstream".to_owned(),
-                format!("in {source}: write each upstream as an [[upstream]] table"),
-            ));
+            Err(StartupError::config(key.to_owned(), format!("in {source}: write each {key} as a [[{key}]] table")))
         }
     };
+    let tables = ListTables { upstream: take("upstream")?, policy: take("policy")? };
     normalize(&mut table, "", source)?;
-    Ok((table, upstreams))
+    Ok((table, tables))
+}
+
+/// The `[[policy]]` tables, each error naming its rule (or its position, when it has no name).
+/// What the rules mean is checked by `validate`.
+fn policy_rules(tables: Vec<Value>) -> Result<Vec<crate::policy::PolicyRule>, StartupError> {
+    tables
+        .into_iter()
+        .enumerate()
+        .map(|(i, table)| {
+            let label = table
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("policy rule #{}", i + 1), |n| format!("policy rule {n:?}"));
+            crate::policy::PolicyRule::deserialize(table)
+                .map_err(|e| StartupError::config_caused(label, "not a valid rule", e))
+        })
+        .collect()
 }
 
 /// Checks that every leaf is a known setting of the right kind; a lone string where a list
@@ -301,6 +325,7 @@ fn invalid_key_caused(key: &str, problem: &str, source: impl Into<crate::error::
 /// (Whether there is anything to serve at all is checked when the catalog is built, as a
 /// program using the library may bring its own tools.)
 pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
+    crate::policy::Policy::compile(c)?;
     if c.federation.separator.is_empty()
         || !c.federation.separator.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
     {

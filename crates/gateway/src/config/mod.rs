@@ -8,6 +8,7 @@
 mod cli;
 mod connect;
 mod load;
+mod policy_rule;
 pub mod settings;
 
 use std::fmt;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cli::{Cli, Command};
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env, parse_origin};
+pub use policy_rule::{Effect, PolicyRule};
 pub(crate) use settings::invalid_key;
 
 /// Everything a replica needs to start.
@@ -55,6 +57,16 @@ pub struct Config {
     pub admin: AdminConfig,
     /// The audit trail (off unless `audit.enabled`).
     pub audit: AuditConfig,
+    /// What policy decides when no `[[policy]]` rule holds (`allow` keeps a deployment
+    /// without rules as it was).
+    pub policy_default: Effect,
+    /// Answer a denied use as if the tool, prompt or resource did not exist.
+    pub policy_hide_denied: bool,
+    /// `[[policy]]` rules, in file order (the first that holds decides). Read apart from the
+    /// settings, like `[[upstream]]`: TOML cannot make `policy` both a list of tables and a
+    /// table of settings, so the two settings above are top-level keys.
+    #[serde(skip)]
+    pub policy: Vec<PolicyRule>,
     /// `[[upstream]]` tables merged with the imported `mcpServers`, `${VAR}` expanded and
     /// validated by [`load`] (their values may be credentials: never serialized).
     #[serde(skip)]
@@ -80,6 +92,9 @@ impl Default for Config {
             federation: FederationConfig::default(),
             admin: AdminConfig::default(),
             audit: AuditConfig::default(),
+            policy_default: Effect::Allow,
+            policy_hide_denied: false,
+            policy: Vec::new(),
             upstream: Vec::new(),
         }
     }

@@ -381,6 +381,16 @@ pub const SETTINGS: &[Setting] = &[
         "Environment variables an imported mcpServers file's ${VAR} may name; any other ${VAR} in it stops start-up (the operator's own [[upstream]] tables expand any)",
     ),
     s("federation.startup_wait_secs", Kind::Int, "How long start-up waits for the upstreams' lists"),
+    s(
+        "policy_default",
+        Kind::Str,
+        "What policy decides when no [[policy]] rule holds: allow or deny (rules are [[policy]] tables in the config file; see docs/policy.md)",
+    ),
+    s(
+        "policy_hide_denied",
+        Kind::Bool,
+        "Answer a use denied by policy as if the tool, prompt or resource did not exist, instead of naming the rule's message",
+    ),
 ];
 
 /// Looks a setting up by its TOML key.

@@ -30,7 +30,7 @@ use super::admission::admit;
 use super::cancellation;
 use super::handlers;
 use super::work::{Prepared, Reply};
-use crate::audit::{PolicyDecision, RequestAudit};
+use crate::audit::RequestAudit;
 use crate::call_context::CallContext;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
@@ -115,11 +115,8 @@ async fn open_audit(
             .flatten(),
         _ => None,
     };
-    let mut audit = state.audit.request(cx.method, cx.era, &cx.principal, name, upstream.as_deref(), arguments)?;
-    // Issue 29: the policy engine's decision for this request is handed to the trail here,
-    // and only here (every request that gets this far is allowed until the engine is wired).
-    audit.decided(PolicyDecision::Allowed);
-    Some(audit)
+    // Allowed unless it ends with the policy's denial (`RequestAudit::error` records the rule).
+    state.audit.request(cx.method, cx.era, &cx.principal, name, upstream.as_deref(), arguments)
 }
 
 /// [`dispatch`], leaving in `audit` the audit of a request that reaches a tool, prompt or

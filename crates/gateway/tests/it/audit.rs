@@ -223,3 +223,24 @@ fn audit_settings_load_from_file_and_environment_and_are_validated() {
         assert!(shown.contains(named), "{named:?} not named in {shown}");
     }
 }
+
+#[tokio::test]
+async fn a_policy_denial_is_audited_with_its_rule_and_without_arguments() {
+    use mcpgate::policy::{Effect, PolicyRule};
+    let (mut config, _dir, path) = audited(hs256_config(), false);
+    config.policy = vec![PolicyRule::new("no-fail", "tool == 'fail'", Effect::Deny)];
+    let app = app(config).await;
+    let call = |name: &str, args: Value| {
+        Req::modern("tools/call", json!({"name": name, "arguments": args})).header("authorization", &bearer("alice"))
+    };
+    let denied = call("fail", json!({"text": SECRET_ARG})).send(&app).await;
+    assert_eq!(denied.json()["error"]["data"]["rule"], "no-fail", "{}", denied.json());
+    call("echo", json!({"text": "x"})).send(&app).await;
+
+    let line = line_where(&path, "the denied fail", event_named("tools/call", "fail")).await;
+    assert_eq!((line["outcome"].as_str(), line["policy"].as_str()), (Some("error"), Some("denied")), "{line}");
+    assert_eq!(line["policy_rule"], "no-fail", "{line}");
+    assert!(!line.to_string().contains(SECRET_ARG), "{line}");
+    let allowed = line_where(&path, "the allowed echo", event_named("tools/call", "echo")).await;
+    assert_eq!((allowed["policy"].as_str(), &allowed["policy_rule"]), (Some("allowed"), &Value::Null), "{allowed}");
+}

@@ -15,6 +15,7 @@ mod mrtr;
 mod oauth_connect;
 mod ops;
 mod personal_tools;
+mod policy;
 mod rate_limits;
 mod streaming;
 mod support;

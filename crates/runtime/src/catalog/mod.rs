@@ -321,22 +321,93 @@ impl Catalog {
     /// `principal`'s `tools/list` result: the pre-rendered one, unless some stand-ins show
     /// their own tools for them instead (then rendered now, `cacheScope: "private"`).
     pub async fn tools_list(&self, era: Era, principal: &Principal) -> Result<Bytes, RuntimeError> {
-        let Some(resolver) = &self.resolver else { return Ok(self.lists(era).tools.clone()) };
-        let personal = resolver.personal(principal).await;
-        if personal.replaced.is_empty() {
+        self.render_tools(era, principal, None).await
+    }
+
+    /// `principal`'s `tools/list` result with only the tools `keep` accepts (given each tool's
+    /// name and upstream), rendered now with `cacheScope: "private"` (callers see different
+    /// lists).
+    pub async fn tools_list_where(
+        &self,
+        era: Era,
+        principal: &Principal,
+        keep: ListFilter<'_>,
+    ) -> Result<Bytes, RuntimeError> {
+        self.render_tools(era, principal, Some(keep)).await
+    }
+
+    async fn render_tools(
+        &self,
+        era: Era,
+        principal: &Principal,
+        keep: Option<ListFilter<'_>>,
+    ) -> Result<Bytes, RuntimeError> {
+        let personal = match &self.resolver {
+            Some(resolver) => Some(resolver.personal(principal).await),
+            None => None,
+        };
+        let replaced = personal.as_ref().map_or(&[][..], |p| &p.replaced[..]);
+        // Only a list that shows someone's own tools takes their sources' lifetime.
+        let personal_ttl = personal.as_ref().filter(|p| !p.replaced.is_empty()).and_then(|p| p.ttl_ms);
+        if replaced.is_empty() && keep.is_none() {
             return Ok(self.lists(era).tools.clone());
         }
+        let kept = |d: &ToolDescriptor| keep.is_none_or(|keep| keep(&d.info.name, d.upstream.as_deref()));
         let mut tools = Vec::with_capacity(self.tools.len());
         for t in &self.tools {
             let name = &t.tool.descriptor().info.name;
-            match personal.replaced.iter().find(|(stand_in, _)| stand_in == name) {
-                Some((_, own)) => tools.extend(own.iter().map(|o| tool_info(o.descriptor(), era, &self.rendering))),
-                None => tools.push(tool_info(t.tool.descriptor(), era, &self.rendering)),
+            match replaced.iter().find(|(stand_in, _)| stand_in == name) {
+                Some((_, own)) => tools.extend(
+                    own.iter().map(|o| o.descriptor()).filter(|d| kept(d)).map(|d| tool_info(d, era, &self.rendering)),
+                ),
+                None if kept(t.tool.descriptor()) => tools.push(tool_info(t.tool.descriptor(), era, &self.rendering)),
+                None => {}
             }
         }
         let mut rendering = self.rendering.clone();
-        rendering.ttl_ms = personal.ttl_ms.map_or(rendering.ttl_ms, |ttl| ttl.min(rendering.ttl_ms));
+        if let Some(ttl) = personal_ttl {
+            rendering.ttl_ms = ttl.min(rendering.ttl_ms);
+        }
+        if keep.is_some() {
+            rendering.cache_scope = CacheScope::Private;
+        }
         finish(ListToolsResult::new(tools), era, &rendering)
+    }
+
+    /// `prompts/list` with only the prompts `keep` accepts (name, upstream), rendered now with
+    /// `cacheScope: "private"`.
+    pub fn prompts_list_where(&self, era: Era, keep: ListFilter<'_>) -> Result<Bytes, RuntimeError> {
+        let prompts =
+            self.prompts.iter().filter(|p| keep(&p.descriptor().name, p.upstream())).map(|p| p.descriptor().clone());
+        finish(ListPromptsResult::new(prompts.collect()), era, &self.private_rendering())
+    }
+
+    /// `resources/list` with only the resources `keep` accepts (URI, upstream), rendered now
+    /// with `cacheScope: "private"`.
+    pub fn resources_list_where(&self, era: Era, keep: ListFilter<'_>) -> Result<Bytes, RuntimeError> {
+        let resources = self
+            .resources
+            .iter()
+            .filter_map(|h| h.resource().map(|r| (h, r)))
+            .filter(|(h, r)| keep(&r.uri, h.upstream()))
+            .map(|(_, r)| r.clone());
+        finish(ListResourcesResult::new(resources.collect()), era, &self.private_rendering())
+    }
+
+    /// `resources/templates/list` with only the templates `keep` accepts (URI template,
+    /// upstream), rendered now with `cacheScope: "private"`.
+    pub fn templates_list_where(&self, era: Era, keep: ListFilter<'_>) -> Result<Bytes, RuntimeError> {
+        let templates = self
+            .resources
+            .iter()
+            .filter_map(|h| h.template().map(|t| (h, t)))
+            .filter(|(h, t)| keep(&t.uri_template, h.upstream()))
+            .map(|(_, t)| t.clone());
+        finish(ListResourceTemplatesResult::new(templates.collect()), era, &self.private_rendering())
+    }
+
+    fn private_rendering(&self) -> ListRendering {
+        ListRendering { cache_scope: CacheScope::Private, ..self.rendering.clone() }
     }
 
     /// A prompt.
@@ -387,6 +458,9 @@ fn tool_info(d: &ToolDescriptor, era: Era, r: &ListRendering) -> mcpgate_protoco
         .then(|| ToolExecution { task_support: Some(d.task_policy.task_support()) });
     info
 }
+
+/// Decides whether a list shows an entry, given its name (or URI) and its upstream.
+pub type ListFilter<'a> = &'a (dyn Fn(&str, Option<&str>) -> bool + Sync);
 
 /// Cache hints are members of every list result; this trait sets them.
 trait Cacheable: McpResult {

@@ -1,5 +1,6 @@
 //! `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`: pre-rendered;
-//! `tools/list` rendered for the caller when some of their tools are theirs alone.
+//! `tools/list` rendered for the caller when some of their tools are theirs alone, and every
+//! list rendered for the caller when policy has rules (a caller never sees what it may not use).
 
 use bytes::Bytes;
 
@@ -8,7 +9,9 @@ use mcpgate_protocol::pagination::PaginatedParams;
 
 use crate::call_context::CallContext;
 use crate::error::GatewayError;
+use crate::policy::{Arguments, Caller, Item, Use};
 use crate::state::AppState;
+use mcpgate_runtime::catalog::Catalog;
 
 /// Serves a list. The lists fit one page, so no cursor is ever handed out and any cursor a
 /// client sends is invalid.
@@ -22,6 +25,9 @@ pub(in crate::mcp) async fn list(
         return Err(GatewayError::invalid_params("invalid cursor"));
     }
     let catalog = state.catalog.load();
+    if !state.policy.is_open() {
+        return filtered(state, cx, method, &catalog).await;
+    }
     let lists = catalog.lists(cx.era);
     Ok(match method {
         Method::PromptsList => lists.prompts.clone(),
@@ -32,4 +38,27 @@ pub(in crate::mcp) async fn list(
             .await
             .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")))?,
     })
+}
+
+/// A list with only the entries policy lets the caller use (each judged as its use would be,
+/// without arguments), rendered for this caller.
+async fn filtered(
+    state: &AppState,
+    cx: &CallContext,
+    method: Method,
+    catalog: &Catalog,
+) -> Result<Bytes, GatewayError> {
+    let caller = Caller::root(&cx.principal);
+    let shows = |item: Item<'_>, upstream: Option<&str>| {
+        state.policy.shows(&caller, Use { target: item, upstream, arguments: Arguments::None })
+    };
+    let rendered = match method {
+        Method::PromptsList => catalog.prompts_list_where(cx.era, &|name, up| shows(Item::Prompt(name), up)),
+        Method::ResourcesList => catalog.resources_list_where(cx.era, &|uri, up| shows(Item::Resource(uri), up)),
+        Method::ResourcesTemplatesList => {
+            catalog.templates_list_where(cx.era, &|template, up| shows(Item::Resource(template), up))
+        }
+        _ => catalog.tools_list_where(cx.era, &cx.principal, &|name, up| shows(Item::Tool(name), up)).await,
+    };
+    rendered.map_err(|e| GatewayError::internal(format!("rendering a list: {e}")))
 }

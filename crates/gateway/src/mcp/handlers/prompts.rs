@@ -11,6 +11,7 @@ use crate::error::{GatewayError, clip};
 use crate::limits::Charge;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
+use crate::policy::{Arguments, Caller, Item, Use};
 use crate::state::AppState;
 
 /// Validates a prompt request (known prompt, required arguments present, the echoed
@@ -26,6 +27,12 @@ pub(in crate::mcp) async fn get_prompt(
         .prompt(&params.name)
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(&params.name))))?
         .clone();
+    let used = Use {
+        target: Item::Prompt(&params.name),
+        upstream: prompt.upstream(),
+        arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Strings),
+    };
+    state.policy.check(&Caller::root(&cx.principal), used)?;
     let arguments = params.arguments.unwrap_or_default();
     for arg in prompt.descriptor().arguments.iter().flatten() {
         if arg.required == Some(true) && !arguments.contains_key(&arg.name) {

@@ -11,6 +11,7 @@ use crate::error::GatewayError;
 use crate::limits::Charge;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
+use crate::policy::{Arguments, Caller, Item, Use};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Outcome;
 
@@ -34,6 +35,8 @@ pub(in crate::mcp) async fn read_resource(
             let Some((upstream, read)) = found else {
                 return Err(GatewayError::ResourceNotFound { uri: uri.clone() });
             };
+            let used = Use { target: Item::Resource(&uri), upstream, arguments: Arguments::None };
+            state.policy.check(&Caller::root(&cx.principal), used)?;
             if let Some(upstream) = upstream {
                 state.limits.admit(&cx.principal, Charge::Upstream { upstream }).await?;
             }

@@ -21,6 +21,7 @@ use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
+use crate::policy::{Arguments, Caller, Item, Use};
 use crate::state::AppState;
 use crate::tasks::{self, TaskPlan, TtlRequest};
 
@@ -49,6 +50,13 @@ pub(in crate::mcp) async fn call_tool(
         .await
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name))))?;
     let tool = &tool;
+    // Before anything is charged or stored; a task run later re-checks nothing.
+    let used = Use {
+        target: Item::Tool(&params.name),
+        upstream: tool.descriptor().upstream.as_deref(),
+        arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Json),
+    };
+    state.policy.check(&Caller::root(&cx.principal), used)?;
     if cx.era == Era::Modern {
         check_params(headers, &header_params, params.arguments.as_ref())?;
     }
