@@ -15,13 +15,13 @@ use serde_json::{Value, json};
 
 use mcpgate_store::{Vault as _, VaultKind};
 
+use mcpgate_runtime::Principal;
+
 use super::Failed;
+use super::view::page_limit;
 use crate::connections::connection_key;
 use crate::error::GatewayError;
 use crate::state::AppState;
-
-const DEFAULT_LIMIT: usize = 100;
-const MAX_LIMIT: usize = 1000;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/admin/credentials", get(list)).route("/admin/credentials/revoke", post(revoke))
@@ -40,10 +40,7 @@ async fn list(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, Failed> {
     let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
-    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(GatewayError::AdminInvalid { detail: format!("limit must be 1 to {MAX_LIMIT}") }.into());
-    }
+    let limit = page_limit(query.limit)?;
     let page = state
         .store
         .vault_list(VaultKind::Connection, query.principal.as_deref(), query.cursor.as_deref(), limit)
@@ -54,7 +51,7 @@ async fn list(
         .filter(|e| query.upstream.as_deref().is_none_or(|u| u == e.name))
         .map(|e| {
             let meta: Value = serde_json::from_str(&e.meta).unwrap_or(Value::Null);
-            let (issuer, subject) = split_principal(&e.scope).unwrap_or_default();
+            let (issuer, subject) = Principal::parse_key(&e.scope).map_or(("", ""), |o| (o.issuer, o.subject));
             json!({
                 "principal": e.scope, "issuer": issuer, "subject": subject, "upstream": e.name,
                 "tokenIssuer": meta["issuer"], "scope": meta["scope"], "expiresAt": meta["expires_at"],
@@ -79,24 +76,4 @@ async fn revoke(State(state): State<AppState>, body: axum::body::Bytes) -> Resul
         tracing::info!(upstream = %body.upstream, "an operator revoked a user's upstream connection");
     }
     Ok(Json(json!({ "revoked": revoked })))
-}
-
-/// The issuer and subject of a principal key (`<issuer length>:<issuer><subject>`).
-fn split_principal(key: &str) -> Option<(&str, &str)> {
-    let (len, rest) = key.split_once(':')?;
-    let len: usize = len.parse().ok()?;
-    Some((rest.get(..len)?, rest.get(len..)?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_principal;
-
-    #[test]
-    fn principal_keys_split_into_issuer_and_subject() {
-        assert_eq!(split_principal("19:https://a.example/xalice"), Some(("https://a.example/x", "alice")));
-        assert_eq!(split_principal("3:issbob"), Some(("iss", "bob")));
-        assert_eq!(split_principal("99:short"), None);
-        assert_eq!(split_principal("nokey"), None);
-    }
 }

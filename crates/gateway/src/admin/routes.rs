@@ -24,14 +24,11 @@ use mcpgate_store::{
 };
 
 use super::Failed;
-use super::view::{detail, summary, upstream_of};
+use super::view::{detail, page_limit, summary, upstream_of};
 use crate::error::GatewayError;
 use crate::state::AppState;
 use mcpgate_runtime::Principal;
 
-/// Tasks one listing returns by default, and at most.
-const DEFAULT_LIMIT: usize = 100;
-const MAX_LIMIT: usize = 1000;
 /// Scan steps one request takes at most before it answers with a cursor to go on from.
 const MAX_STEPS: usize = 50;
 
@@ -109,10 +106,7 @@ async fn list(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, Failed> {
     let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
-    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(GatewayError::AdminInvalid { detail: format!("limit must be 1 to {MAX_LIMIT}") }.into());
-    }
+    let limit = page_limit(query.limit)?;
     let filter = Filter {
         owner: query.owner,
         issuer: query.issuer,

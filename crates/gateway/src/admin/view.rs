@@ -1,12 +1,27 @@
 //! How the admin API shows a task: its metadata always, its payloads only when the operator
-//! configured `admin.show_payloads` (and the record was read with them).
+//! configured `admin.show_payloads` (and the record was read with them); and the page size
+//! every listing accepts.
 
 use serde_json::{Map, Value, json};
 
 use mcpgate_runtime::{KeyOwner, Principal};
 use mcpgate_store::{TaskOutcome, TaskRecord};
 
+use crate::error::GatewayError;
 use crate::state::AppState;
+
+/// Entries one listing returns by default, and at most.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+/// A listing's `limit` query parameter, checked (default [`DEFAULT_LIMIT`]).
+pub(super) fn page_limit(limit: Option<usize>) -> Result<usize, GatewayError> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(GatewayError::AdminInvalid { detail: format!("limit must be 1 to {MAX_LIMIT}") });
+    }
+    Ok(limit)
+}
 
 /// The upstream whose tool `tool` is, if it is one's.
 pub(super) fn upstream_of(state: &AppState, tool: &str) -> Option<String> {
