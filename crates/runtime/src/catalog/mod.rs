@@ -17,6 +17,7 @@ mod outcome;
 mod prompt;
 mod resolver;
 mod resource;
+pub mod search;
 mod simple;
 mod tool;
 mod typed;
