@@ -28,6 +28,7 @@ use mcpgate_protocol::capabilities::TASKS_EXTENSION;
 use mcpgate_protocol::meta::CLIENT_CAPABILITIES_KEY;
 use mcpgate_protocol::tool::TaskSupport;
 
+use crate::config::ToolOverride;
 use crate::connect_ask;
 use crate::continuation::Continuation;
 use crate::error::UpstreamError;
@@ -75,12 +76,12 @@ async fn forward(
     }
 }
 
-/// The params of a call of `remote` (a tool or prompt, named by `key`): its arguments and the
-/// input capabilities the client declared.
-fn call_params(key: &str, remote: &str, call: &ToolCall, cx: &ToolContext) -> Result<Map<String, Value>, Failure> {
+/// The params of a call of `remote` (a tool or prompt, named by `key`): the arguments it is
+/// sent and the input capabilities the client declared.
+fn call_params(key: &str, remote: &str, arguments: &Value, cx: &ToolContext) -> Result<Map<String, Value>, Failure> {
     let mut params = Map::new();
     params.insert(key.to_owned(), Value::String(remote.to_owned()));
-    params.insert("arguments".to_owned(), call.arguments.clone());
+    params.insert("arguments".to_owned(), arguments.clone());
     if let Some(capabilities) = input_relay::declared_upstream(cx.capabilities()) {
         params.insert("_meta".to_owned(), json!({ CLIENT_CAPABILITIES_KEY: capabilities }));
     }
@@ -96,18 +97,39 @@ pub struct UpstreamTool {
     header_params: Vec<HeaderParam>,
     /// The task support the upstream lists for it (2025-11-25 `execution.taskSupport`).
     upstream_tasks: TaskSupport,
+    /// The operator's override of it: applied to the arguments of every call, whichever
+    /// replica runs it (a task stores the caller's arguments, never the merged ones).
+    overridden: Option<Arc<ToolOverride>>,
 }
 
 impl UpstreamTool {
-    /// A tool exposed as `descriptor` (already renamed), called upstream as `remote`.
+    /// A tool exposed as `descriptor` (already renamed and overridden), called upstream as
+    /// `remote` with `overridden`'s hidden and default arguments.
     pub(crate) fn new(
         upstream: Arc<Upstream>,
         remote: String,
         descriptor: ToolDescriptor,
         header_params: Vec<HeaderParam>,
         upstream_tasks: TaskSupport,
+        overridden: Option<Arc<ToolOverride>>,
     ) -> Self {
-        Self { upstream, remote, descriptor, header_params, upstream_tasks }
+        Self { upstream, remote, descriptor, header_params, upstream_tasks, overridden }
+    }
+
+    /// The caller's arguments refused when they name a hidden one (the operator fixed it, and
+    /// it is not in the schema the caller was given): invalid params naming it.
+    fn refuse_hidden(&self, arguments: &Value) -> Result<(), Failure> {
+        match &self.overridden {
+            Some(o) => o
+                .check(arguments)
+                .map_err(|why| Failure::InvalidParams(format!("{}: {why}", self.descriptor.info.name))),
+            None => Ok(()),
+        }
+    }
+
+    /// What is sent upstream for the caller's arguments: defaults, then hidden values, merged in.
+    fn upstream_arguments(&self, arguments: &Value) -> Value {
+        self.overridden.as_ref().map_or_else(|| arguments.clone(), |o| o.arguments(arguments))
     }
 
     fn mirrored(&self, arguments: &Value) -> Vec<(String, String)> {
@@ -136,9 +158,16 @@ impl Tool for UpstreamTool {
         &self.descriptor
     }
 
+    fn check(&self, arguments: &Value) -> Result<(), Failure> {
+        self.refuse_hidden(arguments)
+    }
+
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
             let name = self.upstream.name();
+            if let Err(failure) = self.refuse_hidden(&call.arguments) {
+                return Outcome::Failed(failure);
+            }
             let round = match Continuation::of(&call, name) {
                 // Tracking an upstream task (a resumed run, or answers to its input round).
                 Ok(Some(Continuation::Task { task_id, legacy, keys, round, .. })) => {
@@ -161,19 +190,20 @@ impl Tool for UpstreamTool {
             // The state of a result that handed the call on (see `input_relay::handed_on`).
             let mut handed: Option<String> = None;
             let mut hand_offs = 0;
+            let arguments = self.upstream_arguments(&call.arguments);
             loop {
                 let params = match handed.take() {
-                    Some(state) => call_params("name", &self.remote, &call, cx).map(|mut params| {
+                    Some(state) => call_params("name", &self.remote, &arguments, cx).map(|mut params| {
                         params.insert("requestState".to_owned(), Value::String(state));
                         params
                     }),
-                    None => self.params(&call, round.as_ref(), cx),
+                    None => self.params(&arguments, &call, round.as_ref(), cx),
                 };
                 let params = match params {
                     Ok(params) => params,
                     Err(failure) => return Outcome::Failed(failure),
                 };
-                match self.call_once(params, &call, want_task, cx).await {
+                match self.call_once(params, want_task, cx).await {
                     // A 2026-07-28 tool that runs only as a task: ask again, and track it.
                     Err(UpstreamError::Rpc { code: -32021, message })
                         if !want_task && message_names_tasks(&message) =>
@@ -212,14 +242,16 @@ impl Tool for UpstreamTool {
 }
 
 impl UpstreamTool {
-    /// The params of this call: its arguments, and a round's answers and state on a retry.
+    /// The params of this call: `arguments` (as sent upstream), and a round's answers and
+    /// state on a retry.
     fn params(
         &self,
+        arguments: &Value,
         call: &ToolCall,
         round: Option<&Continuation>,
         cx: &ToolContext,
     ) -> Result<Map<String, Value>, Failure> {
-        let mut params = call_params("name", &self.remote, call, cx)?;
+        let mut params = call_params("name", &self.remote, arguments, cx)?;
         if let Some(Continuation::Round { keys, state, round, .. }) = round {
             input_relay::continue_round(&mut params, call, keys, state.as_deref(), *round)?;
         }
@@ -230,7 +262,6 @@ impl UpstreamTool {
     async fn call_once(
         &self,
         mut params: Map<String, Value>,
-        call: &ToolCall,
         want_task: bool,
         cx: &ToolContext,
     ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
@@ -243,9 +274,9 @@ impl UpstreamTool {
                 params.insert("task".to_owned(), json!({}));
             }
         }
-        let request = Request::new("tools/call", Value::Object(params))
-            .name(&self.remote)
-            .param_headers(self.mirrored(&call.arguments));
+        // Mirrored from what the upstream is sent (hidden and default values included).
+        let headers = self.mirrored(params.get("arguments").unwrap_or(&Value::Null));
+        let request = Request::new("tools/call", Value::Object(params)).name(&self.remote).param_headers(headers);
         forward(&self.upstream, request, cx).await
     }
 
@@ -337,7 +368,7 @@ impl PromptHandler for UpstreamPrompt {
     fn get<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<GetPromptResult>> {
         Box::pin(async move {
             let name = self.upstream.name();
-            let mut params = match call_params("name", &self.remote, &call, cx) {
+            let mut params = match call_params("name", &self.remote, &call.arguments, cx) {
                 Ok(params) => params,
                 Err(failure) => return Outcome::Failed(failure),
             };

@@ -34,8 +34,8 @@ mod upstream;
 
 pub use breaker::BreakerState;
 pub use config::{
-    EraChoice, OAuthConfig, TaskMode, TokenExchangeConfig, ToolFilter, TransportKind, UpstreamAuth, UpstreamConfig,
-    UpstreamLimits,
+    AnnotationOverride, EraChoice, OAuthConfig, TaskMode, TokenExchangeConfig, ToolFilter, ToolOverride, TransportKind,
+    UpstreamAuth, UpstreamConfig, UpstreamLimits,
 };
 pub use entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
 pub use error::UpstreamError;

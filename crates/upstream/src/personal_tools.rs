@@ -1,7 +1,7 @@
 //! The tools each caller has of the `auth = "oauth"` upstreams: read with the caller's own
 //! token once they hold a connection, cached per principal on this replica (bounded, for the
 //! upstream's `ttlMs`, capped; whatever its `cacheScope`, since the list was read with this
-//! caller's credentials), renamed and filtered like any upstream's tools. As the runtime's
+//! caller's credentials), renamed, overridden and filtered like any upstream's tools. As the runtime's
 //! [`ToolResolver`] it puts them in that caller's `tools/list` in place of the upstream's
 //! `<upstream>_connect` stand-in, and finds them for a call or a task run (which rebuilds the
 //! creator's principal, whose key is the same, on any replica).
@@ -67,11 +67,19 @@ impl PersonalTools {
         Self { upstreams, separator: separator.to_owned(), connections, cache: Mutex::default() }
     }
 
-    /// The upstream an exposed name belongs to, and the upstream's own name for the tool.
-    fn upstream_of<'n>(&self, name: &'n str) -> Option<(&Arc<Upstream>, &'n str)> {
-        self.upstreams.iter().find_map(|u| {
-            let remote = name.strip_prefix(u.name())?.strip_prefix(self.separator.as_str())?;
-            (!remote.is_empty()).then_some((u, remote))
+    /// The upstream an exposed name belongs to, and the upstream's own name for the tool; a
+    /// renamed tool answers to its override's `rename` only.
+    fn upstream_of<'a>(&'a self, name: &'a str) -> Option<(&'a Arc<Upstream>, &'a str)> {
+        let renamed = self.upstreams.iter().find_map(|u| {
+            let (remote, _) = u.config().overrides.iter().find(|(_, o)| o.rename.as_deref() == Some(name))?;
+            Some((u, remote.as_str()))
+        });
+        renamed.or_else(|| {
+            self.upstreams.iter().find_map(|u| {
+                let remote = name.strip_prefix(u.name())?.strip_prefix(self.separator.as_str())?;
+                let renamed = u.config().overrides.get(remote).is_some_and(|o| o.rename.is_some());
+                (!remote.is_empty() && !renamed).then_some((u, remote))
+            })
         })
     }
 

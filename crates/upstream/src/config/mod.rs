@@ -17,9 +17,12 @@ use crate::error::UpstreamError;
 use crate::glob::Glob;
 
 mod oauth;
+mod overrides;
 mod token_exchange;
 
 pub use oauth::{OAuthConfig, UpstreamAuth};
+pub(crate) use overrides::is_valid_tool_name;
+pub use overrides::{AnnotationOverride, ToolOverride};
 pub use token_exchange::TokenExchangeConfig;
 
 /// Every key of an `[[upstream]]` table with its help text (for `--help` and
@@ -82,6 +85,13 @@ pub const KEYS: &[(&str, &str)] = &[
          registered at (required with client_secret; https, http only on loopback; set: discovery uses only it and \
          refuses an upstream naming another), scopes [unset: the challenge's, else the \
          metadata's scopes_supported], timeout_secs of each request to the authorization server [10]",
+    ),
+    (
+        "overrides",
+        "{ <its own tool name> = { rename, title, description, annotations, hidden, defaults } }: what every \
+         caller sees of that tool and what each call sends: rename (the exposed name as written, no prefix), \
+         annotations merged over the upstream's, hidden arguments (removed from the schema, fixed values sent on \
+         every call; a caller sending one is refused), defaults (filled in when the caller leaves them out) [none]",
     ),
 ];
 
@@ -241,6 +251,10 @@ pub struct UpstreamConfig {
     /// `[upstream.oauth]`, with `auth = "oauth"`.
     #[serde(default)]
     pub oauth: Option<OAuthConfig>,
+    /// `[upstream.overrides.<tool>]`, by the upstream's own tool name: what callers see of that
+    /// tool and what its calls send (every other per-tool key keeps the upstream's own name).
+    #[serde(default)]
+    pub overrides: BTreeMap<String, ToolOverride>,
 }
 
 /// `[upstream.limits]`: how often one principal may call this upstream's tools, across every
@@ -301,6 +315,7 @@ impl fmt::Debug for UpstreamConfig {
             .field("token_exchange", &self.token_exchange)
             .field("auth", &self.auth)
             .field("oauth", &self.oauth)
+            .field("overrides", &self.overrides.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -356,6 +371,7 @@ impl UpstreamConfig {
             token_exchange: None,
             auth: UpstreamAuth::Headers,
             oauth: None,
+            overrides: BTreeMap::new(),
         }
     }
 
@@ -568,7 +584,36 @@ impl UpstreamConfig {
                 return Err(bad(&format!("env.{key}"), "not a valid environment variable".to_owned()));
             }
         }
+        self.validate_overrides()
+    }
+
+    /// Each override valid, and no two of its overrides renaming to one name.
+    fn validate_overrides(&self) -> Result<(), UpstreamError> {
+        let mut renames = BTreeMap::new();
+        for (tool, o) in &self.overrides {
+            let key = |sub: &str| format!("overrides.{tool}.{sub}");
+            let bad =
+                |key: String, problem: String| UpstreamError::Config { upstream: self.name.clone(), key, problem };
+            if tool.is_empty() {
+                return Err(bad("overrides".to_owned(), "an empty tool name".to_owned()));
+            }
+            o.validate().map_err(|(sub, problem)| bad(key(&sub), problem))?;
+            if let Some(rename) = &o.rename
+                && let Some(other) = renames.insert(rename.as_str(), tool.as_str())
+            {
+                return Err(bad(key("rename"), format!("{other:?} is renamed to {rename:?} too")));
+            }
+        }
         Ok(())
+    }
+
+    /// The exposed name of its tool `tool`: the override's `rename` as written, else
+    /// `<upstream><separator><tool>`.
+    pub fn exposed_name(&self, tool: &str, separator: &str) -> String {
+        match self.overrides.get(tool).and_then(|o| o.rename.as_deref()) {
+            Some(rename) => rename.to_owned(),
+            None => format!("{}{separator}{tool}", self.name),
+        }
     }
 }
 
@@ -581,9 +626,11 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// Validates a whole list: each entry, and names unique.
+/// Validates a whole list: each entry, names unique, and no two upstreams' overrides renaming
+/// to one name.
 pub fn validate_all(upstreams: &[UpstreamConfig]) -> Result<(), UpstreamError> {
     let mut seen = std::collections::HashSet::new();
+    let mut renames: BTreeMap<&str, &str> = BTreeMap::new();
     for u in upstreams {
         u.validate()?;
         if !seen.insert(u.name.as_str()) {
@@ -592,6 +639,15 @@ pub fn validate_all(upstreams: &[UpstreamConfig]) -> Result<(), UpstreamError> {
                 key: "name".to_owned(),
                 problem: "two upstreams have this name".to_owned(),
             });
+        }
+        for (tool, rename) in u.overrides.iter().filter_map(|(t, o)| Some((t, o.rename.as_deref()?))) {
+            if let Some(other) = renames.insert(rename, &u.name) {
+                return Err(UpstreamError::Config {
+                    upstream: u.name.clone(),
+                    key: format!("overrides.{tool}.rename"),
+                    problem: format!("upstream {other} renames a tool to {rename:?} too"),
+                });
+            }
         }
     }
     Ok(())

@@ -186,3 +186,33 @@ fn oauth_secrets_expand_and_never_show() {
     .unwrap();
     assert!(parsed.is_oauth() && parsed.oauth().scopes == ["read"]);
 }
+
+#[test]
+fn overrides_are_validated_naming_the_upstream_and_key() {
+    let renamed = |name: &str| ToolOverride { rename: Some(name.to_owned()), ..ToolOverride::default() };
+    let mut u = UpstreamConfig::stdio("files", "npx", &[]);
+    u.overrides.insert("read".to_owned(), renamed("bad name"));
+    assert!(matches!(u.validate(), Err(UpstreamError::Config { key, .. }) if key == "overrides.read.rename"));
+    u.overrides.insert("read".to_owned(), renamed("read_file"));
+    u.overrides.insert("cat".to_owned(), renamed("read_file"));
+    assert!(matches!(u.validate(), Err(UpstreamError::Config { key, .. }) if key.ends_with(".rename")));
+    u.overrides.remove("cat");
+    assert!(u.validate().is_ok());
+    assert_eq!((u.exposed_name("read", "_"), u.exposed_name("write", "_")), ("read_file".into(), "files_write".into()));
+    // Across upstreams: one exposed name, two tools.
+    let mut other = UpstreamConfig::stdio("disk", "npx", &[]);
+    other.overrides.insert("cat".to_owned(), renamed("read_file"));
+    let both = validate_all(&[u, other]).expect_err("two renames to one name");
+    assert!(
+        matches!(&both, UpstreamError::Config { upstream, key, problem }
+            if upstream == "disk" && key == "overrides.cat.rename" && problem.contains("files")),
+        "{both}"
+    );
+}
+
+#[test]
+fn unknown_override_keys_are_refused() {
+    let table = serde_json::json!({"name": "files", "command": "npx", "overrides": {"read": {"hiden": {"a": 1}}}});
+    let refused = UpstreamConfig::deserialize_from(table).expect_err("unknown key");
+    assert!(refused.contains("hiden"), "{refused}");
+}

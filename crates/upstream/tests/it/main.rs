@@ -3,5 +3,6 @@
 mod discovery;
 mod oauth_requests;
 mod oauth_tools;
+mod overrides;
 mod stand_in;
 mod test_connections;
