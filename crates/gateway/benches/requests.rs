@@ -146,6 +146,7 @@ fn completed_record() -> TaskRecord {
         input_responses: Default::default(),
         credential: None,
         trace: None,
+        server: None,
     }
 }
 

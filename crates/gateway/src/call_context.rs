@@ -8,6 +8,8 @@ use mcpgate_protocol::{Era, Method, ProtocolVersion, RequestId};
 
 use mcpgate_runtime::Principal;
 
+use crate::servers::Endpoint;
+
 /// An admitted request.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -34,4 +36,7 @@ pub struct CallContext {
     /// Modern: the client's idempotency key (`Idempotency-Key` header or
     /// `_meta["io.mcpgate/idempotencyKey"]`), validated.
     pub idempotency_key: Option<String>,
+    /// The endpoint it came through (the root or a virtual server): what it may reach and
+    /// under which rules.
+    pub endpoint: Arc<Endpoint>,
 }

@@ -78,6 +78,17 @@ impl StartupError {
         Self::Config { setting: setting.into(), problem: problem.into(), source: None }
     }
 
+    /// The same error, its setting named as part of `outer` (a rule of a `[[server]]` table:
+    /// `server "ops" policy rule "x"`).
+    pub fn within(self, outer: &str) -> Self {
+        match self {
+            Self::Config { setting, problem, source } => {
+                Self::Config { setting: format!("{outer} {setting}"), problem, source }
+            }
+            other => other,
+        }
+    }
+
     /// An invalid setting another component refused: `problem` says what, `source` why.
     pub fn config_caused(setting: impl Into<String>, problem: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Config { setting: setting.into(), problem: problem.into(), source: Some(source.into()) }
@@ -295,6 +306,13 @@ pub enum GatewayError {
     SessionNotFound {
         /// Why it did not open, for the log.
         reason: &'static str,
+    },
+    /// A legacy session id opened on another endpoint (the root or another virtual server):
+    /// a session serves the endpoint it was initialized on only.
+    #[error("Session not found: this session was opened on {opened_on}; send initialize to this endpoint")]
+    SessionOfAnotherEndpoint {
+        /// Where it was opened (`the root endpoint /mcp` or `virtual server "x"`).
+        opened_on: String,
     },
     /// A legacy `MCP-Protocol-Version` header that is invalid for the session.
     #[error("Bad Request: {detail}")]
@@ -594,7 +612,9 @@ impl GatewayError {
                 None,
             ),
             E::SessionRequired => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
-            E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None),
+            E::SessionNotFound { .. } | E::SessionOfAnotherEndpoint { .. } => {
+                (StatusCode::NOT_FOUND, ErrorCode::INVALID_REQUEST, None, None)
+            }
             E::LegacyVersionHeader { .. } => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, None, None),
             E::InvalidParams { .. } => (rpc_status(StatusCode::OK), ErrorCode::INVALID_PARAMS, None, None),
             // A JSON-RPC error the model can read, not an HTTP 403: clients treat a 403 as an

@@ -34,6 +34,7 @@ mod principal_slots;
 pub mod probe;
 mod routes;
 mod serve;
+pub mod servers;
 pub mod shutdown;
 mod startup;
 pub mod state;

@@ -32,11 +32,10 @@ use crate::config::{AuthMode, Config, invalid_key};
 use crate::connections::Connector;
 use crate::error::{GatewayError, StartupError};
 use crate::limits::Limits;
-use crate::mcp::discover_result;
 use crate::metrics::Metrics;
 use crate::origin::OriginPolicy;
-use crate::policy::Policy;
 use crate::principal_slots::PrincipalSlots;
+use crate::servers::Endpoints;
 use crate::state::{AppState, Inner, cache_scope};
 use crate::tasks::{TaskBook, TaskService};
 
@@ -55,8 +54,10 @@ impl AppState {
             description: Some("Stateless, horizontally scalable MCP gateway".to_owned()),
             ..Implementation::new("mcpgate", env!("CARGO_PKG_VERSION"))
         });
-        // Tests and library users build a `Config` without `load`: rules are compiled here too.
-        let policy = Arc::new(Policy::compile(&config)?);
+        // Tests and library users build a `Config` without `load`: servers and rules are
+        // checked here too, before anything is started.
+        crate::config::validate_servers(&config)?;
+        crate::policy::Policy::compile(&config)?;
         let sealer = sealer(&config)?;
         let auth = Authenticator::from_config(&config)?;
         let cache_scope = cache_scope(config.auth.mode);
@@ -102,14 +103,14 @@ impl AppState {
         let book = TaskBook::new(store.clone(), task_metrics).with_transitions(audit.observer());
         let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists, &book)?);
         audit.attach_catalog(&catalog);
-        let discover = discover_result(
-            &catalog.load(),
-            &server_info,
-            config.server.instructions.clone(),
-            config.server.discover_ttl_ms,
+        let origin = crate::servers::public_origin(&config);
+        let rendering = crate::servers::Rendering {
+            catalog: &catalog.load(),
+            ttl_ms: config.server.discover_ttl_ms,
             cache_scope,
-        )
-        .map_err(|e| StartupError::step_caused("rendering server/discover", "it cannot be serialized", e))?;
+            origin: origin.as_deref(),
+        };
+        let endpoints = Endpoints::build(&config, server_info.clone(), &rendering)?;
         let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
@@ -142,7 +143,7 @@ impl AppState {
             origin: OriginPolicy::from_config(&config),
             limiter: Arc::new(Semaphore::new(permits.min(Semaphore::MAX_PERMITS))),
             limits,
-            policy,
+            endpoints,
             body_budget: Arc::new(Semaphore::new(
                 usize::try_from(config.http.max_buffered_body_bytes).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS),
             )),
@@ -156,7 +157,6 @@ impl AppState {
             metrics,
             audit,
             server_info,
-            discover,
             in_flight: TaskTracker::new(),
             shutdown,
             stopping,

@@ -8,7 +8,6 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,8 +26,8 @@ use crate::connections::Connector;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::origin::OriginPolicy;
-use crate::policy::Policy;
 use crate::principal_slots::PrincipalSlots;
+use crate::servers::Endpoints;
 use crate::tasks::TaskService;
 
 /// Shared state of one replica (cheap to clone).
@@ -70,14 +69,12 @@ pub struct Inner {
     pub limiter: Arc<Semaphore>,
     /// Rate limits per caller (counted in the store).
     pub limits: Arc<Limits>,
-    /// Who may use which tool, prompt or resource (the root endpoint's rules).
-    pub policy: Arc<Policy>,
+    /// The root endpoint and the virtual servers: what each serves, under which rules.
+    pub endpoints: Endpoints,
     /// Bytes of request bodies that may be buffered at once (one permit per byte).
     pub body_budget: Arc<Semaphore>,
-    /// `serverInfo`.
+    /// The root endpoint's `serverInfo`.
     pub server_info: Arc<Implementation>,
-    /// The pre-rendered `server/discover` result.
-    pub discover: Bytes,
     /// Work that outlives its request's handler (streamed calls, listen streams), awaited on
     /// shutdown.
     pub in_flight: TaskTracker,

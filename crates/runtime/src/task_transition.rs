@@ -61,6 +61,8 @@ pub struct TransitionNote<'a> {
     pub tool: &'a str,
     /// The era it was created in, when known.
     pub era: Option<Era>,
+    /// The virtual server it was created through ("" for the root, or when unknown).
+    pub server: &'a str,
     /// When it was created (Unix ms, store clock), when known.
     pub created_ms: Option<u64>,
     /// What happened.
@@ -76,6 +78,7 @@ impl<'a> TransitionNote<'a> {
             subject: &record.subject,
             tool: &record.tool,
             era: Some(record.era),
+            server: record.server.as_deref().unwrap_or(""),
             created_ms: Some(record.created_ms),
             transition,
         }
@@ -83,7 +86,7 @@ impl<'a> TransitionNote<'a> {
 
     /// A transition of a task known only by its id (and perhaps its tool).
     pub fn bare(task_id: &'a str, tool: &'a str, transition: TaskTransition) -> Self {
-        Self { task_id, issuer: "", subject: "", tool, era: None, created_ms: None, transition }
+        Self { task_id, issuer: "", subject: "", tool, era: None, server: "", created_ms: None, transition }
     }
 }
 

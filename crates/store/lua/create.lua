@@ -25,7 +25,8 @@
 -- ARGV[19] lease ms of that worker
 -- ARGV[20] the caller's credential, sealed ('' = none)
 -- ARGV[21] traceparent of the creating request ('' = none)
--- ARGV[22..] answer key, method answered, answer JSON, ... gathered before creation
+-- ARGV[22] virtual server the task was created through ('' = the root endpoint)
+-- ARGV[23..] answer key, method answered, answer JSON, ... gathered before creation
 --           (stored as ans:<key> and ask:<key>)
 -- returns  {1, created_ms, job entry}  the task was created (also when this very script
 --                              already ran: a retry after a lost reply must not reset the record);
@@ -79,7 +80,10 @@ end
 if ARGV[21] ~= '' then
   redis.call('HSET', KEYS[1], 'trace', ARGV[21])
 end
-for i = 22, #ARGV - 2, 3 do
+if ARGV[22] ~= '' then
+  redis.call('HSET', KEYS[1], 'srv', ARGV[22])
+end
+for i = 23, #ARGV - 2, 3 do
   redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 2], 'ask:' .. ARGV[i], ARGV[i + 1])
 end
 if ttl >= 0 then

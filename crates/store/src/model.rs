@@ -125,6 +125,9 @@ pub struct NewTask {
     /// The creator's quotas, if any apply: a creation over one fails with
     /// [`StoreError::QuotaExceeded`](crate::StoreError::QuotaExceeded) and creates nothing.
     pub quota: Option<crate::quota::Quota>,
+    /// The virtual server the task was created through (`None`: the root endpoint); it is
+    /// read through that server or the root only.
+    pub server: Option<String>,
 }
 
 impl NewTask {
@@ -164,6 +167,7 @@ impl NewTask {
             input_responses: self.input_responses,
             credential: self.credential,
             trace: self.trace,
+            server: self.server,
         }
     }
 }
@@ -291,6 +295,9 @@ pub struct TaskRecord {
     /// The creating request's `traceparent` (see [`NewTask::trace`]); read by [`Read::Full`]
     /// only.
     pub trace: Option<String>,
+    /// The virtual server it was created through (see [`NewTask::server`]); read by every
+    /// read.
+    pub server: Option<String>,
 }
 
 impl TaskRecord {

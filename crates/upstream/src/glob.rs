@@ -1,18 +1,19 @@
-//! Tool-name globs for `tools.include` / `tools.exclude`: `*` matches any run of characters,
-//! `?` exactly one; everything else is literal.
+//! Name globs for `tools.include` / `tools.exclude` (and the gateway's virtual servers'
+//! selections): `*` matches any run of characters, `?` exactly one; everything else is literal.
 
 /// A parsed glob.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Glob<'a>(&'a str);
+pub struct Glob<'a>(&'a str);
 
 impl<'a> Glob<'a> {
-    pub(crate) fn new(pattern: &'a str) -> Self {
+    /// The glob `pattern`.
+    pub fn new(pattern: &'a str) -> Self {
         Self(pattern)
     }
 
     /// Whether `name` matches (iterative, with backtracking to the last `*`: linear in practice,
     /// never exponential).
-    pub(crate) fn matches(self, name: &str) -> bool {
+    pub fn matches(self, name: &str) -> bool {
         let p: Vec<char> = self.0.chars().collect();
         let s: Vec<char> = name.chars().collect();
         let (mut pi, mut si) = (0, 0);

@@ -20,7 +20,7 @@ mod federation;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod glob;
+pub mod glob;
 pub mod import;
 mod input_relay;
 pub mod oauth;

@@ -21,7 +21,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use mcpgate_protocol::{Era, JsonObject, Method};
-use mcpgate_runtime::Principal;
 use mcpgate_runtime::catalog::SharedCatalog;
 use mcpgate_runtime::task_transition::{TaskTransition, TransitionNote, TransitionObserver};
 
@@ -29,6 +28,7 @@ pub use decision::PolicyDecision;
 pub use event::MAX_LINE_BYTES;
 pub(crate) use request::RequestAudit;
 
+use crate::call_context::CallContext;
 use crate::config::{AuditConfig, AuditSink};
 use crate::error::StartupError;
 use event::{AuditEvent, PrincipalField};
@@ -106,14 +106,13 @@ impl Audit {
     /// `arguments` are asked for only with `audit.include_arguments`.
     pub(crate) fn request(
         &self,
-        method: Method,
-        era: Era,
-        principal: &Principal,
+        cx: &CallContext,
         name: &str,
         upstream: Option<&str>,
         arguments: impl FnOnce() -> Option<JsonObject>,
     ) -> Option<RequestAudit> {
         let trail = self.0.as_ref()?;
+        let (method, era, principal) = (cx.method, cx.era, &cx.principal);
         if !matches!(method, Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead) {
             return None;
         }
@@ -125,6 +124,7 @@ impl Audit {
             era,
             issuer: principal.issuer().to_owned(),
             subject: principal.subject().to_owned(),
+            server: cx.endpoint.name().to_owned(),
             name: name.to_owned(),
             upstream: upstream.map(str::to_owned),
             arguments,
@@ -193,7 +193,7 @@ impl TransitionObserver for Trail {
             time: crate::time::iso8601(crate::time::now_ms()),
             event: event_name,
             principal: PrincipalField { iss: note.issuer, sub: note.subject },
-            server: "",
+            server: note.server,
             upstream: upstream.as_deref(),
             name: note.tool,
             era: note.era.map(Era::as_str),

@@ -28,6 +28,8 @@ pub(crate) struct RequestAudit {
     pub(super) era: Era,
     pub(super) issuer: String,
     pub(super) subject: String,
+    /// The virtual server (`""`: the root endpoint).
+    pub(super) server: String,
     pub(super) name: String,
     pub(super) upstream: Option<String>,
     pub(super) arguments: Option<Value>,
@@ -77,7 +79,7 @@ impl RequestAudit {
             time: crate::time::iso8601(crate::time::now_ms()),
             event: self.method.as_str(),
             principal: PrincipalField { iss: &self.issuer, sub: &self.subject },
-            server: "",
+            server: &self.server,
             upstream: self.upstream.as_deref(),
             name: &self.name,
             era: Some(self.era.as_str()),

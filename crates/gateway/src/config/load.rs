@@ -165,6 +165,7 @@ fn finish(table: Table, tables: ListTables, env: &dyn Fn(&str) -> Option<String>
         .map_err(|e| StartupError::config_caused("configuration", "not a valid configuration", e))?;
     let federation = &config.federation;
     config.policy = policy_rules(tables.policy)?;
+    config.servers = virtual_servers(tables.server)?;
     config.upstream =
         upstream::resolve(tables.upstream, federation.mcp_servers_file.as_deref(), &federation.import_env, env)?;
     // Upstreams replace the demo tools unless the operator asked for them.
@@ -180,6 +181,7 @@ fn finish(table: Table, tables: ListTables, env: &dyn Fn(&str) -> Option<String>
 struct ListTables {
     upstream: Vec<Value>,
     policy: Vec<Value>,
+    server: Vec<Value>,
 }
 
 /// Parses a file: the settings table (checked leaf by leaf), its `[[upstream]]` and its
@@ -187,6 +189,9 @@ struct ListTables {
 fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupError> {
     let mut table: Table =
         text.parse().map_err(|e: toml::de::Error| StartupError::config_caused(source, "not valid TOML", e))?;
+    // `[server]` is a table of settings, `[[server]]` the virtual servers (TOML allows one of
+    // the two in a file).
+    let virtual_servers = table.get("server").is_some_and(Value::is_array);
     let mut take = |key: &str| match table.remove(key) {
         None => Ok(Vec::new()),
         Some(Value::Array(items)) => Ok(items),
@@ -194,7 +199,8 @@ fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupEr
             Err(StartupError::config(key.to_owned(), format!("in {source}: write each {key} as a [[{key}]] table")))
         }
     };
-    let tables = ListTables { upstream: take("upstream")?, policy: take("policy")? };
+    let server = if virtual_servers { take("server")? } else { Vec::new() };
+    let tables = ListTables { upstream: take("upstream")?, policy: take("policy")?, server };
     normalize(&mut table, "", source)?;
     Ok((table, tables))
 }
@@ -212,6 +218,23 @@ fn policy_rules(tables: Vec<Value>) -> Result<Vec<crate::policy::PolicyRule>, St
                 .map_or_else(|| format!("policy rule #{}", i + 1), |n| format!("policy rule {n:?}"));
             crate::policy::PolicyRule::deserialize(table)
                 .map_err(|e| StartupError::config_caused(label, "not a valid rule", e))
+        })
+        .collect()
+}
+
+/// The `[[server]]` tables, each error naming its server (or its position, when it has no
+/// name). Names and paths are checked by `validate`, rules when the endpoints are built.
+fn virtual_servers(tables: Vec<Value>) -> Result<Vec<super::VirtualServer>, StartupError> {
+    tables
+        .into_iter()
+        .enumerate()
+        .map(|(i, table)| {
+            let label = table
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("server #{}", i + 1), |n| format!("server {n:?}"));
+            super::VirtualServer::deserialize(table)
+                .map_err(|e| StartupError::config_caused(label, "not a valid [[server]] table", e))
         })
         .collect()
 }
@@ -326,6 +349,11 @@ fn invalid_key_caused(key: &str, problem: &str, source: impl Into<crate::error::
 /// program using the library may bring its own tools.)
 pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
     crate::policy::Policy::compile(c)?;
+    super::validate_servers(c)?;
+    for server in &c.servers {
+        crate::policy::Policy::from_rules(&server.policy, server.policy_default, server.policy_hide_denied)
+            .map_err(|e| e.within(&server.setting()))?;
+    }
     if c.federation.separator.is_empty()
         || !c.federation.separator.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
     {

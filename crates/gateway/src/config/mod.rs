@@ -9,6 +9,7 @@ mod cli;
 mod connect;
 mod load;
 mod policy_rule;
+mod server;
 pub mod settings;
 
 use std::fmt;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use cli::{Cli, Command};
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env, parse_origin};
 pub use policy_rule::{Effect, PolicyRule};
+pub use server::{Discovery, VirtualServer};
 pub(crate) use settings::invalid_key;
 
 /// Everything a replica needs to start.
@@ -67,6 +69,12 @@ pub struct Config {
     /// table of settings, so the two settings above are top-level keys.
     #[serde(skip)]
     pub policy: Vec<PolicyRule>,
+    /// Whether `/mcp` serves (false: it answers 404 and only the virtual servers serve).
+    pub root_endpoint: bool,
+    /// `[[server]]` tables: virtual servers, each on its own path (read apart from the
+    /// settings, like `[[policy]]`).
+    #[serde(skip)]
+    pub servers: Vec<VirtualServer>,
     /// `[[upstream]]` tables merged with the imported `mcpServers`, `${VAR}` expanded and
     /// validated by [`load`] (their values may be credentials: never serialized).
     #[serde(skip)]
@@ -95,9 +103,17 @@ impl Default for Config {
             policy_default: Effect::Allow,
             policy_hide_denied: false,
             policy: Vec::new(),
+            root_endpoint: true,
+            servers: Vec::new(),
             upstream: Vec::new(),
         }
     }
+}
+
+/// Checks the `[[server]]` tables' names and paths (their rules are compiled with their
+/// endpoints): a bad or duplicate name, or a path that is not the server's own, is named.
+pub(crate) fn validate_servers(config: &Config) -> Result<(), crate::error::StartupError> {
+    server::validate(&config.servers, crate::routes::MCP_PATH)
 }
 
 /// `[server]`.

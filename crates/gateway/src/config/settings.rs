@@ -391,6 +391,11 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Bool,
         "Answer a use denied by policy as if the tool, prompt or resource did not exist, instead of naming the rule's message",
     ),
+    s(
+        "root_endpoint",
+        Kind::Bool,
+        "Serve the whole catalog at /mcp; false: /mcp answers 404 and only the [[server]] virtual servers serve (see docs/servers.md)",
+    ),
 ];
 
 /// Looks a setting up by its TOML key.

@@ -33,6 +33,7 @@ use super::session;
 use crate::call_context::CallContext;
 use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Routing, check_routing};
+use crate::servers::Endpoint;
 use crate::state::AppState;
 use crate::tasks::idempotency;
 use mcpgate_runtime::Principal;
@@ -77,6 +78,7 @@ params!(
 /// decoded params, or the error to answer with.
 pub(super) fn admit<P: Params>(
     state: &AppState,
+    endpoint: &Arc<Endpoint>,
     headers: &HeaderMap,
     principal: Principal,
     request: &Request<'_>,
@@ -124,7 +126,8 @@ pub(super) fn admit<P: Params>(
         }
         Era::Legacy if method == Some(Method::Initialize) => (ProtocolVersion::LATEST_LEGACY, Default::default()),
         Era::Legacy => {
-            let (session, id) = admit_legacy(state, headers, &principal, header_version.as_deref()).map_err(&fail)?;
+            let (session, id) =
+                admit_legacy(state, endpoint, headers, &principal, header_version.as_deref()).map_err(&fail)?;
             principal = session::acting_principal(&state.config, principal, &id);
             session_id = Some(id);
             let version = session.protocol_version().unwrap_or(ProtocolVersion::LATEST_LEGACY);
@@ -146,6 +149,7 @@ pub(super) fn admit<P: Params>(
         log_level: if era == Era::Modern { meta.log_level } else { None },
         session: session_id,
         idempotency_key,
+        endpoint: Arc::clone(endpoint),
     };
     Ok((cx, params))
 }
@@ -215,6 +219,7 @@ fn admit_modern(meta: &RequestMeta, header: Option<&str>) -> Result<ProtocolVers
 /// `initialize` seals with a fresh random nonce, so no two sessions share it).
 pub(super) fn admit_legacy(
     state: &AppState,
+    endpoint: &Endpoint,
     headers: &HeaderMap,
     principal: &Principal,
     header_version: Option<&str>,
@@ -222,6 +227,12 @@ pub(super) fn admit_legacy(
     let token = headers.get(MCP_SESSION_ID).ok_or(GatewayError::SessionRequired)?;
     let token = token.to_str().map_err(|_| GatewayError::SessionNotFound { reason: "not visible ASCII" })?.trim();
     let session = session::open(&state.sealer, &state.metrics, principal, token)?;
+    let opened_on = session.server.as_deref().unwrap_or("");
+    if opened_on != endpoint.name() {
+        let opened_on =
+            if opened_on.is_empty() { "the root endpoint".to_owned() } else { format!("virtual server {opened_on:?}") };
+        return Err(GatewayError::SessionOfAnotherEndpoint { opened_on: clip(&opened_on) });
+    }
     let identity = session::identity(token);
     if let Some(v) = header_version
         && v != session.version

@@ -11,6 +11,7 @@
 //! bounded in time. A request that reaches a tool, prompt or resource is audited exactly once,
 //! when it ends: here for an answer given at once, by the stream's task for a streamed one.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
@@ -36,6 +37,7 @@ use crate::error::{ErrorReply, GatewayError, clip};
 use crate::http::negotiate::Accept;
 use crate::http::reply::{self, Frame};
 use crate::metrics::{InFlight, MethodLabel, Outcome};
+use crate::servers::Endpoint;
 use crate::state::AppState;
 use mcpgate_runtime::Principal;
 use mcpgate_runtime::catalog::{Notifier, UriTemplate};
@@ -62,6 +64,7 @@ pub(crate) struct Ticket {
 /// Routes one request; returns the reply and the era it was served in.
 pub(crate) async fn dispatch(
     state: &AppState,
+    endpoint: &Arc<Endpoint>,
     headers: &HeaderMap,
     principal: Principal,
     request: &Request<'_>,
@@ -69,7 +72,7 @@ pub(crate) async fn dispatch(
     ticket: Ticket,
 ) -> Result<(Reply, Era), ErrorReply> {
     let mut audit = None;
-    let routed = route(state, headers, principal, request, accept, ticket, &mut audit).await;
+    let routed = route(state, endpoint, headers, principal, request, accept, ticket, &mut audit).await;
     // Still here unless a stream took it (and audits the request when it ends).
     if let Some(audit) = audit {
         match &routed {
@@ -116,13 +119,15 @@ async fn open_audit(
         _ => None,
     };
     // Allowed unless it ends with the policy's denial (`RequestAudit::error` records the rule).
-    state.audit.request(cx.method, cx.era, &cx.principal, name, upstream.as_deref(), arguments)
+    state.audit.request(cx, name, upstream.as_deref(), arguments)
 }
 
 /// [`dispatch`], leaving in `audit` the audit of a request that reaches a tool, prompt or
 /// resource (unless a stream took it over).
+#[allow(clippy::too_many_arguments)] // one request's parts, passed once
 async fn route(
     state: &AppState,
+    endpoint: &Arc<Endpoint>,
     headers: &HeaderMap,
     principal: Principal,
     request: &Request<'_>,
@@ -133,7 +138,7 @@ async fn route(
     let method = Method::parse(&request.method);
     macro_rules! admitted {
         ($params:ty) => {
-            admit::<$params>(state, headers, principal, request, method)?
+            admit::<$params>(state, endpoint, headers, principal, request, method)?
         };
     }
     let fail = |cx: &CallContext| {
@@ -151,12 +156,12 @@ async fn route(
         }
         Some(Method::Ping) => {
             let (cx, _) = admitted!(MetaParams);
-            let result = handlers::ping(state, &cx);
+            let result = handlers::ping(&cx);
             return simple(cx, result);
         }
         Some(Method::ServerDiscover) => {
             let (cx, _) = admitted!(MetaParams);
-            return Ok((Reply::Result(state.discover.clone()), cx.era));
+            return Ok((Reply::Result(cx.endpoint.discover()), cx.era));
         }
         Some(
             m @ (Method::ToolsList | Method::PromptsList | Method::ResourcesList | Method::ResourcesTemplatesList),

@@ -75,7 +75,7 @@ pub(super) async fn open(
         });
     }
     let slot = state.listeners.acquire(cx.principal.key())?;
-    let (tools, prompts, resources) = state.catalog.load().has();
+    let (tools, prompts, resources) = cx.endpoint.has(&state.catalog.load());
     let feed = Feed {
         tools: tools && asked.tools_list_changed == Some(true),
         prompts: prompts && asked.prompts_list_changed == Some(true),
@@ -84,7 +84,7 @@ pub(super) async fn open(
     };
     // Subscribed before anything is read, so no change after this point is missed.
     let changes = state.store.changes();
-    let watched = watch_tasks(state, &cx.principal, &task_ids).await?;
+    let watched = watch_tasks(state, cx, &task_ids).await?;
     let accepted = SubscriptionFilter {
         tools_list_changed: feed.tools.then_some(true),
         prompts_list_changed: feed.prompts.then_some(true),
@@ -107,13 +107,14 @@ pub(super) async fn open(
 /// request must carry a session of this principal (and its version, when it names one).
 pub(crate) fn open_legacy(
     state: &AppState,
+    endpoint: &crate::servers::Endpoint,
     headers: &HeaderMap,
     principal: &Principal,
 ) -> Result<Response, GatewayError> {
     let version = headers.get(MCP_PROTOCOL_VERSION).map(|v| v.to_str().unwrap_or_default());
-    super::admission::admit_legacy(state, headers, principal, version)?;
+    super::admission::admit_legacy(state, endpoint, headers, principal, version)?;
     let slot = state.listeners.acquire(principal.key())?;
-    let (tools, prompts, resources) = state.catalog.load().has();
+    let (tools, prompts, resources) = endpoint.has(&state.catalog.load());
     let feed = Feed { tools, prompts, resources, subscription: None };
     Ok(spawn(state, feed, slot, state.store.changes(), Vec::new(), None))
 }
@@ -121,7 +122,7 @@ pub(crate) fn open_legacy(
 /// The caller's own tasks among `ids`, each with a live subscription to its events.
 async fn watch_tasks(
     state: &AppState,
-    principal: &Principal,
+    cx: &CallContext,
     ids: &[String],
 ) -> Result<Vec<(TaskId, Subscription)>, GatewayError> {
     let mut watched = Vec::with_capacity(ids.len());
@@ -132,7 +133,8 @@ async fn watch_tasks(
         }
         // Subscribe first, then check: a transition between the two is still delivered.
         let subscription = state.store.subscribe(&id).await?;
-        if state.tasks.find(&id, principal.key(), Read::Control).await?.is_some() {
+        let found = state.tasks.find(&id, cx.principal.key(), Read::Control).await?;
+        if found.is_some_and(|record| cx.endpoint.sees_task(&record)) {
             watched.push((id, subscription));
         }
     }

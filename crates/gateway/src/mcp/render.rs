@@ -14,14 +14,13 @@ use mcpgate_runtime::catalog::missing_capabilities;
 
 use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::state::AppState;
 
 /// Serializes a complete result for the request's era.
-pub(super) fn complete<T: McpResult>(state: &AppState, cx: &CallContext, mut result: T) -> Result<Bytes, GatewayError> {
+pub(super) fn complete<T: McpResult>(cx: &CallContext, mut result: T) -> Result<Bytes, GatewayError> {
     match cx.era {
         Era::Modern => {
             result.set_result_type(Some(ResultType::Complete));
-            result.set_meta(Some(ResultMeta::server(state.server_info.clone())));
+            result.set_meta(Some(ResultMeta::server(cx.endpoint.server_info().clone())));
         }
         Era::Legacy => result.set_result_type(None),
     }
@@ -30,7 +29,6 @@ pub(super) fn complete<T: McpResult>(state: &AppState, cx: &CallContext, mut res
 
 /// Serializes an `InputRequiredResult` after checking the request may receive it.
 pub(super) fn input_required(
-    state: &AppState,
     cx: &CallContext,
     requests: InputRequests,
     state_blob: Option<String>,
@@ -57,7 +55,7 @@ pub(super) fn input_required(
         input_requests: (!requests.is_empty()).then_some(requests),
         request_state: state_blob,
         result_type: Some(ResultType::InputRequired),
-        meta: Some(ResultMeta::server(state.server_info.clone())),
+        meta: Some(ResultMeta::server(cx.endpoint.server_info().clone())),
     };
     to_bytes(&result)
 }

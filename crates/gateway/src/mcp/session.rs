@@ -34,6 +34,10 @@ pub struct Session {
     /// Client info from `initialize`.
     #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
     pub client_info: Option<Implementation>,
+    /// The virtual server it was initialized on (`None`: the root endpoint): it serves there
+    /// only.
+    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl Session {

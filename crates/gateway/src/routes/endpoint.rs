@@ -1,11 +1,11 @@
-//! `POST /mcp`: the request pipeline as named phases, each returning early with an error:
+//! `POST /mcp` (and a virtual server's path): the request pipeline as named phases, each returning early with an error:
 //! concurrency slot → Host/Origin → authentication → content type → Accept → body (bounded)
 //! → JSON-RPC decoding → admission and dispatch (era rules, handler) → JSON or SSE response.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use tokio::time::Instant;
@@ -20,13 +20,24 @@ use crate::http::negotiate::{Accept, BodyLimits, check_content_type, read_body};
 use crate::http::reply;
 use crate::mcp::{Reply, Ticket, answer_task_input, dispatch, session};
 use crate::metrics::{MethodLabel, Outcome};
+use crate::servers::Endpoint;
 use crate::state::AppState;
 
 /// The MCP endpoint. Its span carries the request's method, era, a pseudonymous principal id
 /// and the task it creates or touches (filled in as they become known), so every log line and
 /// exported span of the request has them.
-#[tracing::instrument(name = "mcp", skip_all, fields(method = Empty, era = Empty, principal = Empty, task = Empty))]
-pub(super) async fn post_mcp(State(state): State<AppState>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
+#[tracing::instrument(
+    name = "mcp",
+    skip_all,
+    fields(server = endpoint.name(), method = Empty, era = Empty, principal = Empty, task = Empty)
+)]
+pub(super) async fn post_mcp(
+    state: AppState,
+    endpoint: Arc<Endpoint>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
     let Ok(permit) = state.limiter.clone().try_acquire_owned() else {
         state.metrics.record(MethodLabel::NONE, None, Outcome::ServerError, started.elapsed());
@@ -34,7 +45,7 @@ pub(super) async fn post_mcp(State(state): State<AppState>, uri: Uri, headers: H
     };
     let ticket = Ticket { permit: Some(permit), in_flight: state.metrics.start(), started };
     let mut label = MethodLabel::NONE;
-    match handle(&state, &uri, &headers, body, ticket, &mut label).await {
+    match handle(&state, &endpoint, &uri, &headers, body, ticket, &mut label).await {
         Ok((response, Record::ByStream)) => response,
         Ok((response, Record::Now(era))) => {
             state.metrics.record(label, era, Outcome::Ok, started.elapsed());
@@ -62,6 +73,7 @@ enum Record {
 /// Returns the response and who records it.
 async fn handle(
     state: &AppState,
+    endpoint: &Arc<Endpoint>,
     uri: &Uri,
     headers: &HeaderMap,
     body: Body,
@@ -69,7 +81,7 @@ async fn handle(
     label: &mut MethodLabel,
 ) -> Result<(Response, Record), ErrorReply> {
     state.origin.check(headers, uri)?;
-    let principal = state.auth.authenticate(headers).await?;
+    let principal = authenticate(state, endpoint, headers).await?;
     let span = Span::current();
     if !span.is_disabled() {
         span.record("principal", principal.log_id());
@@ -128,7 +140,7 @@ async fn handle(
     };
     *label = Method::parse(&request.method).map_or(MethodLabel::UNKNOWN, MethodLabel::method);
     span.record("method", request.method.as_ref());
-    let (reply, era) = dispatch(state, headers, principal, &request, accept, ticket).await?;
+    let (reply, era) = dispatch(state, endpoint, headers, principal, &request, accept, ticket).await?;
     span.record("era", era.as_str());
     let response = match reply {
         Reply::Stream(response) => return Ok((response, Record::ByStream)),
@@ -159,22 +171,32 @@ pub(super) async fn not_allowed() -> Response {
 
 /// `GET /mcp`: a 2025-11-25 session's stream of server notifications (list changes). Without
 /// a session id (a 2026-07-28 client, or none at all) the method is not allowed.
-pub(super) async fn get_mcp(State(state): State<AppState>, uri: Uri, headers: HeaderMap) -> Response {
+pub(super) async fn get_mcp(state: AppState, endpoint: Arc<Endpoint>, uri: Uri, headers: HeaderMap) -> Response {
     if !headers.contains_key(MCP_SESSION_ID) {
         return not_allowed().await;
     }
     let opened = async {
         state.origin.check(&headers, &uri)?;
-        let principal = state.auth.authenticate(&headers).await?;
+        let principal = authenticate(&state, &endpoint, &headers).await?;
         if !Accept::from_headers(&headers)?.sse {
             return Err(GatewayError::NotAcceptable);
         }
-        crate::mcp::listen::open_legacy(&state, &headers, &principal)
+        crate::mcp::listen::open_legacy(&state, &endpoint, &headers, &principal)
     };
     match opened.await {
         Ok(response) => response,
         Err(error) => ErrorReply { error, id: None, era: Some(Era::Legacy) }.into_response(),
     }
+}
+
+/// Authenticates a request to `endpoint`: a 401 points at its own protected resource
+/// metadata.
+async fn authenticate(
+    state: &AppState,
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+) -> Result<mcpgate_runtime::Principal, GatewayError> {
+    state.auth.authenticate(headers).await.map_err(|e| endpoint.challenge(state.endpoints.root(), e))
 }
 
 /// Publishes a 2025-11-25 session's `notifications/cancelled` to whichever replica runs the

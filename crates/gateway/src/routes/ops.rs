@@ -66,7 +66,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         store.render(&mut text);
     }
     crate::metrics::render_upstreams(&state.federation, &mut text);
-    state.policy.render_metrics(&mut text);
+    state.endpoints.root().policy().render_metrics(&mut text);
     let mut response = text.into_response();
     response
         .headers_mut()

@@ -132,6 +132,7 @@ impl TaskService {
                 .then(|| cx.principal.credential().map(|c| c.expose().to_owned()))
                 .flatten(),
             trace: crate::telemetry::traceparent(),
+            server: cx.endpoint.server().map(str::to_owned),
         })
     }
 }

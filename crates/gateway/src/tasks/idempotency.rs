@@ -74,7 +74,14 @@ pub(crate) fn scope(cx: &CallContext, tool: &str, arguments: &str, window_ms: u6
         }
         Era::Modern => {
             let key = cx.idempotency_key.as_deref()?;
-            mcpgate_seal::context_digest(&[b"key", owner, key.as_bytes()])
+            // A key is the client's own per endpoint: one used through a virtual server never
+            // returns a task of another endpoint (which it could not read there).
+            match cx.endpoint.server() {
+                None => mcpgate_seal::context_digest(&[b"key", owner, key.as_bytes()]),
+                Some(server) => {
+                    mcpgate_seal::context_digest(&[b"key", owner, key.as_bytes(), b"server", server.as_bytes()])
+                }
+            }
         }
     };
     Some(Idempotency { scope, call, window_ms })

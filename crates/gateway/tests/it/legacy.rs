@@ -107,8 +107,12 @@ async fn session_rules() {
 #[tokio::test]
 async fn expired_and_foreign_sessions_are_not_found() {
     let (app, state) = app_with(config(), |_| {}).await;
-    let info =
-        Session { version: "2025-11-25".to_owned(), capabilities: ClientCapabilities::default(), client_info: None };
+    let info = Session {
+        version: "2025-11-25".to_owned(),
+        capabilities: ClientCapabilities::default(),
+        client_info: None,
+        server: None,
+    };
     let expired = session::mint(&state.sealer, &Principal::anonymous(), &info, 0).expect("mint");
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     assert_error(&Req::legacy("tools/list", json!({}), Some(&expired)).send(&app).await, 404, -32600);

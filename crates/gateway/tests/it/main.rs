@@ -17,6 +17,7 @@ mod ops;
 mod personal_tools;
 mod policy;
 mod rate_limits;
+mod servers;
 mod streaming;
 mod support;
 mod task_admission;

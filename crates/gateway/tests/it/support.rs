@@ -151,6 +151,12 @@ impl Req {
         }
     }
 
+    /// The same request to another path (a virtual server's).
+    pub(crate) fn at(mut self, path: &str) -> Self {
+        path.clone_into(&mut self.path);
+        self
+    }
+
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         let name = HeaderName::from_bytes(name.as_bytes()).expect("header name");
         self.headers.insert(name, HeaderValue::from_str(value).expect("header value"));

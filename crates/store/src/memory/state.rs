@@ -65,6 +65,7 @@ impl Entry {
             input_responses: crate::model::RawAnswers::new(),
             credential: None,
             trace: None,
+            server: r.server.clone(),
         }
     }
 }

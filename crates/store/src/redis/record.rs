@@ -39,12 +39,13 @@ fn into_text(v: Value) -> Option<String> {
 /// [`request_keys`]). Never the arguments or capabilities.
 pub(super) const CONTROL_FIELDS: &[&str] = &[
     "status", "reqkeys", "id", "owner", "era", "tool", "msg", "progress", "created", "updated", "ttl", "poll", "iserr",
+    "srv",
 ];
 
 /// [`CONTROL_FIELDS`] and the outcome.
 pub(super) const OUTCOME_FIELDS: &[&str] = &[
     "status", "reqkeys", "id", "owner", "era", "tool", "msg", "progress", "created", "updated", "ttl", "poll", "iserr",
-    "result", "error",
+    "srv", "result", "error",
 ];
 
 /// Pairs `names` with the values an `HMGET` of them returned, leaving out absent fields, as
@@ -176,6 +177,7 @@ pub(super) fn decode_named<'a>(
         state: take("state"),
         credential: take("cred"),
         trace: take("trace"),
+        server: take("srv"),
         input_responses: answers
             .into_iter()
             .map(|(key, json)| {

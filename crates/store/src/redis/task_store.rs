@@ -510,6 +510,7 @@ impl RedisStore {
                             None => String::new(),
                         },
                         task.trace.clone().unwrap_or_default(),
+                        task.server.clone().unwrap_or_default(),
                     ]
                     .into_iter()
                     .chain(answers)

@@ -40,6 +40,7 @@ fn task(arguments: &str, answers: &[(&str, &str)]) -> NewTask {
         state: Some("\"secret-state-one\"".to_owned()),
         credential: Some("secret-credential".to_owned()),
         trace: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_owned()),
+        server: None,
     }
 }
 

@@ -48,6 +48,7 @@ pub(crate) fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::New
         state: None,
         credential: None,
         trace: None,
+        server: None,
     }
 }
 

@@ -30,7 +30,7 @@ pub(super) fn refuse_when_busy(state: &AppState, cx: &CallContext, tool: &str) -
         "The server is busy: every background worker is taken. Call {tool} again in {secs} s."
     ));
     result.structured_content = Some(json!({ "busy": true, "retryAfterSecs": secs }));
-    Some(render::complete(state, cx, result))
+    Some(render::complete(cx, result))
 }
 
 /// Starts a background tool's call as a task and answers with how to follow it.
@@ -46,5 +46,5 @@ pub(super) async fn start(state: &AppState, cx: &CallContext, plan: TaskPlan) ->
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content =
         Some(json!({ "taskId": id, "status": record.status.as_str(), "pollAfterMs": record.poll_interval_ms }));
-    render::complete(state, cx, result)
+    render::complete(cx, result)
 }

@@ -70,7 +70,7 @@ pub(super) fn prepare_call(
                     state.metrics.handed_off();
                     tracing::debug!("call handed off at a checkpoint");
                     let token = round.next(&state, &cx, &InputRequests::new(), Some(checkpoint))?;
-                    render::input_required(&state, &cx, InputRequests::new(), Some(token))
+                    render::input_required(&cx, InputRequests::new(), Some(token))
                 }
             }
         })
@@ -106,7 +106,7 @@ pub(super) async fn finish<T: McpResult>(
         .await
         .map_err(|_| GatewayError::Timeout { secs })?;
     match outcome {
-        Outcome::Complete(result) => render::complete(state, cx, result),
+        Outcome::Complete(result) => render::complete(cx, result),
         Outcome::NeedInput { requests, state: continuation } => ask(state, cx, round, requests, continuation),
         Outcome::Failed(failure) => Err(failure.into()),
     }
@@ -125,12 +125,12 @@ pub(super) fn ask(
         if requests.is_empty() {
             return Err(GatewayError::internal(format!("{} asked for input but named none", cx.method.as_str())));
         }
-        return render::input_required(state, cx, requests, None);
+        return render::input_required(cx, requests, None);
     }
     // Asking for what the client cannot answer is -32021, before any sealing work.
     if let Some(failure) = missing_capabilities(&cx.capabilities, &requests) {
         return Err(failure.into());
     }
     let token = round.next(state, cx, &requests, continuation)?;
-    render::input_required(state, cx, requests, Some(token))
+    render::input_required(cx, requests, Some(token))
 }

@@ -20,13 +20,11 @@ use crate::mcp::render;
 use crate::mcp::session::{self, Session};
 use crate::mcp::work::Reply;
 use crate::state::AppState;
-use mcpgate_runtime::catalog::Catalog;
 
 /// What this server offers. Lists change (upstreams' lists, tools announcing changes) and
 /// the changes reach listen streams (2026-07-28) and GET streams (2025-11-25); resource
 /// subscriptions are not offered.
-fn capabilities(catalog: &Catalog) -> ServerCapabilities {
-    let (tools, prompts, resources) = catalog.has();
+fn capabilities((tools, prompts, resources): (bool, bool, bool)) -> ServerCapabilities {
     let list_changed = || ListChangedCapability { list_changed: Some(true) };
     ServerCapabilities {
         tools: tools.then(list_changed),
@@ -38,16 +36,16 @@ fn capabilities(catalog: &Catalog) -> ServerCapabilities {
 }
 
 /// Modern: tasks are the `io.modelcontextprotocol/tasks` extension.
-fn modern_capabilities(catalog: &Catalog) -> ServerCapabilities {
+fn modern_capabilities(has: (bool, bool, bool)) -> ServerCapabilities {
     let mut extensions = JsonObject::new();
     extensions.insert(TASKS_EXTENSION.to_owned(), serde_json::Value::Object(JsonObject::new()));
-    ServerCapabilities { extensions: Some(extensions), ..capabilities(catalog) }
+    ServerCapabilities { extensions: Some(extensions), ..capabilities(has) }
 }
 
 /// Legacy: core tasks exist only in 2025-11-25; `tasks/list` only behind authentication
 /// (without it every caller would share one owner).
-fn legacy_capabilities(catalog: &Catalog, version: ProtocolVersion, authenticated: bool) -> ServerCapabilities {
-    let mut caps = capabilities(catalog);
+fn legacy_capabilities(has: (bool, bool, bool), version: ProtocolVersion, authenticated: bool) -> ServerCapabilities {
+    let mut caps = capabilities(has);
     if version.has_core_tasks() {
         let empty = || Some(JsonObject::new());
         let mut requests = JsonObject::new();
@@ -61,9 +59,10 @@ fn legacy_capabilities(catalog: &Catalog, version: ProtocolVersion, authenticate
     caps
 }
 
-/// The `server/discover` result, rendered once at start-up (it never varies per request).
+/// The `server/discover` result of an endpoint serving `has` (tools, prompts, resources),
+/// rendered once at start-up (it never varies per request).
 pub(crate) fn discover_result(
-    catalog: &Catalog,
+    has: (bool, bool, bool),
     server_info: &Arc<Implementation>,
     instructions: Option<String>,
     ttl_ms: u64,
@@ -71,7 +70,7 @@ pub(crate) fn discover_result(
 ) -> Result<Bytes, GatewayError> {
     let result = DiscoverResult {
         supported_versions: ProtocolVersion::all_strs().iter().map(|v| (*v).to_owned()).collect(),
-        capabilities: modern_capabilities(catalog),
+        capabilities: modern_capabilities(has),
         instructions,
         ttl_ms,
         cache_scope,
@@ -92,13 +91,18 @@ pub(in crate::mcp) fn initialize(
         version: version.as_str().to_owned(),
         capabilities: params.capabilities,
         client_info: Some(params.client_info),
+        server: cx.endpoint.server().map(str::to_owned),
     };
     let session_id = session::mint(&state.sealer, &cx.principal, &session, state.config.seal.session_ttl_secs)?;
     let result = InitializeResult {
         protocol_version: version.as_str().to_owned(),
-        capabilities: legacy_capabilities(&state.catalog.load(), version, state.config.auth.mode != AuthMode::None),
-        server_info: (*state.server_info).clone(),
-        instructions: state.config.server.instructions.clone(),
+        capabilities: legacy_capabilities(
+            cx.endpoint.has(&state.catalog.load()),
+            version,
+            state.config.auth.mode != AuthMode::None,
+        ),
+        server_info: (**cx.endpoint.server_info()).clone(),
+        instructions: cx.endpoint.instructions().map(str::to_owned),
         result_type: None,
         meta: None,
     };
@@ -109,7 +113,7 @@ pub(in crate::mcp) fn initialize(
 }
 
 /// Legacy liveness check: an empty result.
-pub(in crate::mcp) fn ping(state: &AppState, cx: &CallContext) -> Result<Bytes, GatewayError> {
+pub(in crate::mcp) fn ping(cx: &CallContext) -> Result<Bytes, GatewayError> {
     debug_assert_eq!(cx.era, Era::Legacy);
-    render::complete(state, cx, EmptyResult::default())
+    render::complete(cx, EmptyResult::default())
 }

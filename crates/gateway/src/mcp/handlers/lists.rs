@@ -1,6 +1,7 @@
 //! `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`: pre-rendered;
 //! `tools/list` rendered for the caller when some of their tools are theirs alone, and every
-//! list rendered for the caller when policy has rules (a caller never sees what it may not use).
+//! list rendered for the caller when the endpoint's policy has rules (a caller never sees what
+//! it may not use) or the endpoint is a virtual server (it lists only its selection).
 
 use bytes::Bytes;
 
@@ -9,7 +10,7 @@ use mcpgate_protocol::pagination::PaginatedParams;
 
 use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::policy::{Arguments, Caller, Item, Use};
+use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Catalog;
 
@@ -25,8 +26,10 @@ pub(in crate::mcp) async fn list(
         return Err(GatewayError::invalid_params("invalid cursor"));
     }
     let catalog = state.catalog.load();
-    if !state.policy.is_open() {
-        return filtered(state, cx, method, &catalog).await;
+    // Search discovery (`discovery = "search"`) plugs in here: its tools/list holds only
+    // `search_tools` and `call_tool` (crates/runtime/src/catalog/search.rs).
+    if !cx.endpoint.selects_all() || !cx.endpoint.policy().is_open() {
+        return filtered(cx, method, &catalog).await;
     }
     let lists = catalog.lists(cx.era);
     Ok(match method {
@@ -40,17 +43,18 @@ pub(in crate::mcp) async fn list(
     })
 }
 
-/// A list with only the entries policy lets the caller use (each judged as its use would be,
-/// without arguments), rendered for this caller.
-async fn filtered(
-    state: &AppState,
-    cx: &CallContext,
-    method: Method,
-    catalog: &Catalog,
-) -> Result<Bytes, GatewayError> {
-    let caller = Caller::root(&cx.principal);
+/// A list with only the entries of the endpoint's selection that its policy lets the caller
+/// use (each judged as its use would be, without arguments), rendered for this caller.
+async fn filtered(cx: &CallContext, method: Method, catalog: &Catalog) -> Result<Bytes, GatewayError> {
+    let endpoint = &cx.endpoint;
+    let caller = endpoint.caller(&cx.principal);
     let shows = |item: Item<'_>, upstream: Option<&str>| {
-        state.policy.shows(&caller, Use { target: item, upstream, arguments: Arguments::None })
+        let selected = match item {
+            Item::Tool(name) => endpoint.selects_tool(name),
+            Item::Prompt(name) => endpoint.selects_prompt(name),
+            Item::Resource(uri) => endpoint.selects_resource(uri),
+        };
+        selected && endpoint.policy().shows(&caller, Use { target: item, upstream, arguments: Arguments::None })
     };
     let rendered = match method {
         Method::PromptsList => catalog.prompts_list_where(cx.era, &|name, up| shows(Item::Prompt(name), up)),

@@ -73,7 +73,7 @@ pub(super) fn prepare(
             let sent_at = tokio::time::Instant::now();
             match state.tasks.adopt(&cx, upstream.as_deref(), plan).await {
                 Ok(Adoption { record, lease, job, slot }) => {
-                    let reply = render_created(&state, &cx, &record);
+                    let reply = render_created(&cx, &record);
                     let cancel = stop_with_request.disarm();
                     tracing::info!(task = %record.id, after_ms = after.as_millis(), "long call became a task");
                     state.tasks.workers().adopt(

@@ -11,7 +11,7 @@ use crate::error::{GatewayError, clip};
 use crate::limits::Charge;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
-use crate::policy::{Arguments, Caller, Item, Use};
+use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
 
 /// Validates a prompt request (known prompt, required arguments present, the echoed
@@ -25,6 +25,7 @@ pub(in crate::mcp) async fn get_prompt(
         .catalog
         .load()
         .prompt(&params.name)
+        .filter(|_| cx.endpoint.selects_prompt(&params.name))
         .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(&params.name))))?
         .clone();
     let used = Use {
@@ -32,7 +33,7 @@ pub(in crate::mcp) async fn get_prompt(
         upstream: prompt.upstream(),
         arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Strings),
     };
-    state.policy.check(&Caller::root(&cx.principal), used)?;
+    cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
     let arguments = params.arguments.unwrap_or_default();
     for arg in prompt.descriptor().arguments.iter().flatten() {
         if arg.required == Some(true) && !arguments.contains_key(&arg.name) {

@@ -11,7 +11,7 @@ use crate::error::GatewayError;
 use crate::limits::Charge;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
-use crate::policy::{Arguments, Caller, Item, Use};
+use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Outcome;
 
@@ -31,12 +31,23 @@ pub(in crate::mcp) async fn read_resource(
         Box::pin(async move {
             let tcx = tool_context(&state, &cx, notifier, cancel);
             let catalog = state.catalog.load();
-            let found = catalog.resources().iter().find_map(|h| h.read(&uri, &tcx).map(|read| (h.upstream(), read)));
+            // Outside a virtual server's selection (by the URI, or by the template serving
+            // it) a resource does not exist there.
+            let endpoint = &cx.endpoint;
+            let found = catalog
+                .resources()
+                .iter()
+                .filter(|h| {
+                    endpoint.selects_all()
+                        || endpoint.selects_resource(&uri)
+                        || h.template().is_some_and(|t| endpoint.selects_resource(&t.uri_template))
+                })
+                .find_map(|h| h.read(&uri, &tcx).map(|read| (h.upstream(), read)));
             let Some((upstream, read)) = found else {
                 return Err(GatewayError::ResourceNotFound { uri: uri.clone() });
             };
             let used = Use { target: Item::Resource(&uri), upstream, arguments: Arguments::None };
-            state.policy.check(&Caller::root(&cx.principal), used)?;
+            endpoint.policy().check(&endpoint.caller(&cx.principal), used)?;
             if let Some(upstream) = upstream {
                 state.limits.admit(&cx.principal, Charge::Upstream { upstream }).await?;
             }

@@ -3,7 +3,8 @@
 //! `tasks/list` (2025-11-25).
 //!
 //! Invariants: a task is found only by its owner (anyone else gets "not found", never
-//! "forbidden"); `CreateTaskResult` is sent only after the store made the task durable; the
+//! "forbidden"), and through a virtual server only if it was created through that server
+//! (the root reads every one of the owner's; another server's task is "not found" too); `CreateTaskResult` is sent only after the store made the task durable; the
 //! same call retried within the idempotency window returns the same task; tasks are created,
 //! found and cancelled through the task service (`crate::tasks`), so admitted there (quotas,
 //! task rate limits, worker slots) and found by their owner only; a legacy `tasks/result`
@@ -47,15 +48,11 @@ const RECHECK_MIN: Duration = Duration::from_secs(1);
 
 /// Creates the task and answers with `CreateTaskResult` in the request's era.
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
-    render_created(state, cx, &state.tasks.create(cx, plan).await?)
+    render_created(cx, &state.tasks.create(cx, plan).await?)
 }
 
 /// `CreateTaskResult` for a task just created, in the request's era.
-pub(in crate::mcp) fn render_created(
-    state: &AppState,
-    cx: &CallContext,
-    record: &TaskRecord,
-) -> Result<Bytes, GatewayError> {
+pub(in crate::mcp) fn render_created(cx: &CallContext, record: &TaskRecord) -> Result<Bytes, GatewayError> {
     tracing::Span::current().record("task", record.id.as_str());
     tracing::debug!("task created");
     match cx.era {
@@ -63,7 +60,7 @@ pub(in crate::mcp) fn render_created(
             let result = CreateTaskResult {
                 task: task_view::modern(record),
                 result_type: Some(ResultType::Task),
-                meta: Some(ResultMeta::server(state.server_info.clone())),
+                meta: Some(ResultMeta::server(cx.endpoint.server_info().clone())),
             };
             serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("task: {e}")))
         }
@@ -93,8 +90,8 @@ pub(in crate::mcp) async fn get(
         record.poll_interval_ms = record.poll_interval_ms.max(advice_ms);
     }
     match cx.era {
-        Era::Modern => render::complete(state, cx, task_view::detailed(&record)?),
-        Era::Legacy => legacy_task(state, cx, &record),
+        Era::Modern => render::complete(cx, task_view::detailed(&record)?),
+        Era::Legacy => legacy_task(cx, &record),
     }
 }
 
@@ -107,10 +104,11 @@ pub(in crate::mcp) async fn cancel(
 ) -> Result<Bytes, GatewayError> {
     require_extension(cx)?;
     let id = parse_id(&params.task_id)?;
+    check_endpoint(state, cx, &id, &params.task_id).await?;
     match (state.tasks.cancel(&id, cx.principal.key()).await?, cx.era) {
         (Cancelled::NotFound, _) => Err(not_found(&params.task_id)),
-        (_, Era::Modern) => render::complete(state, cx, EmptyResult::default()),
-        (Cancelled::Now(record), Era::Legacy) => legacy_task(state, cx, &record),
+        (_, Era::Modern) => render::complete(cx, EmptyResult::default()),
+        (Cancelled::Now(record), Era::Legacy) => legacy_task(cx, &record),
         (Cancelled::AlreadyTerminal(record), Era::Legacy) => {
             Err(GatewayError::TaskTerminal { task: record.id.to_string(), status: record.status.as_str() })
         }
@@ -132,11 +130,12 @@ pub(in crate::mcp) async fn update(
         return Err(GatewayError::invalid_params(format!("at most {MAX_ANSWERS} inputResponses per request")));
     }
     let answers = answers::check(state, params.input_responses.iter().map(|(k, v)| (k.clone(), v.to_string())))?;
+    check_endpoint(state, cx, &id, &params.task_id).await?;
     match answers::record(state, &id, cx.principal.key(), &answers, |key| format!("inputResponses.{}", clip(key))).await
     {
         Err(GatewayError::TaskNotFound { .. }) => Err(not_found(&params.task_id)),
         Err(e) => Err(e),
-        Ok(()) => render::complete(state, cx, EmptyResult::default()),
+        Ok(()) => render::complete(cx, EmptyResult::default()),
     }
 }
 
@@ -155,13 +154,14 @@ pub(in crate::mcp) async fn list(
         return Err(GatewayError::invalid_params("invalid cursor"));
     }
     let page = state.store.list(cx.principal.key(), cursor.as_ref(), LIST_PAGE).await?;
+    // Through a virtual server, only its tasks (a page may then hold fewer than it could).
     let result = ListTasksResult {
-        tasks: page.tasks.iter().map(task_view::legacy).collect(),
+        tasks: page.tasks.iter().filter(|t| cx.endpoint.sees_task(t)).map(task_view::legacy).collect(),
         next_cursor: page.next.map(|c| c.0),
         result_type: None,
         meta: None,
     };
-    render::complete(state, cx, result)
+    render::complete(cx, result)
 }
 
 /// `tasks/result` (2025-11-25): waits, without polling, until the task is terminal, then
@@ -275,8 +275,8 @@ pub(in crate::mcp) fn require_extension(cx: &CallContext) -> Result<(), GatewayE
     Ok(())
 }
 
-fn legacy_task(state: &AppState, cx: &CallContext, record: &TaskRecord) -> Result<Bytes, GatewayError> {
-    render::complete(state, cx, LegacyTaskResult { task: task_view::legacy(record), result_type: None, meta: None })
+fn legacy_task(cx: &CallContext, record: &TaskRecord) -> Result<Bytes, GatewayError> {
+    render::complete(cx, LegacyTaskResult { task: task_view::legacy(record), result_type: None, meta: None })
 }
 
 /// The caller's task, or "not found" (unknown, expired, malformed, or another's).
@@ -294,7 +294,17 @@ async fn find_quietly(
     raw: &str,
     read: Read,
 ) -> Result<TaskRecord, GatewayError> {
-    state.tasks.find(id, cx.principal.key(), read).await?.ok_or_else(|| not_found(raw))
+    let found = state.tasks.find(id, cx.principal.key(), read).await?;
+    found.filter(|record| cx.endpoint.sees_task(record)).ok_or_else(|| not_found(raw))
+}
+
+/// Through a virtual server, that the caller's task `id` was created through it before it is
+/// changed (at the root every task of the owner's is, and nothing is read here).
+async fn check_endpoint(state: &AppState, cx: &CallContext, id: &TaskId, raw: &str) -> Result<(), GatewayError> {
+    if cx.endpoint.server().is_some() {
+        find_quietly(state, cx, id, raw, Read::Control).await?;
+    }
+    Ok(())
 }
 
 /// The id a request names; the request's span records it (so every span of a task's life

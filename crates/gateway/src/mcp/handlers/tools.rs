@@ -21,7 +21,7 @@ use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
-use crate::policy::{Arguments, Caller, Item, Use};
+use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
 use crate::tasks::{self, TaskPlan, TtlRequest};
 
@@ -44,11 +44,15 @@ pub(in crate::mcp) async fn call_tool(
     mut params: CallToolParams,
 ) -> Result<ToolPlan, GatewayError> {
     let catalog = state.catalog.load();
+    let unknown = || GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name)));
+    // Outside a virtual server's selection a tool does not exist there (not a denial).
+    // Search discovery plugs in here: `search_tools` answers from the catalog, `call_tool`
+    // re-enters this function with the inner name and arguments.
+    if !cx.endpoint.selects_tool(&params.name) {
+        return Err(unknown());
+    }
     // The snapshot's tool, or one of this caller's own (an `auth = "oauth"` upstream's).
-    let (tool, header_params) = catalog
-        .find(&params.name, &cx.principal)
-        .await
-        .ok_or_else(|| GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name))))?;
+    let (tool, header_params) = catalog.find(&params.name, &cx.principal).await.ok_or_else(unknown)?;
     let tool = &tool;
     // Before anything is charged or stored; a task run later re-checks nothing.
     let used = Use {
@@ -56,7 +60,7 @@ pub(in crate::mcp) async fn call_tool(
         upstream: tool.descriptor().upstream.as_deref(),
         arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Json),
     };
-    state.policy.check(&Caller::root(&cx.principal), used)?;
+    cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
     if cx.era == Era::Modern {
         check_params(headers, &header_params, params.arguments.as_ref())?;
     }

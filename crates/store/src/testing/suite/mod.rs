@@ -47,6 +47,7 @@ fn new_task(owner: &str, call: u8) -> NewTask {
         state: None,
         credential: None,
         trace: None,
+        server: None,
     }
 }
 
@@ -279,6 +280,15 @@ async fn create_get_and_idempotency<S: TaskStore>(store: &S) {
     assert_eq!(control.status, TaskStatus::Working);
     assert!(control.arguments.is_empty() && control.capabilities.is_empty(), "{control:?}");
     assert_eq!(got.scopes, ["tasks:run", "reports"], "the creator's scopes are kept");
+    assert_eq!(got.server, None, "created through the root endpoint");
+    // The virtual server a task was created through is on every read (it decides who sees it).
+    let mut served = new_task("alice", 3);
+    served.server = Some("ops".to_owned());
+    let served = store.create(served).await.expect("create").record().expect("a task").id.clone();
+    for read in [Read::Control, Read::WithOutcome, Read::Full] {
+        let got = store.get(&served, read).await.expect("get").expect("exists");
+        assert_eq!(got.server.as_deref(), Some("ops"), "{read:?}");
+    }
 }
 
 async fn list_pages_by_owner<S: TaskStore>(store: &S) {
@@ -581,12 +591,15 @@ async fn answers_gathered_before_creation_reach_the_first_run<S: TaskStore + Job
     let alice = r#"{"action":"accept","content":{"name":"Alice"}}"#;
     task.input_responses = form_answers(&[("user_name", alice)]);
     task.state = Some(r#"{"asked":1}"#.to_owned());
+    // A task of a virtual server: its name sits beside the answers in the creation.
+    task.server = Some("ops".to_owned());
     let record = store.create(task).await.expect("create").record().expect("a task").clone();
     assert_eq!(record.input_responses, form_answers(&[("user_name", alice)]));
     let job = next_job(store, "w1", &record.id).await;
     let Claim::Run { task, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
     assert_eq!(task.input_responses, form_answers(&[("user_name", alice)]));
     assert_eq!(task.state.as_deref(), Some(r#"{"asked":1}"#));
+    assert_eq!(task.server.as_deref(), Some("ops"));
 }
 
 async fn marks_are_single_use<S: OnceMarks>(store: &S) {

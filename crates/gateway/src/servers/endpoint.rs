@@ -1,0 +1,225 @@
+//! An MCP endpoint: the root `/mcp` (the whole catalog under the root `[[policy]]`) or a
+//! virtual server (its selection of the catalog under its own rules), with what it says
+//! about itself (`server/discover`, `initialize`) and its protected resource metadata.
+//!
+//! Invariant: everything here is decided at start-up; a request only borrows it (an `Arc`
+//! clone). Whatever a virtual server does not select does not exist there; the root selects
+//! everything, so the root endpoint behaves exactly as `/mcp` did before virtual servers.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use mcpgate_protocol::implementation::Implementation;
+use mcpgate_protocol::result::CacheScope;
+use mcpgate_runtime::Principal;
+use mcpgate_runtime::catalog::Catalog;
+use mcpgate_store::TaskRecord;
+
+use super::selection::Selection;
+use crate::config::{Discovery, VirtualServer};
+use crate::error::{GatewayError, StartupError};
+use crate::mcp::discover_result;
+use crate::policy::{Caller, Policy};
+
+/// One endpoint.
+#[derive(Debug)]
+pub struct Endpoint {
+    /// `""` for the root.
+    name: Arc<str>,
+    path: String,
+    /// `None`: everything (the root).
+    selection: Option<Selection>,
+    policy: Arc<Policy>,
+    server_info: Arc<Implementation>,
+    instructions: Option<String>,
+    discovery: Discovery,
+    discover: Bytes,
+    /// The protected resource this endpoint is (RFC 9728 `resource`), when authentication is
+    /// on and the gateway's public address is known.
+    resource: Option<String>,
+    /// The URL of its protected resource metadata.
+    metadata_url: Option<String>,
+}
+
+/// What every endpoint's `server/discover` is rendered with.
+pub(crate) struct Rendering<'a> {
+    /// The catalog at start-up (for the capabilities).
+    pub catalog: &'a Catalog,
+    /// `ttlMs` of `server/discover`.
+    pub ttl_ms: u64,
+    /// Its cache scope.
+    pub cache_scope: CacheScope,
+    /// The public origin (`scheme://authority`) of the gateway's protected resources.
+    pub origin: Option<&'a str>,
+}
+
+impl Endpoint {
+    /// The root endpoint `/mcp`.
+    pub(crate) fn root(
+        path: &str,
+        policy: Arc<Policy>,
+        server_info: Arc<Implementation>,
+        instructions: Option<String>,
+        resource: Option<String>,
+        r: &Rendering<'_>,
+    ) -> Result<Self, StartupError> {
+        let discover = render(r, r.catalog.has(), &server_info, instructions.clone())?;
+        let metadata_url = resource.as_deref().map(crate::auth::resource_metadata_url);
+        Ok(Self {
+            name: Arc::from(""),
+            path: path.to_owned(),
+            selection: None,
+            policy,
+            server_info,
+            instructions,
+            discovery: Discovery::List,
+            discover,
+            resource,
+            metadata_url,
+        })
+    }
+
+    /// A virtual server; its rules are compiled here (a bad one stops start-up, named with
+    /// its server).
+    pub(crate) fn virtual_server(server: &VirtualServer, r: &Rendering<'_>) -> Result<Self, StartupError> {
+        let policy = Policy::from_rules(&server.policy, server.policy_default, server.policy_hide_denied)
+            .map_err(|e| e.within(&server.setting()))?;
+        let selection = Selection::new(&server.tools, &server.prompts, &server.resources);
+        let server_info = Arc::new(Implementation {
+            title: Some(server.title.clone().unwrap_or_else(|| server.name.clone())),
+            description: server.description.clone(),
+            ..Implementation::new(&server.name, env!("CARGO_PKG_VERSION"))
+        });
+        let (tools, prompts, resources) = r.catalog.has();
+        let (t, p, s) = selection.kinds();
+        let has = (tools && t, prompts && p, resources && s);
+        let discover = render(r, has, &server_info, server.instructions.clone())?;
+        let path = server.endpoint_path();
+        let resource = r.origin.map(|origin| format!("{origin}{path}"));
+        let metadata_url = resource.as_deref().map(crate::auth::resource_metadata_url);
+        Ok(Self {
+            name: Arc::from(server.name.as_str()),
+            path,
+            selection: Some(selection),
+            policy: Arc::new(policy),
+            server_info,
+            instructions: server.instructions.clone(),
+            discovery: server.discovery,
+            discover,
+            resource,
+            metadata_url,
+        })
+    }
+
+    /// Its name: `""` for the root (as policy's `server` and the audit trail's).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The virtual server's name, `None` at the root (as a task records it).
+    pub fn server(&self) -> Option<&str> {
+        (!self.name.is_empty()).then_some(&*self.name)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Its rules.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// `principal` as its policy sees them here.
+    pub fn caller<'a>(&'a self, principal: &'a Principal) -> Caller<'a> {
+        Caller::at(principal, &self.name)
+    }
+
+    /// Whether it serves every tool, prompt and resource of the catalog (the root).
+    pub fn selects_all(&self) -> bool {
+        self.selection.is_none()
+    }
+
+    /// Whether it serves the tool exposed as `name`.
+    pub fn selects_tool(&self, name: &str) -> bool {
+        self.selection.as_ref().is_none_or(|s| s.tool(name))
+    }
+
+    /// Whether it serves the prompt `name`.
+    pub fn selects_prompt(&self, name: &str) -> bool {
+        self.selection.as_ref().is_none_or(|s| s.prompt(name))
+    }
+
+    /// Whether it serves the resource (or template) `uri`.
+    pub fn selects_resource(&self, uri: &str) -> bool {
+        self.selection.as_ref().is_none_or(|s| s.resource(uri))
+    }
+
+    /// Whether it serves any tools, prompts, resources now (for capabilities).
+    pub fn has(&self, catalog: &Catalog) -> (bool, bool, bool) {
+        let (tools, prompts, resources) = catalog.has();
+        match &self.selection {
+            None => (tools, prompts, resources),
+            Some(s) => {
+                let (t, p, r) = s.kinds();
+                (tools && t, prompts && p, resources && r)
+            }
+        }
+    }
+
+    /// Whether a task (already found to be the caller's) is read through here: a virtual
+    /// server reads only the tasks created through it, the root every one.
+    pub fn sees_task(&self, record: &TaskRecord) -> bool {
+        self.server().is_none_or(|name| record.server.as_deref() == Some(name))
+    }
+
+    /// `serverInfo`.
+    pub fn server_info(&self) -> &Arc<Implementation> {
+        &self.server_info
+    }
+
+    /// Instructions for the model.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// How it offers its tools.
+    pub fn discovery(&self) -> Discovery {
+        self.discovery
+    }
+
+    /// The pre-rendered `server/discover` result.
+    pub fn discover(&self) -> Bytes {
+        self.discover.clone()
+    }
+
+    /// Its protected resource URI, if known.
+    pub fn resource(&self) -> Option<&str> {
+        self.resource.as_deref()
+    }
+
+    /// An authentication failure as this endpoint answers it: its `WWW-Authenticate` names
+    /// this endpoint's protected resource metadata, not the root's.
+    pub fn challenge(&self, root: &Endpoint, error: GatewayError) -> GatewayError {
+        match (error, &root.metadata_url, &self.metadata_url) {
+            (GatewayError::Unauthorized { reason, challenge }, Some(theirs), Some(ours)) if self.server().is_some() => {
+                let challenge = challenge
+                    .replace(&format!("resource_metadata=\"{theirs}\""), &format!("resource_metadata=\"{ours}\""));
+                GatewayError::Unauthorized { reason, challenge }
+            }
+            (error, ..) => error,
+        }
+    }
+}
+
+fn render(
+    r: &Rendering<'_>,
+    has: (bool, bool, bool),
+    server_info: &Arc<Implementation>,
+    instructions: Option<String>,
+) -> Result<Bytes, StartupError> {
+    discover_result(has, server_info, instructions, r.ttl_ms, r.cache_scope)
+        .map_err(|e| StartupError::step_caused("rendering server/discover", "it cannot be serialized", e))
+}
