@@ -176,10 +176,22 @@ async fn route(
             return simple(cx, result);
         }
         Some(Method::ToolsCall) => {
-            let (cx, params) = admitted!(mcpgate_protocol::tool::CallToolParams);
+            let (cx, mut params) = admitted!(mcpgate_protocol::tool::CallToolParams);
+            // A search server's `call_tool` is audited, judged and run as the call it names.
+            let wrapped = match handlers::search::unwrap(&cx, &mut params) {
+                Ok(wrapped) => wrapped,
+                Err(error) => {
+                    *audit = open_audit(state, &cx, &params.name, || None).await;
+                    return Err(fail(&cx)(error));
+                }
+            };
             *audit = open_audit(state, &cx, &params.name, || params.arguments.clone()).await;
+            if handlers::search::is_search(&cx, &params) {
+                let result = handlers::search::search(state, &cx, &params).await;
+                return simple(cx, result);
+            }
             let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
-            match handlers::call_tool(state, headers, &cx, params).await.map_err(fail(&cx))? {
+            match handlers::call_tool(state, headers, &cx, params, wrapped).await.map_err(fail(&cx))? {
                 handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
                 handlers::ToolPlan::Task(plan) => {
                     let result = handlers::tasks::create(state, &cx, plan).await;

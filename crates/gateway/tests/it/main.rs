@@ -17,6 +17,7 @@ mod ops;
 mod personal_tools;
 mod policy;
 mod rate_limits;
+mod search;
 mod servers;
 mod streaming;
 mod support;

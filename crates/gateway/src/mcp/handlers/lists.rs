@@ -10,7 +10,7 @@ use mcpgate_protocol::pagination::PaginatedParams;
 
 use crate::call_context::CallContext;
 use crate::error::GatewayError;
-use crate::policy::{Arguments, Item, Use};
+use crate::policy::{Arguments, Caller, Item, Use};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Catalog;
 
@@ -26,8 +26,12 @@ pub(in crate::mcp) async fn list(
         return Err(GatewayError::invalid_params("invalid cursor"));
     }
     let catalog = state.catalog.load();
-    // Search discovery (`discovery = "search"`) plugs in here: its tools/list holds only
-    // `search_tools` and `call_tool` (crates/runtime/src/catalog/search.rs).
+    // A search server lists its two tools; the rest is found through `search_tools`.
+    if method == Method::ToolsList && super::search::is_search_server(cx) {
+        return catalog
+            .search_tools_list(cx.era)
+            .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")));
+    }
     if !cx.endpoint.selects_all() || !cx.endpoint.policy().is_open() {
         return filtered(cx, method, &catalog).await;
     }
@@ -46,16 +50,8 @@ pub(in crate::mcp) async fn list(
 /// A list with only the entries of the endpoint's selection that its policy lets the caller
 /// use (each judged as its use would be, without arguments), rendered for this caller.
 async fn filtered(cx: &CallContext, method: Method, catalog: &Catalog) -> Result<Bytes, GatewayError> {
-    let endpoint = &cx.endpoint;
-    let caller = endpoint.caller(&cx.principal);
-    let shows = |item: Item<'_>, upstream: Option<&str>| {
-        let selected = match item {
-            Item::Tool(name) => endpoint.selects_tool(name),
-            Item::Prompt(name) => endpoint.selects_prompt(name),
-            Item::Resource(uri) => endpoint.selects_resource(uri),
-        };
-        selected && endpoint.policy().shows(&caller, Use { target: item, upstream, arguments: Arguments::None })
-    };
+    let caller = cx.endpoint.caller(&cx.principal);
+    let shows = |item: Item<'_>, upstream: Option<&str>| visible(cx, &caller, item, upstream);
     let rendered = match method {
         Method::PromptsList => catalog.prompts_list_where(cx.era, &|name, up| shows(Item::Prompt(name), up)),
         Method::ResourcesList => catalog.resources_list_where(cx.era, &|uri, up| shows(Item::Resource(uri), up)),
@@ -65,4 +61,16 @@ async fn filtered(cx: &CallContext, method: Method, catalog: &Catalog) -> Result
         _ => catalog.tools_list_where(cx.era, &cx.principal, &|name, up| shows(Item::Tool(name), up)).await,
     };
     rendered.map_err(|e| GatewayError::internal(format!("rendering a list: {e}")))
+}
+
+/// Whether the endpoint's lists show `item` to `caller`: in its selection, and allowed by its
+/// policy as its use would be, without arguments.
+pub(super) fn visible(cx: &CallContext, caller: &Caller<'_>, item: Item<'_>, upstream: Option<&str>) -> bool {
+    let endpoint = &cx.endpoint;
+    let selected = match item {
+        Item::Tool(name) => endpoint.selects_tool(name),
+        Item::Prompt(name) => endpoint.selects_prompt(name),
+        Item::Resource(uri) => endpoint.selects_resource(uri),
+    };
+    selected && endpoint.policy().shows(caller, Use { target: item, upstream, arguments: Arguments::None })
 }

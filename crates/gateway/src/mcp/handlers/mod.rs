@@ -10,6 +10,7 @@ mod lists;
 mod promote;
 mod prompts;
 mod resources;
+pub(super) mod search;
 pub(super) mod tasks;
 mod tools;
 

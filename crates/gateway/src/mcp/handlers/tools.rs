@@ -36,19 +36,22 @@ pub(in crate::mcp) enum ToolPlan {
 }
 
 /// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers, the echoed
-/// requestState, task rules) and plans it.
+/// requestState, task rules) and plans it. `wrapped`: it came through a search server's
+/// `call_tool` (see `search::unwrap`).
 pub(in crate::mcp) async fn call_tool(
     state: &AppState,
     headers: &HeaderMap,
     cx: &CallContext,
     mut params: CallToolParams,
+    wrapped: bool,
 ) -> Result<ToolPlan, GatewayError> {
     let catalog = state.catalog.load();
     let unknown = || GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name)));
-    // Outside a virtual server's selection a tool does not exist there (not a denial).
-    // Search discovery plugs in here: `search_tools` answers from the catalog, `call_tool`
-    // re-enters this function with the inner name and arguments.
-    if !cx.endpoint.selects_tool(&params.name) {
+    // Outside a virtual server's selection a tool does not exist there (not a denial); on a
+    // search server neither does an upstream tool under a name of its own two.
+    if !cx.endpoint.selects_tool(&params.name)
+        || (super::search::is_search_server(cx) && mcpgate_runtime::catalog::search::is_reserved(&params.name))
+    {
         return Err(unknown());
     }
     // The snapshot's tool, or one of this caller's own (an `auth = "oauth"` upstream's).
@@ -61,7 +64,9 @@ pub(in crate::mcp) async fn call_tool(
         arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Json),
     };
     cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
-    if cx.era == Era::Modern {
+    // The `Mcp-Param-*` headers mirror the arguments of the tool the request names; those of
+    // a tool called through `call_tool` are inside the wrapper's arguments, not in headers.
+    if cx.era == Era::Modern && !wrapped {
         check_params(headers, &header_params, params.arguments.as_ref())?;
     }
     let as_task = task_decision(cx, &params, tool.descriptor().task_policy)?;
