@@ -17,9 +17,11 @@ use crate::error::UpstreamError;
 use crate::glob::Glob;
 
 mod oauth;
+mod pin;
 mod token_exchange;
 
 pub use oauth::{OAuthConfig, UpstreamAuth};
+pub use pin::PinMode;
 pub use token_exchange::TokenExchangeConfig;
 
 /// Every key of an `[[upstream]]` table with its help text (for `--help` and
@@ -82,6 +84,12 @@ pub const KEYS: &[(&str, &str)] = &[
          registered at (required with client_secret; https, http only on loopback; set: discovery uses only it and \
          refuses an upstream naming another), scopes [unset: the challenge's, else the \
          metadata's scopes_supported], timeout_secs of each request to the authorization server [10]",
+    ),
+    (
+        "pin",
+        "false | true | \"first-seen\": pin its tool definitions; a tool whose definition changes (or a new one) is \
+         withheld on every replica until `mcpgate admin tools approve`; true: nothing is approved until an operator \
+         approves; first-seen: the first definitions seen are approved; not with auth = \"oauth\" [false]",
     ),
 ];
 
@@ -241,6 +249,9 @@ pub struct UpstreamConfig {
     /// `[upstream.oauth]`, with `auth = "oauth"`.
     #[serde(default)]
     pub oauth: Option<OAuthConfig>,
+    /// Whether its tool definitions are pinned (`false | true | "first-seen"`).
+    #[serde(default)]
+    pub pin: PinMode,
 }
 
 /// `[upstream.limits]`: how often one principal may call this upstream's tools, across every
@@ -301,6 +312,7 @@ impl fmt::Debug for UpstreamConfig {
             .field("token_exchange", &self.token_exchange)
             .field("auth", &self.auth)
             .field("oauth", &self.oauth)
+            .field("pin", &self.pin)
             .finish_non_exhaustive()
     }
 }
@@ -356,6 +368,7 @@ impl UpstreamConfig {
             token_exchange: None,
             auth: UpstreamAuth::Headers,
             oauth: None,
+            pin: PinMode::Off,
         }
     }
 
@@ -521,6 +534,15 @@ impl UpstreamConfig {
                         "headers.Authorization",
                         "not with auth = \"oauth\", which sets each request's Authorization to the caller's own \
                          token"
+                            .to_owned(),
+                    ));
+                }
+                if self.pin.is_pinned() {
+                    // Each caller's tools come from their own connection and are never in the
+                    // shared lists the pins are checked against.
+                    return Err(bad(
+                        "pin",
+                        "not with auth = \"oauth\": each caller's own tools cannot be pinned; pin a shared upstream"
                             .to_owned(),
                     ));
                 }
