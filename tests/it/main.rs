@@ -19,6 +19,7 @@ mod oauth_calls;
 mod oauth_client;
 mod oauth_cluster;
 mod oauth_connect;
+mod pinning;
 mod process;
 mod redis_cluster;
 mod shedding;
