@@ -20,6 +20,7 @@ mod oauth_client;
 mod oauth_cluster;
 mod oauth_connect;
 mod overrides;
+mod pinning;
 mod process;
 mod redis_cluster;
 mod shedding;

@@ -98,16 +98,31 @@ impl HttpServer {
 
     /// Another FastMCP fixture script under `tests/interop` (arguments: port, marker dir).
     pub fn fastmcp_script(name: &str, markers: &std::path::Path) -> anyhow::Result<Self> {
+        Self::fastmcp_script_on(name, markers, free_port()?, &[])
+    }
+
+    /// A FastMCP fixture script on `port` with `env` (a test that restarts an upstream starts
+    /// it again on the port it had, so the gateway's configured URL still reaches it).
+    pub fn fastmcp_script_on(
+        name: &str,
+        markers: &std::path::Path,
+        port: u16,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let python = fastmcp_python()?;
-        let port = free_port()?;
         let script = fixture(name);
         Self::start(
             python.to_string_lossy().as_ref(),
             &[script.to_string_lossy().as_ref(), &port.to_string(), markers.to_string_lossy().as_ref()],
             port,
             "/mcp",
-            &[],
+            env,
         )
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// Starts `program` and waits until it answers as the MCP server at `path` on `port`: an

@@ -6,7 +6,11 @@
 //! and which makes every replica reload at once rather than at its next poll), so all
 //! replicas rebuild from the same lists within moments, without each asking the upstream.
 //!
-//! Invariant: a snapshot is swapped in whole and only when some list changed; an upstream
+//! A pinned upstream's tools are checked against the approved hashes in the store before each
+//! build (see `pinning`), and an approval made on any replica is picked up at the next poll
+//! or announcement.
+//!
+//! Invariant: a snapshot is swapped in whole and only when some list (or approval) changed; an upstream
 //! that is down keeps its last known lists (its calls fail fast meanwhile); a change is
 //! announced only after this replica's new snapshot is in place.
 
@@ -110,7 +114,7 @@ pub(crate) fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                 }
             };
             let mut kinds = Kinds::default();
-            let changed = if from_upstreams {
+            let mut changed = if from_upstreams {
                 kinds = refresh_from_upstreams(&state, &federation, &mut current, wait).await;
                 next_refresh = tokio::time::Instant::now() + next_read(&current, every, &mut retry);
                 kinds.any()
@@ -127,8 +131,15 @@ pub(crate) fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                     }
                 }
             };
+            // An approval on any replica (announced, or seen at the next poll) is served at once.
+            if !from_upstreams && state.pinning.approvals_changed(&state.store, &federation).await {
+                tracing::info!("pinned definitions were approved");
+                kinds.tools = true;
+                changed = true;
+            }
             if changed {
-                match state.catalog_parts.build(&federation, &current, state.tasks.book()) {
+                let served = state.pinning.served(&state.store, &federation, &current).await;
+                match state.catalog_parts.build(&federation, &served, state.tasks.book()) {
                     Ok(catalog) => {
                         state.catalog.replace(catalog);
                         tracing::info!("catalog rebuilt with the upstreams' new lists");

@@ -363,6 +363,13 @@ pub enum GatewayError {
         /// What is wrong.
         detail: String,
     },
+    /// An admin API request that conflicts with the current state (an approval naming a
+    /// definition hash that is no longer the latest seen).
+    #[error("Conflict: {detail}")]
+    AdminConflict {
+        /// What changed.
+        detail: String,
+    },
     /// A task the admin API does not find (unknown, malformed, or expired).
     #[error("Not found: task {id}")]
     AdminNotFound {
@@ -632,9 +639,11 @@ impl GatewayError {
             E::StoredData { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
             // Admin API errors are answered by the admin API (see `admin_status`); on the MCP
             // endpoint they would be a bug.
-            E::AdminUnauthorized | E::AdminInvalid { .. } | E::AdminNotFound { .. } | E::Connect { .. } => {
-                (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None)
-            }
+            E::AdminUnauthorized
+            | E::AdminInvalid { .. }
+            | E::AdminConflict { .. }
+            | E::AdminNotFound { .. }
+            | E::Connect { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
             E::Store { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::INTERNAL_ERROR,
@@ -662,6 +671,7 @@ impl GatewayError {
             Self::AdminUnauthorized => StatusCode::UNAUTHORIZED,
             Self::AdminInvalid { .. } => StatusCode::BAD_REQUEST,
             Self::AdminNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::AdminConflict { .. } => StatusCode::CONFLICT,
             Self::ForbiddenOrigin { .. } | Self::ForbiddenHost { .. } => StatusCode::FORBIDDEN,
             Self::Store { .. } => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,

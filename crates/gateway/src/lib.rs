@@ -29,6 +29,7 @@ mod limits;
 mod mcp;
 mod metrics;
 mod origin;
+mod pinning;
 pub mod policy;
 mod principal_slots;
 pub mod probe;

@@ -82,6 +82,9 @@ impl AppState {
             let wait = Duration::from_secs(config.federation.startup_wait_secs);
             catalog_refresh::initial_lists(&federation, &store, wait).await
         };
+        // Pinned upstreams' tools are checked against the store before anything is served.
+        let pinning = Arc::new(crate::pinning::Pinning::default());
+        let served = pinning.served(&store, &federation, &lists).await;
         let mut extra_entries = CatalogBuilder::default();
         extra(&mut extra_entries);
         if config.toolset.is_empty() && config.upstream.is_empty() && extra_entries.is_empty() {
@@ -97,11 +100,11 @@ impl AppState {
             background: config.background.clone(),
         };
         // Counted by the tools that may run as tasks at start-up (the companions never do).
-        let task_metrics = Arc::new(TaskMetrics::new(catalog_parts.assemble(&federation, &lists).task_tools()));
+        let task_metrics = Arc::new(TaskMetrics::new(catalog_parts.assemble(&federation, &served).task_tools()));
         let options = worker_options(&config, task_metrics.clone());
         let audit = Audit::start(&config.audit, &options.worker_id)?;
         let book = TaskBook::new(store.clone(), task_metrics).with_transitions(audit.observer());
-        let catalog = SharedCatalog::new(catalog_parts.build(&federation, &lists, &book)?);
+        let catalog = SharedCatalog::new(catalog_parts.build(&federation, &served, &book)?);
         audit.attach_catalog(&catalog);
         let origin = crate::servers::public_origin(&config);
         let rendering = crate::servers::Rendering {
@@ -151,6 +154,7 @@ impl AppState {
             catalog,
             catalog_parts,
             federation,
+            pinning,
             connections,
             sealer,
             auth,

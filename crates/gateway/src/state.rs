@@ -53,6 +53,8 @@ pub struct Inner {
     pub result_waiters: PrincipalSlots,
     /// Open listen streams, in all and per principal.
     pub listeners: PrincipalSlots,
+    /// Which tools of pinned upstreams the snapshots withhold (see `pinning`).
+    pub(crate) pinning: Arc<crate::pinning::Pinning>,
     /// Users' connections to `auth = "oauth"` upstreams (`None` without any).
     pub(crate) connections: Option<Arc<Connector>>,
     /// Seals legacy session ids (and requestState).

@@ -6,7 +6,9 @@ use std::time::Duration;
 use mcpgate_protocol::task::TaskStatus;
 
 use crate::admin::{PurgeFilter, Purged, ScanPage};
-use crate::contract::{EventBus, JobQueue, Locks, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault};
+use crate::contract::{
+    EventBus, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
+};
 use crate::error::StoreError;
 use crate::events::Subscription;
 use crate::memory::MemoryStore;
@@ -14,6 +16,7 @@ use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
     Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
+use crate::pins::{Approval, Approved, Observed, Withheld};
 use crate::rate::{Admission, Bucket};
 use crate::redis::RedisStore;
 use crate::vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultPage};
@@ -286,5 +289,23 @@ impl Locks for AnyStore {
 
     async fn unlock(&self, name: &str, holder: &str) -> Result<bool, StoreError> {
         delegate!(self, s => s.unlock(name, holder))
+    }
+}
+
+impl Pins for AnyStore {
+    async fn pins_observe(&self, upstream: &str, seed: bool, tools: &[Observed]) -> Result<Approved, StoreError> {
+        delegate!(self, s => s.pins_observe(upstream, seed, tools))
+    }
+
+    async fn pins_approved(&self, upstream: &str) -> Result<Approved, StoreError> {
+        delegate!(self, s => s.pins_approved(upstream))
+    }
+
+    async fn pins_withheld(&self, upstream: &str) -> Result<Vec<Withheld>, StoreError> {
+        delegate!(self, s => s.pins_withheld(upstream))
+    }
+
+    async fn pins_approve(&self, upstream: &str, tool: &str, hash: &str) -> Result<Approval, StoreError> {
+        delegate!(self, s => s.pins_approve(upstream, tool, hash))
     }
 }

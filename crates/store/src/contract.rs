@@ -342,3 +342,36 @@ pub trait Locks: Send + Sync {
     /// whether it did.
     fn unlock(&self, name: &str, holder: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
+
+/// Pinned tool definitions of upstreams (see `pins`), one upstream's keys in one Redis Cluster
+/// slot. Every method is one round trip and atomic.
+pub trait Pins: Send + Sync {
+    /// Records what `upstream` lists now: first seeds the approved set with `tools` when
+    /// `seed` (first-seen) and nothing was ever approved for it (of two replicas racing, one
+    /// seeds, and both read its set); then keeps, as the latest seen, exactly the tools whose
+    /// hash is not the approved one. Returns the approved hashes.
+    fn pins_observe(
+        &self,
+        upstream: &str,
+        seed: bool,
+        tools: &[crate::pins::Observed],
+    ) -> impl Future<Output = Result<crate::pins::Approved, StoreError>> + Send;
+
+    /// The approved hashes of `upstream` (empty when none).
+    fn pins_approved(&self, upstream: &str) -> impl Future<Output = Result<crate::pins::Approved, StoreError>> + Send;
+
+    /// The tools of `upstream` withheld at the last observation, with both definitions, by name.
+    fn pins_withheld(
+        &self,
+        upstream: &str,
+    ) -> impl Future<Output = Result<Vec<crate::pins::Withheld>, StoreError>> + Send;
+
+    /// Approves the latest seen definition of `tool` if its hash is `hash` (compare-and-set:
+    /// a definition seen since the operator looked is not approved). Safe to repeat.
+    fn pins_approve(
+        &self,
+        upstream: &str,
+        tool: &str,
+        hash: &str,
+    ) -> impl Future<Output = Result<crate::pins::Approval, StoreError>> + Send;
+}

@@ -1,7 +1,7 @@
 //! Task state, the job queue and task events: the `TaskStore`, `JobQueue` and `EventBus`
 //! contracts (see `contract`), kept in memory (one replica, no Redis) or in Redis (any number
 //! of replicas); beside them, the fleet's shared lists, marks, rate limits, a vault of sealed
-//! secrets (`Vault`) and named locks (`Locks`).
+//! secrets (`Vault`), named locks (`Locks`) and pinned tool definitions (`Pins`).
 //!
 //! Consistency model: every transition is one atomic step (one Lua script on Redis) that
 //! checks the task's lifetime, never overwrites a terminal status, and publishes the task's
@@ -17,6 +17,7 @@ mod events;
 mod memory;
 mod metrics;
 mod model;
+mod pins;
 mod quota;
 mod rate;
 mod redis;
@@ -27,12 +28,15 @@ mod vault;
 pub use admin::{PurgeFilter, Purged, ScanPage};
 pub use any::AnyStore;
 pub use change::Change;
-pub use contract::{EventBus, JobQueue, Locks, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault};
+pub use contract::{
+    EventBus, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
+};
 pub use error::StoreError;
 pub use events::Subscription;
 pub use memory::MemoryStore;
 pub use metrics::StoreMetrics;
 pub use model::*;
+pub use pins::{Approval, Approved, MAX_DEFINITION_BYTES, MAX_PINNED_TOOLS, Observed, Withheld};
 pub use quota::{Quota, QuotaKind};
 pub use rate::{Admission, Bucket};
 pub use redis::{RedisOptions, RedisStore};

@@ -37,6 +37,38 @@ enum AdminCommand {
     /// Users' connections to oauth upstreams (metadata only, never a token).
     #[command(subcommand)]
     Credentials(CredentialsCommand),
+    /// Pinned tool definitions: what is withheld, and approving it.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// Tools of pinned upstreams withheld until approved: approved vs current definition,
+    /// the fields that changed, and the hash to approve.
+    Diff {
+        /// One pinned upstream (otherwise every one).
+        #[arg(long)]
+        upstream: Option<String>,
+        /// Print the API's JSON instead of the readable diff.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approves withheld definitions: one tool with the hash `diff` printed, or all shown now.
+    Approve {
+        /// The pinned upstream.
+        #[arg(long)]
+        upstream: String,
+        /// The upstream's own name of the tool.
+        #[arg(long, requires = "hash", conflicts_with = "all", required_unless_present = "all")]
+        tool: Option<String>,
+        /// The definition hash `diff` printed (a definition changed since is not approved).
+        #[arg(long, requires = "tool")]
+        hash: Option<String>,
+        /// Every tool `diff` shows now (each approved one is printed).
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -114,7 +146,11 @@ pub fn run(args: AdminArgs) -> anyhow::Result<()> {
     let token = token.trim().to_owned();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     let out = runtime.block_on(execute(&args.url, &token, args.command))?;
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_else(|_| out.to_string()));
+    match out {
+        // A readable report (`tools diff`), printed as is.
+        Value::String(text) => print!("{text}"),
+        out => println!("{}", serde_json::to_string_pretty(&out).unwrap_or_else(|_| out.to_string())),
+    }
     Ok(())
 }
 
@@ -149,6 +185,19 @@ async fn execute(url: &str, token: &str, command: AdminCommand) -> anyhow::Resul
                 }
             }
             Ok(json!({ "credentials": credentials }))
+        }
+        AdminCommand::Tools(ToolsCommand::Diff { upstream, json }) => {
+            let query: Vec<(&str, String)> = upstream.map(|u| ("upstream", u)).into_iter().collect();
+            let out = api.send(reqwest::Method::GET, &format!("/admin/tools/withheld?{}", form(&query)), None).await?;
+            Ok(if json { out } else { Value::String(super::pins::render_diff(&out)) })
+        }
+        AdminCommand::Tools(ToolsCommand::Approve { upstream, tool, hash, all }) => {
+            let body = if all {
+                json!({ "upstream": upstream, "all": true })
+            } else {
+                json!({ "upstream": upstream, "tool": tool, "hash": hash })
+            };
+            api.send(reqwest::Method::POST, "/admin/tools/approve", Some(&body)).await
         }
         AdminCommand::Tasks(TasksCommand::Inspect { id }) => {
             api.send(reqwest::Method::GET, &format!("/admin/tasks/{}", encode(&id)), None).await

@@ -14,6 +14,7 @@
 
 mod client;
 mod credentials;
+mod pins;
 mod routes;
 mod view;
 
@@ -38,6 +39,7 @@ pub fn router(state: AppState) -> Router {
     let policy = std::sync::Arc::new(OriginPolicy::admin(loopback));
     routes::routes()
         .merge(credentials::routes())
+        .merge(pins::routes())
         .layer(axum::middleware::from_fn_with_state(state.clone(), authorize))
         .merge(crate::routes::ops::observability())
         .layer(axum::middleware::from_fn(move |request: Request, next: Next| {

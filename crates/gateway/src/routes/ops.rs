@@ -48,6 +48,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     text.push_str(&format!("mcpgate_worker_draining {}\n", u8::from(state.tasks.workers().is_draining())));
     state.tasks.metrics().render(&mut text);
     state.audit.render(&mut text);
+    state.pinning.render(&mut text);
     if let Some(connector) = &state.connections {
         connector.stats.render(&mut text);
     }

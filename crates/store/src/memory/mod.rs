@@ -6,6 +6,7 @@
 //! state, so memory is bounded by the live tasks.
 
 mod admin;
+mod pins;
 mod rates;
 mod state;
 mod vault;
@@ -25,6 +26,7 @@ use crate::model::{
     Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use crate::rate::{Admission, Bucket};
+use pins::PinsState;
 use rates::Rates;
 use state::State;
 use vault::VaultState;
@@ -39,6 +41,8 @@ pub struct MemoryStore {
     rates: Arc<std::sync::Mutex<Rates>>,
     /// Vault entries and locks, apart from the task state too.
     vault: Arc<std::sync::Mutex<VaultState>>,
+    /// Pinned tool definitions, apart from the rest too.
+    pins: Arc<std::sync::Mutex<PinsState>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -62,6 +66,7 @@ impl MemoryStore {
             hub: Hub::new(),
             rates: Arc::default(),
             vault: Arc::default(),
+            pins: Arc::default(),
         }
     }
 

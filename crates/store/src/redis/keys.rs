@@ -23,6 +23,11 @@
 //! <p>:{<p>:vault}:<kind>:index    zset    every entry of a kind, "<scope>\0<name>" (lex order)
 //! <p>:{<p>:vault}:version         integer the last version given to any vault entry
 //! <p>:lock:<h>                    string  a named lock's holder (h: digest of the name), PX
+//! <p>:{<p>:pins:<name>}:approved      hash    upstream <name>'s approved tool hashes (tool → hash)
+//! <p>:{<p>:pins:<name>}:approved-defs hash    the definitions they were taken from (tool → JSON)
+//! <p>:{<p>:pins:<name>}:seen          hash    withheld tools' latest seen hashes (tool → hash)
+//! <p>:{<p>:pins:<name>}:seen-defs     hash    their latest seen definitions (tool → JSON)
+//! <p>:{<p>:pins:<name>}:seeded        string  set once anything was approved (first-seen seeds once)
 //! ```
 
 use std::fmt::Write as _;
@@ -112,6 +117,15 @@ impl Keys {
         push_hashed(&mut key, scope);
         key.push('}');
         key
+    }
+
+    /// The pin keys of an upstream, in the order the pin scripts take them: approved,
+    /// approved-defs, seen, seen-defs, seeded (one slot per upstream).
+    pub(super) fn pins(&self, upstream: &str) -> Vec<String> {
+        ["approved", "approved-defs", "seen", "seen-defs", "seeded"]
+            .iter()
+            .map(|part| format!("{p}:{{{p}:pins:{upstream}}}:{part}", p = self.prefix))
+            .collect()
     }
 
     /// The encryption-at-rest cutover (see `at_rest`).

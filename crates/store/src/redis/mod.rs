@@ -15,6 +15,7 @@ mod conn;
 mod job_queue;
 mod keys;
 mod lists;
+mod pins;
 mod pool;
 mod quota;
 mod rate;

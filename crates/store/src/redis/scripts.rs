@@ -27,9 +27,13 @@ pub(super) static VAULT_PUT: LazyLock<Script> = LazyLock::new(|| Script::new(inc
 pub(super) static VAULT_DELETE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/vault_delete.lua")));
 pub(super) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/unlock.lua")));
+pub(super) static PIN_OBSERVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/pin_observe.lua")));
+pub(super) static PIN_APPROVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/pin_approve.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 20] {
+pub(super) fn all() -> [&'static Script; 22] {
     [
         &CREATE,
         &CANCEL,
@@ -51,5 +55,7 @@ pub(super) fn all() -> [&'static Script; 20] {
         &VAULT_PUT,
         &VAULT_DELETE,
         &UNLOCK,
+        &PIN_OBSERVE,
+        &PIN_APPROVE,
     ]
 }

@@ -8,4 +8,4 @@ mod suite;
 
 pub use redis_cluster::RedisCluster;
 pub use redis_server::RedisServer;
-pub use suite::run_suite;
+pub use suite::{run_pins_suite, run_suite};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcpgate_store::testing::{RedisServer, run_suite};
+use mcpgate_store::testing::{RedisServer, run_pins_suite, run_suite};
 use mcpgate_store::{RedisOptions, RedisStore};
 
 pub(crate) fn options(server: &RedisServer) -> RedisOptions {
@@ -62,6 +62,32 @@ fn rand_suffix() -> String {
 async fn redis_store_honours_the_contract() {
     let server = RedisServer::start();
     run_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_keeps_pins() {
+    let server = RedisServer::start();
+    run_pins_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_store_keeps_pins_in_one_slot_per_upstream() {
+    let cluster = mcpgate_store::testing::RedisCluster::start(3);
+    let urls = cluster.urls();
+    run_pins_suite(|| async {
+        let options = RedisOptions {
+            url: urls.clone(),
+            cluster: true,
+            prefix: format!("c{}", rand_suffix()),
+            shards: 8,
+            pool_size: 4,
+            command_timeout: Duration::from_secs(2),
+            at_rest: None,
+            at_rest_window: Duration::ZERO,
+        };
+        RedisStore::connect(options).await.expect("connects to the cluster")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

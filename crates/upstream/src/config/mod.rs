@@ -18,11 +18,13 @@ use crate::glob::Glob;
 
 mod oauth;
 mod overrides;
+mod pin;
 mod token_exchange;
 
 pub use oauth::{OAuthConfig, UpstreamAuth};
 pub(crate) use overrides::is_valid_tool_name;
 pub use overrides::{AnnotationOverride, ToolOverride};
+pub use pin::PinMode;
 pub use token_exchange::TokenExchangeConfig;
 
 /// Every key of an `[[upstream]]` table with its help text (for `--help` and
@@ -92,6 +94,12 @@ pub const KEYS: &[(&str, &str)] = &[
          caller sees of that tool and what each call sends: rename (the exposed name as written, no prefix), \
          annotations merged over the upstream's, hidden arguments (removed from the schema, fixed values sent on \
          every call; a caller sending one is refused), defaults (filled in when the caller leaves them out) [none]",
+    ),
+    (
+        "pin",
+        "false | true | \"first-seen\": pin its tool definitions; a tool whose definition changes (or a new one) is \
+         withheld on every replica until `mcpgate admin tools approve`; true: nothing is approved until an operator \
+         approves; first-seen: the first definitions seen are approved; not with auth = \"oauth\" [false]",
     ),
 ];
 
@@ -255,6 +263,9 @@ pub struct UpstreamConfig {
     /// tool and what its calls send (every other per-tool key keeps the upstream's own name).
     #[serde(default)]
     pub overrides: BTreeMap<String, ToolOverride>,
+    /// Whether its tool definitions are pinned (`false | true | "first-seen"`).
+    #[serde(default)]
+    pub pin: PinMode,
 }
 
 /// `[upstream.limits]`: how often one principal may call this upstream's tools, across every
@@ -316,6 +327,7 @@ impl fmt::Debug for UpstreamConfig {
             .field("auth", &self.auth)
             .field("oauth", &self.oauth)
             .field("overrides", &self.overrides.keys().collect::<Vec<_>>())
+            .field("pin", &self.pin)
             .finish_non_exhaustive()
     }
 }
@@ -372,6 +384,7 @@ impl UpstreamConfig {
             auth: UpstreamAuth::Headers,
             oauth: None,
             overrides: BTreeMap::new(),
+            pin: PinMode::Off,
         }
     }
 
@@ -537,6 +550,15 @@ impl UpstreamConfig {
                         "headers.Authorization",
                         "not with auth = \"oauth\", which sets each request's Authorization to the caller's own \
                          token"
+                            .to_owned(),
+                    ));
+                }
+                if self.pin.is_pinned() {
+                    // Each caller's tools come from their own connection and are never in the
+                    // shared lists the pins are checked against.
+                    return Err(bad(
+                        "pin",
+                        "not with auth = \"oauth\": each caller's own tools cannot be pinned; pin a shared upstream"
                             .to_owned(),
                     ));
                 }

@@ -136,6 +136,9 @@ fn oauth_upstreams_are_validated() {
     let mut secret_alone = oauth("https://tracker.example/mcp");
     secret_alone.oauth = Some(OAuthConfig { client_secret: Some("s".to_owned()), ..OAuthConfig::default() });
     assert_eq!(key_of(&secret_alone).as_deref(), Some("oauth.client_secret"));
+    let mut pinned_oauth = oauth("https://tracker.example/mcp");
+    pinned_oauth.pin = crate::config::PinMode::FirstSeen;
+    assert_eq!(key_of(&pinned_oauth).as_deref(), Some("pin"), "each caller's own tools cannot be pinned");
     let mut scope = oauth("https://tracker.example/mcp");
     scope.oauth = Some(OAuthConfig { scopes: vec!["read write".to_owned()], ..OAuthConfig::default() });
     assert_eq!(key_of(&scope).as_deref(), Some("oauth.scopes"));

@@ -3,6 +3,7 @@
 //! key prefix).
 
 mod operators;
+mod pins;
 mod vault;
 
 use std::future::Future;
@@ -129,6 +130,18 @@ where
     operators::an_admin_scan_sees_every_task_and_a_purge_deletes_only_ended_ones(&make().await).await;
     vault::vault_entries_are_versioned_and_listed_without_their_values(&make().await).await;
     vault::locks_are_exclusive_until_released_or_lapsed(&make().await).await;
+}
+
+/// Runs the checks of pinned tool definitions, each against a store made by `make` (apart
+/// from `run_suite`, so a change to pinning runs only these).
+pub async fn run_pins_suite<S, F, Fut>(make: F)
+where
+    S: crate::contract::Pins,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    pins::first_seen_seeds_once_however_replicas_race(&make().await).await;
+    pins::approvals_name_the_hash_the_operator_saw(&make().await).await;
 }
 
 async fn upstream_lists_are_shared_with_a_generation<S: UpstreamLists>(store: &S) {
