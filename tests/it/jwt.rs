@@ -28,3 +28,16 @@ pub(crate) fn bearer(sub: &str) -> anyhow::Result<String> {
     let token = encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes()))?;
     Ok(format!("Bearer {token}"))
 }
+
+/// An `Authorization` header value for `sub` with `extra` claims (say, a role), valid for ten
+/// minutes.
+pub(crate) fn bearer_with(sub: &str, extra: &serde_json::Value) -> anyhow::Result<String> {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let mut claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": sub, "exp": now + 600});
+    if let (Some(all), Some(more)) = (claims.as_object_mut(), extra.as_object()) {
+        all.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let token = encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes()))?;
+    Ok(format!("Bearer {token}"))
+}

@@ -9,6 +9,7 @@ mod deploy;
 mod examples;
 mod faults;
 mod federation;
+mod governance;
 mod hostile_upstream;
 mod idempotency;
 mod jwt;

@@ -184,8 +184,12 @@ struct ListTables {
     server: Vec<Value>,
 }
 
-/// Parses a file: the settings table (checked leaf by leaf), its `[[upstream]]` and its
-/// `[[policy]]` tables.
+/// What a file may call its `[server]` settings table (TOML cannot hold both `[server]` and
+/// the `[[server]]` tables of virtual servers).
+const GATEWAY_TABLE: &str = "gateway";
+
+/// Parses a file: the settings table (checked leaf by leaf), its `[[upstream]]`, `[[policy]]`
+/// and `[[server]]` tables.
 fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupError> {
     let mut table: Table =
         text.parse().map_err(|e: toml::de::Error| StartupError::config_caused(source, "not valid TOML", e))?;
@@ -201,6 +205,16 @@ fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupEr
     };
     let server = if virtual_servers { take("server")? } else { Vec::new() };
     let tables = ListTables { upstream: take("upstream")?, policy: take("policy")?, server };
+    // `[gateway]` is another name of the `[server]` settings, for a file with `[[server]]`.
+    if let Some(settings) = table.remove(GATEWAY_TABLE) {
+        if table.contains_key("server") {
+            return Err(StartupError::config(
+                GATEWAY_TABLE,
+                format!("in {source}: [gateway] is another name of [server]: write one of the two"),
+            ));
+        }
+        table.insert("server".to_owned(), settings);
+    }
     normalize(&mut table, "", source)?;
     Ok((table, tables))
 }

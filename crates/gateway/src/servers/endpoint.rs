@@ -20,7 +20,7 @@ use super::selection::Selection;
 use crate::config::{Discovery, VirtualServer};
 use crate::error::{GatewayError, StartupError};
 use crate::mcp::discover_result;
-use crate::policy::{Caller, Policy};
+use crate::policy::{Caller, Decision, Policy, Use};
 
 /// One endpoint.
 #[derive(Debug)]
@@ -31,6 +31,8 @@ pub struct Endpoint {
     /// `None`: everything (the root).
     selection: Option<Selection>,
     policy: Arc<Policy>,
+    /// A virtual server's: the root's rules, which hold on every endpoint.
+    root_policy: Option<Arc<Policy>>,
     server_info: Arc<Implementation>,
     instructions: Option<String>,
     discovery: Discovery,
@@ -71,6 +73,7 @@ impl Endpoint {
             path: path.to_owned(),
             selection: None,
             policy,
+            root_policy: None,
             server_info,
             instructions,
             discovery: Discovery::List,
@@ -80,9 +83,13 @@ impl Endpoint {
         })
     }
 
-    /// A virtual server; its rules are compiled here (a bad one stops start-up, named with
-    /// its server).
-    pub(crate) fn virtual_server(server: &VirtualServer, r: &Rendering<'_>) -> Result<Self, StartupError> {
+    /// A virtual server, judged by `root_policy` and then by its own rules, compiled here (a bad
+    /// one stops start-up, named with its server).
+    pub(crate) fn virtual_server(
+        server: &VirtualServer,
+        root_policy: Arc<Policy>,
+        r: &Rendering<'_>,
+    ) -> Result<Self, StartupError> {
         let policy = Policy::from_rules(&server.policy, server.policy_default, server.policy_hide_denied)
             .map_err(|e| e.within(&server.setting()))?;
         let selection = Selection::new(&server.tools, &server.prompts, &server.resources);
@@ -103,6 +110,7 @@ impl Endpoint {
             path,
             selection: Some(selection),
             policy: Arc::new(policy),
+            root_policy: Some(root_policy),
             server_info,
             instructions: server.instructions.clone(),
             discovery: server.discovery,
@@ -127,9 +135,28 @@ impl Endpoint {
         &self.path
     }
 
-    /// Its rules.
+    /// Its own rules (at the root: the root's).
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// Whether every use is allowed here whatever it is (lists need no filtering by policy).
+    pub fn policy_is_open(&self) -> bool {
+        self.policy.is_open() && self.root_policy.as_ref().is_none_or(|root| root.is_open())
+    }
+
+    /// Whether its lists show `used` to `caller`: the root's rules and its own both allow it.
+    pub fn shows(&self, caller: &Caller<'_>, used: Use<'_>) -> bool {
+        self.root_policy.as_ref().is_none_or(|root| root.shows(caller, used)) && self.policy.shows(caller, used)
+    }
+
+    /// Checks a use here: the root's rules first (they hold on every endpoint, and see which
+    /// server a use comes through), then its own; the first denial answers.
+    pub fn check(&self, caller: &Caller<'_>, used: Use<'_>) -> Result<Decision, GatewayError> {
+        if let Some(root) = &self.root_policy {
+            root.check(caller, used)?;
+        }
+        self.policy.check(caller, used)
     }
 
     /// `principal` as its policy sees them here.

@@ -40,7 +40,7 @@ impl Endpoints {
         let root_resource = (config.auth.mode != AuthMode::None).then(|| config.auth.resource.clone()).flatten();
         let root = Endpoint::root(
             crate::routes::MCP_PATH,
-            policy,
+            Arc::clone(&policy),
             server_info,
             config.server.instructions.clone(),
             root_resource,
@@ -49,7 +49,7 @@ impl Endpoints {
         let servers = config
             .servers
             .iter()
-            .map(|s| Endpoint::virtual_server(s, rendering).map(Arc::new))
+            .map(|s| Endpoint::virtual_server(s, Arc::clone(&policy), rendering).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self { root: Arc::new(root), servers })
     }

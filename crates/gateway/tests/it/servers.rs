@@ -317,3 +317,36 @@ async fn the_audit_trail_names_the_server_of_a_call_and_of_its_task() {
     let task = lines.iter().find(|l| l["event"] == "task.created" && l["task_id"] == id.as_str()).expect("its line");
     assert_eq!(task["server"], "docs", "{task}");
 }
+
+#[test]
+fn a_file_with_virtual_servers_writes_its_server_settings_under_gateway() {
+    let text = "toolset = [\"demo\"]\n[gateway]\ninstructions = \"Root instructions\"\n[[server]]\nname = \"a\"\n";
+    let c = mcpgate::config::load_from_str(text).expect("[gateway] with [[server]]");
+    assert_eq!(c.server.instructions.as_deref(), Some("Root instructions"));
+    assert_eq!(c.servers.len(), 1);
+    let both = "[server]\ninstructions = \"x\"\n[gateway]\ninstructions = \"y\"\n";
+    let err = error_text(mcpgate::config::load_from_str(both).expect_err("both names"));
+    assert!(err.contains("gateway") && err.contains("one of the two"), "{err}");
+    let typo = "[gateway]\ninstructionz = \"x\"\n";
+    let err = error_text(mcpgate::config::load_from_str(typo).expect_err("a typo"));
+    assert!(err.contains("server.instructionz"), "named as the setting it would be: {err}");
+}
+
+#[tokio::test]
+async fn the_roots_rules_hold_on_every_server_too() {
+    let mut c = with_servers(config());
+    c.policy = vec![
+        PolicyRule::new("nobody-echoes", "tool == 'echo' && server != 'docs'", Effect::Deny).with_message("no echo"),
+    ];
+    let app = app(c).await;
+    let echo = || Req::modern("tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}));
+    // Denied at the root and through ops (the root's rule sees `server`), not listed there.
+    for path in ["/mcp", OPS] {
+        let denied = assert_error(&echo().at(path).send(&app).await, 200, -32600);
+        assert_eq!(denied["error"]["data"]["rule"], "nobody-echoes", "{path}: {denied}");
+        assert!(!list(&app, path, "tools/list", "tools").await.contains(&"echo".to_owned()), "{path}");
+    }
+    // A server's own rule still judges what the root's allow.
+    let sum = Req::modern("tools/call", json!({"name": "sum", "arguments": {"numbers": [1, 2]}}));
+    assert_eq!(assert_error(&sum.at(OPS).send(&app).await, 200, -32600)["error"]["data"]["rule"], "ops-no-sum");
+}

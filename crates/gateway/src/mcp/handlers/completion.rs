@@ -31,7 +31,7 @@ pub(in crate::mcp) fn complete(
                 .filter(|_| cx.endpoint.selects_prompt(name))
                 .ok_or_else(|| GatewayError::invalid_params(format!("Unknown prompt: {}", clip(name))))?;
             let used = Use { target: Item::Prompt(name), upstream: prompt.upstream(), arguments: Arguments::None };
-            cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
+            cx.endpoint.check(&cx.endpoint.caller(&cx.principal), used)?;
             let context = params.context.as_ref().and_then(|c| c.arguments.clone()).unwrap_or_default();
             prompt.complete(&arg.name, &arg.value, &context)
         }
@@ -43,7 +43,7 @@ pub(in crate::mcp) fn complete(
                 .filter(|_| cx.endpoint.selects_resource(uri))
                 .ok_or_else(|| GatewayError::invalid_params(format!("Unknown resource template: {}", clip(uri))))?;
             let used = Use { target: Item::Resource(uri), upstream: handler.upstream(), arguments: Arguments::None };
-            cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
+            cx.endpoint.check(&cx.endpoint.caller(&cx.principal), used)?;
             handler.complete(&arg.name, &arg.value)
         }
     };

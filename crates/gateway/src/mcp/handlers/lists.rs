@@ -32,7 +32,7 @@ pub(in crate::mcp) async fn list(
             .search_tools_list(cx.era)
             .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")));
     }
-    if !cx.endpoint.selects_all() || !cx.endpoint.policy().is_open() {
+    if !cx.endpoint.selects_all() || !cx.endpoint.policy_is_open() {
         return filtered(cx, method, &catalog).await;
     }
     let lists = catalog.lists(cx.era);
@@ -72,5 +72,5 @@ pub(super) fn visible(cx: &CallContext, caller: &Caller<'_>, item: Item<'_>, ups
         Item::Prompt(name) => endpoint.selects_prompt(name),
         Item::Resource(uri) => endpoint.selects_resource(uri),
     };
-    selected && endpoint.policy().shows(caller, Use { target: item, upstream, arguments: Arguments::None })
+    selected && endpoint.shows(caller, Use { target: item, upstream, arguments: Arguments::None })
 }

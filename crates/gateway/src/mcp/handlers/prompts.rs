@@ -33,7 +33,7 @@ pub(in crate::mcp) async fn get_prompt(
         upstream: prompt.upstream(),
         arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Strings),
     };
-    cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
+    cx.endpoint.check(&cx.endpoint.caller(&cx.principal), used)?;
     let arguments = params.arguments.unwrap_or_default();
     for arg in prompt.descriptor().arguments.iter().flatten() {
         if arg.required == Some(true) && !arguments.contains_key(&arg.name) {

@@ -47,7 +47,7 @@ pub(in crate::mcp) async fn read_resource(
                 return Err(GatewayError::ResourceNotFound { uri: uri.clone() });
             };
             let used = Use { target: Item::Resource(&uri), upstream, arguments: Arguments::None };
-            endpoint.policy().check(&endpoint.caller(&cx.principal), used)?;
+            endpoint.check(&endpoint.caller(&cx.principal), used)?;
             if let Some(upstream) = upstream {
                 state.limits.admit(&cx.principal, Charge::Upstream { upstream }).await?;
             }

@@ -63,7 +63,7 @@ pub(in crate::mcp) async fn call_tool(
         upstream: tool.descriptor().upstream.as_deref(),
         arguments: params.arguments.as_ref().map_or(Arguments::None, Arguments::Json),
     };
-    cx.endpoint.policy().check(&cx.endpoint.caller(&cx.principal), used)?;
+    cx.endpoint.check(&cx.endpoint.caller(&cx.principal), used)?;
     // The `Mcp-Param-*` headers mirror the arguments of the tool the request names; those of
     // a tool called through `call_tool` are inside the wrapper's arguments, not in headers.
     if cx.era == Era::Modern && !wrapped {
