@@ -7,10 +7,13 @@ It serves http://127.0.0.1:PORT/mcp; a token must carry issuer ISSUER (keys from
 audience http://127.0.0.1:PORT/mcp and scope mcp:tools. A request without one is answered 401
 with a Bearer challenge naming the resource metadata.
 Tools: whoami (returns the token's `sub`); slow_whoami (the same after sleeping, idempotent: a
-call a gateway task runs, long enough to outlive a short-lived token).
+call a gateway task runs, long enough to outlive a short-lived token; given `release`, a file
+path, it returns as soon as that file exists, so a test ends the wait when it has seen what it
+waited for instead of sleeping a fixed time).
 """
 
 import asyncio
+import os
 import sys
 
 from fastmcp import FastMCP
@@ -45,10 +48,14 @@ def whoami() -> str:
 
 
 @mcp.tool(annotations=ToolAnnotations(idempotentHint=True))
-async def slow_whoami(seconds: float) -> str:
-    "The subject of the access token this call arrived with, after sleeping `seconds`"
+async def slow_whoami(seconds: float, release: str | None = None) -> str:
+    "The subject of the access token this call arrived with, after `seconds` or once the file `release` exists"
     sub = get_access_token().claims["sub"]
-    await asyncio.sleep(seconds)
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        if release is not None and os.path.exists(release):
+            break
+        await asyncio.sleep(min(0.05, max(0.0, deadline - asyncio.get_running_loop().time())))
     return sub
 
 

@@ -460,8 +460,9 @@ async fn each_user_connects_from_a_tool_call_in_their_era_and_each_call_carries_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_outlives_it() -> anyhow::Result<()> {
-    // Upstream tokens live 8 s (refreshed within their last quarter).
-    let mut setup = Setup::start(Duration::from_secs(8)).await?;
+    // Upstream tokens live 4 s (refreshed within their last second): each expiry below is
+    // waited out, so the lifetime is what this test costs, four times over.
+    let mut setup = Setup::start(Duration::from_secs(4)).await?;
     let mut alice = setup.user("alice").await?;
     let link = setup.link_in_tool_error(&alice).await?;
     setup.connected(&mut alice, &link, (0, 1, 2)).await?;
@@ -490,9 +491,13 @@ async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_o
     // A task created before expiry: its replica is killed once the token expired, and another
     // replica runs the (idempotent) call again with a refreshed token of Alice's.
     let caps = json!({"extensions": {TASKS: {}}});
-    // Long enough to be still running when its replica is killed after the token's expiry
-    // (about 8 s in), with room to spare on a loaded machine.
-    let params = json!({"name": "files_slow_whoami", "arguments": {"seconds": 24}});
+    // The call runs until the test creates `release` (the 120 s are only the upstream's bound):
+    // still running when its replica is killed after the token's expiry however loaded the
+    // machine, and no fixed sleep for the rerun, which returns once released.
+    let dir = tempfile::tempdir()?;
+    let release = dir.path().join("release");
+    let arguments = json!({"seconds": 120, "release": release.to_str().unwrap_or_default()});
+    let params = json!({"name": "files_slow_whoami", "arguments": arguments});
     assert!(now_ms() < setup.expires_at("alice")?, "created before expiry");
     let lb = setup.cluster.url();
     let created = setup.modern(&lb, &alice, "tools/call", caps, params).await?;
@@ -502,6 +507,7 @@ async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_o
     let survivors: Vec<usize> = all.into_iter().filter(|&i| i != victim).collect();
     let before = setup.refreshes(&survivors, "ok").await?;
     setup.cluster.kill(victim);
+    std::fs::write(&release, b"")?;
     let done = TaskPoll::new(&setup.client, &lb)
         .auth(&alice.bearer)
         .within(Duration::from_secs(60))
