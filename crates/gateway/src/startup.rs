@@ -59,7 +59,10 @@ impl AppState {
         crate::config::validate_servers(&config)?;
         crate::policy::Policy::compile(&config)?;
         let sealer = sealer(&config)?;
-        let auth = Authenticator::from_config(&config)?;
+        let server_resources: Vec<String> = crate::servers::public_origin(&config)
+            .map(|origin| config.servers.iter().map(|s| format!("{origin}{}", s.endpoint_path())).collect())
+            .unwrap_or_default();
+        let auth = Authenticator::from_config(&config, &server_resources)?;
         let cache_scope = cache_scope(config.auth.mode);
         let rendering = ListRendering {
             server_info: server_info.clone(),

@@ -30,6 +30,8 @@ pub struct JwtAuthenticator {
     static_keys: Vec<NamedKey>,
     jwks: Option<Arc<Jwks>>,
     issuer: String,
+    /// The root endpoint's audience: accepted on every endpoint.
+    audience: String,
     required_scopes: Vec<String>,
     challenge: String,
 }
@@ -44,9 +46,28 @@ impl std::fmt::Debug for NamedKey {
 struct Claims {
     sub: String,
     #[serde(default)]
+    aud: Option<Audience>,
+    #[serde(default)]
     scope: Option<Scopes>,
     #[serde(default)]
     scp: Option<Scopes>,
+}
+
+/// `aud`: one string or an array of them (RFC 7519 4.1.3).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Audience {
+    fn names(&self, audience: &str) -> bool {
+        match self {
+            Self::One(one) => one == audience,
+            Self::Many(many) => many.iter().any(|a| a == audience),
+        }
+    }
 }
 
 /// Providers disagree on the shape: OAuth's `scope` is a space-separated string, Entra ID's
@@ -69,10 +90,14 @@ impl Scopes {
 
 impl JwtAuthenticator {
     /// Builds the verifier from a validated config.
-    pub(super) fn from_config(config: &Config) -> Result<Self, StartupError> {
+    /// `servers`: the protected resources of the virtual servers, each accepted as a token's
+    /// audience on its own endpoint only.
+    pub(super) fn from_config(config: &Config, servers: &[String]) -> Result<Self, StartupError> {
         let jwt = &config.auth.jwt;
         let issuer = jwt.issuer.clone().unwrap_or_default();
         let audience = jwt.audience.clone().or_else(|| config.auth.resource.clone()).unwrap_or_default();
+        let mut audiences = vec![audience.as_str()];
+        audiences.extend(servers.iter().map(String::as_str));
         let mut validations = HashMap::new();
         for name in &jwt.algorithms {
             let alg: Algorithm = name.parse().map_err(|e| {
@@ -80,7 +105,7 @@ impl JwtAuthenticator {
             })?;
             let mut v = Validation::new(alg);
             v.set_issuer(&[&issuer]);
-            v.set_audience(&[&audience]);
+            v.set_audience(&audiences);
             v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
             v.leeway = jwt.leeway_secs;
             v.validate_nbf = true;
@@ -119,13 +144,21 @@ impl JwtAuthenticator {
             static_keys,
             jwks,
             issuer,
+            audience,
             required_scopes: config.auth.required_scopes.clone(),
             challenge,
         })
     }
 
-    /// Authenticates one request's `Authorization` header.
-    pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, GatewayError> {
+    /// Authenticates one request's `Authorization` header, sent to the virtual server whose
+    /// protected resource is `server` (`None`: the root endpoint, or a route of no server). A
+    /// token for one server is refused on every other endpoint; the root's audience holds on
+    /// every endpoint.
+    pub(super) async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        server: Option<&str>,
+    ) -> Result<Principal, GatewayError> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Err(self.unauthorized("missing bearer token", None));
         };
@@ -166,6 +199,10 @@ impl JwtAuthenticator {
         let claims = Claims::deserialize(&all).map_err(|_| self.invalid("token claims are malformed"))?;
         let serde_json::Value::Object(all) = all else { unreachable!("built as an object above") };
 
+        // The validation accepted any endpoint's audience; this endpoint takes its own and the root's.
+        if !claims.aud.as_ref().is_some_and(|aud| aud.names(&self.audience) || server.is_some_and(|s| aud.names(s))) {
+            return Err(self.invalid(reason(&ErrorKind::InvalidAudience)));
+        }
         // An empty subject names nobody: every such token would share one principal (and its
         // tasks, sessions and quotas).
         if claims.sub.trim().is_empty() {

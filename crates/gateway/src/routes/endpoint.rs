@@ -196,7 +196,8 @@ async fn authenticate(
     endpoint: &Endpoint,
     headers: &HeaderMap,
 ) -> Result<mcpgate_runtime::Principal, GatewayError> {
-    state.auth.authenticate(headers).await.map_err(|e| endpoint.challenge(state.endpoints.root(), e))
+    let server = endpoint.server().and(endpoint.resource());
+    state.auth.authenticate_for(headers, server).await.map_err(|e| endpoint.challenge(state.endpoints.root(), e))
 }
 
 /// Publishes a 2025-11-25 session's `notifications/cancelled` to whichever replica runs the

@@ -350,3 +350,28 @@ async fn the_roots_rules_hold_on_every_server_too() {
     let sum = Req::modern("tools/call", json!({"name": "sum", "arguments": {"numbers": [1, 2]}}));
     assert_eq!(assert_error(&sum.at(OPS).send(&app).await, 200, -32600)["error"]["data"]["rule"], "ops-no-sum");
 }
+
+#[tokio::test]
+async fn a_token_for_a_server_works_there_and_nowhere_else() {
+    let app = app(with_servers(hs256_config())).await;
+    let for_ops = {
+        let mut c = claims("alice");
+        c["aud"] = json!("https://mcp.example.com/servers/ops/mcp");
+        format!("Bearer {}", hs(&c))
+    };
+    let tools = |path: &str, token: &str| Req::modern("tools/list", json!({})).at(path).header("authorization", token);
+    assert!(tools(OPS, &for_ops).send(&app).await.result().get("tools").is_some(), "its own audience");
+    for path in ["/mcp", DOCS] {
+        let resp = tools(path, &for_ops).send(&app).await;
+        assert_eq!(resp.status, 401, "{path}: a token for ops");
+        assert!(resp.header("www-authenticate").is_some_and(|c| c.contains("invalid_token")), "{path}");
+    }
+    // The root's audience holds everywhere; an array naming the server does too.
+    let root = format!("Bearer {}", hs(&claims("alice")));
+    assert!(tools(DOCS, &root).send(&app).await.result().get("tools").is_some());
+    let mut both = claims("alice");
+    both["aud"] = json!(["https://other.example.com", "https://mcp.example.com/docs/mcp"]);
+    let both = format!("Bearer {}", hs(&both));
+    assert!(tools(DOCS, &both).send(&app).await.result().get("tools").is_some());
+    assert_eq!(tools(OPS, &both).send(&app).await.status, 401);
+}
