@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use mcpgate_runtime::catalog::{CatalogBuilder, Tool as _};
 
-use crate::config::{TransportKind, UpstreamConfig, validate_all};
+use crate::config::{TransportKind, UpstreamConfig, validate_all, validate_renames};
 use crate::connect_tool::ConnectTool;
 use crate::entries::{UpstreamPrompt, UpstreamResource};
 use crate::error::UpstreamError;
@@ -59,6 +59,7 @@ impl Federation {
     /// Builds the upstreams of validated configurations (nothing is started yet).
     pub fn new(configs: Vec<UpstreamConfig>, separator: &str) -> Result<Self, UpstreamError> {
         validate_all(&configs)?;
+        validate_renames(&configs, separator)?;
         let connections = ConnectionsCell::default();
         let upstreams = configs
             .into_iter()

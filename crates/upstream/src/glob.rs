@@ -12,28 +12,36 @@ impl<'a> Glob<'a> {
     }
 
     /// Whether `name` matches (iterative, with backtracking to the last `*`: linear in practice,
-    /// never exponential).
+    /// never exponential; no allocation, as lists and reads match many names per request).
     pub fn matches(self, name: &str) -> bool {
-        let p: Vec<char> = self.0.chars().collect();
-        let s: Vec<char> = name.chars().collect();
+        let (p, s) = (self.0, name);
+        // Byte offsets into the pattern and the name, always on char boundaries.
         let (mut pi, mut si) = (0, 0);
+        // After the last `*` seen: where its pattern continues, and the name offset it has
+        // swallowed up to.
         let mut star: Option<(usize, usize)> = None;
-        while si < s.len() {
-            if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
-                pi += 1;
-                si += 1;
-            } else if pi < p.len() && p[pi] == '*' {
-                star = Some((pi, si));
-                pi += 1;
-            } else if let Some((sp, ss)) = star {
-                pi = sp + 1;
-                si = ss + 1;
-                star = Some((sp, ss + 1));
-            } else {
-                return false;
+        while let Some(sc) = s[si..].chars().next() {
+            match p[pi..].chars().next() {
+                Some('*') => {
+                    pi += 1;
+                    star = Some((pi, si));
+                }
+                Some(pc) if pc == '?' || pc == sc => {
+                    pi += pc.len_utf8();
+                    si += sc.len_utf8();
+                }
+                _ => match star {
+                    Some((after, swallowed)) => {
+                        let next = swallowed + s[swallowed..].chars().next().map_or(1, char::len_utf8);
+                        pi = after;
+                        si = next;
+                        star = Some((after, next));
+                    }
+                    None => return false,
+                },
             }
         }
-        p[pi..].iter().all(|&c| c == '*')
+        p[pi..].chars().all(|c| c == '*')
     }
 }
 
@@ -53,6 +61,11 @@ mod tests {
             ("*x*y", "axbxy", true),
             ("exact", "exact", true),
             ("exact", "exact2", false),
+            ("é*ü", "éaü", true),
+            ("?", "ü", true),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            ("*.*", "no-dot", false),
         ] {
             assert_eq!(Glob::new(p).matches(s), want, "{p} vs {s}");
         }

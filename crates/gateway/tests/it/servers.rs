@@ -375,3 +375,20 @@ async fn a_token_for_a_server_works_there_and_nowhere_else() {
     assert!(tools(DOCS, &both).send(&app).await.result().get("tools").is_some());
     assert_eq!(tools(OPS, &both).send(&app).await.status, 401);
 }
+
+#[tokio::test]
+async fn a_glob_over_uris_selects_resources_not_the_templates_that_would_serve_them() {
+    let mut c = config();
+    let mut reader = VirtualServer::new("reader");
+    // Matches URIs the template `test://template/{id}/data` serves, but not the template.
+    reader.resources = strings(&["test://template/public*"]);
+    c.servers = vec![reader];
+    let app = app(c).await;
+    let read = |uri: &str| Req::modern("resources/read", json!({"uri": uri})).at("/servers/reader/mcp");
+    for uri in ["test://template/public/data", "test://template/public/../private/data"] {
+        let refused = assert_error(&read(uri).send(&app).await, 200, -32602);
+        assert_eq!(refused["error"]["data"]["uri"], uri, "{refused}");
+    }
+    let root = Req::modern("resources/read", json!({"uri": "test://template/public/data"})).send(&app).await;
+    assert!(root.result().get("contents").is_some(), "the root's template serves it");
+}

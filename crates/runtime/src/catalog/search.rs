@@ -194,7 +194,12 @@ impl SearchRequest {
             None | Some(Value::Null) => DEFAULT_LIMIT,
             Some(value) => match value.as_u64().and_then(|n| usize::try_from(n).ok()) {
                 Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
-                _ => return Err(invalid(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, not {value}"))),
+                // A number is short and worth showing; anything else only by its kind (a string
+                // or an object could be of any size).
+                _ => {
+                    let what = if value.is_number() { value.to_string() } else { kind(value).to_owned() };
+                    return Err(invalid(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, not {what}")));
+                }
             },
         };
         Ok(Self { query: query.clone(), limit })

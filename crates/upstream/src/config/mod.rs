@@ -675,5 +675,29 @@ pub fn validate_all(upstreams: &[UpstreamConfig]) -> Result<(), UpstreamError> {
     Ok(())
 }
 
+/// Refuses a `rename` inside another upstream's namespace (`<name><separator>…`): which of the
+/// two tools would get the name would depend on the order the upstreams list their tools.
+pub fn validate_renames(upstreams: &[UpstreamConfig], separator: &str) -> Result<(), UpstreamError> {
+    for u in upstreams {
+        for (tool, rename) in u.overrides.iter().filter_map(|(t, o)| Some((t, o.rename.as_deref()?))) {
+            if let Some(owner) = upstreams.iter().find(|o| {
+                rename.strip_prefix(o.name.as_str()).is_some_and(|rest| rest.starts_with(separator))
+                    && !(o.name == u.name && rename == format!("{}{separator}{tool}", u.name))
+            }) {
+                return Err(UpstreamError::Config {
+                    upstream: u.name.clone(),
+                    key: format!("overrides.{tool}.rename"),
+                    problem: format!(
+                        "{rename:?} is in upstream {}'s names ({}{separator}…): choose a name outside every \
+                         upstream's prefix",
+                        owner.name, owner.name
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

@@ -205,6 +205,17 @@ fn overrides_are_validated_naming_the_upstream_and_key() {
     // Across upstreams: one exposed name, two tools.
     let mut other = UpstreamConfig::stdio("disk", "npx", &[]);
     other.overrides.insert("cat".to_owned(), renamed("read_file"));
+    // Inside another upstream's names: refused, whichever upstream it is.
+    let mut squatter = UpstreamConfig::stdio("third", "npx", &[]);
+    squatter.overrides.insert("ls".to_owned(), renamed("files_write"));
+    let squat = super::validate_renames(&[u.clone(), squatter], "_").expect_err("in files_'s names");
+    assert!(matches!(&squat, UpstreamError::Config { upstream, .. } if upstream == "third"), "{squat}");
+    let mut own = UpstreamConfig::stdio("own", "npx", &[]);
+    own.overrides.insert("ls".to_owned(), renamed("own_list"));
+    assert!(super::validate_renames(&[own.clone()], "_").is_err(), "its own prefix, another tool's name");
+    own.overrides.insert("ls".to_owned(), renamed("own_ls"));
+    assert!(super::validate_renames(&[own], "_").is_ok(), "the name it would have anyway");
+    assert!(super::validate_renames(&[u.clone(), other.clone()], "_").is_ok());
     let both = validate_all(&[u, other]).expect_err("two renames to one name");
     assert!(
         matches!(&both, UpstreamError::Config { upstream, key, problem }

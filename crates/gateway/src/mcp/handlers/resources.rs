@@ -31,15 +31,17 @@ pub(in crate::mcp) async fn read_resource(
         Box::pin(async move {
             let tcx = tool_context(&state, &cx, notifier, cancel);
             let catalog = state.catalog.load();
-            // Outside a virtual server's selection (by the URI, or by the template serving
-            // it) a resource does not exist there.
+            // Outside a virtual server's selection a resource does not exist there. A handler
+            // is selected by what it is (its fixed URI, or its URI template), never by the URI
+            // asked for: a glob over URIs (`file:///public/*`) must not let a template that
+            // was not selected serve `file:///public/../private` to it.
             let endpoint = &cx.endpoint;
             let found = catalog
                 .resources()
                 .iter()
                 .filter(|h| {
                     endpoint.selects_all()
-                        || endpoint.selects_resource(&uri)
+                        || h.resource().is_some_and(|r| endpoint.selects_resource(&r.uri))
                         || h.template().is_some_and(|t| endpoint.selects_resource(&t.uri_template))
                 })
                 .find_map(|h| h.read(&uri, &tcx).map(|read| (h.upstream(), read)));
