@@ -92,7 +92,16 @@ impl Target {
             Mode::Now => b"now",
             Mode::BeforeTask => b"before-task",
         };
-        let context = context_digest(&[name.as_bytes(), &arguments, cx.version.as_str().as_bytes(), mode_label]);
+        let fields: [&[u8]; 4] = [name.as_bytes(), &arguments, cx.version.as_str().as_bytes(), mode_label];
+        // A state minted through a virtual server opens only there (the root's binding is
+        // unchanged, so states of a replica not yet upgraded still open at the root).
+        let context = match cx.endpoint.server() {
+            None => context_digest(&fields),
+            Some(server) => {
+                let [a, b, c, d] = fields;
+                context_digest(&[a, b, c, d, b"server", server.as_bytes()])
+            }
+        };
         Ok(Self { context, mode })
     }
 

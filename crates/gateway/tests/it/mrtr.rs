@@ -338,3 +338,23 @@ async fn a_rejected_retry_does_not_use_up_a_single_use_state() {
     let done = tool_call("delete_records", args, answer).send(&app).await.result();
     assert!(text(&done).starts_with("Deleted "), "{done}");
 }
+
+#[tokio::test]
+async fn a_state_minted_through_a_virtual_server_opens_only_there() {
+    let mut c = config();
+    let mut ops = mcpgate::config::VirtualServer::new("ops");
+    ops.tools = vec!["delete_records".to_owned()];
+    let mut other = mcpgate::config::VirtualServer::new("other");
+    other.tools = vec!["*".to_owned()];
+    c.servers = vec![ops, other];
+    let app = app(c).await;
+    let args = json!({"table": "orders", "older_than_days": 7});
+    let at = |path: &str, extra: Value| tool_call("delete_records", args.clone(), extra).at(path);
+    let r1 = at("/servers/ops/mcp", json!({})).send(&app).await.result();
+    let (_, state) = input_required(&r1);
+    let retry = json!({"inputResponses": {"confirm": accept(json!({"confirm": true}))}, "requestState": state});
+    for path in ["/mcp", "/servers/other/mcp"] {
+        assert_invalid_state(&at(path, retry.clone()).send(&app).await);
+    }
+    assert!(at("/servers/ops/mcp", retry).send(&app).await.result().get("content").is_some(), "opens where minted");
+}
