@@ -144,10 +144,14 @@ impl Policy {
             "policy denied a use"
         );
         if self.hide_denied {
-            return Err(match used.target {
+            let shown = match used.target {
                 Item::Tool(name) => GatewayError::invalid_params(format!("Unknown tool: {}", clip(name))),
                 Item::Prompt(name) => GatewayError::invalid_params(format!("Unknown prompt: {}", clip(name))),
                 Item::Resource(uri) => GatewayError::ResourceNotFound { uri: uri.to_owned() },
+            };
+            return Err(GatewayError::PolicyHidden {
+                rule: decision.rule().map(str::to_owned),
+                shown: Box::new(shown),
             });
         }
         let message = match self.rules.get(index) {
