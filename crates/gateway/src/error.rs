@@ -335,6 +335,16 @@ pub enum GatewayError {
         /// The rule's message, for the caller.
         message: String,
     },
+    /// A use that policy denies and `policy_hide_denied` hides: on the wire exactly the "not
+    /// found" it stands for (`shown`), so the caller cannot tell a hidden item from a missing
+    /// one; the rule stays on this side, for the audit trail.
+    #[error("{shown}")]
+    PolicyHidden {
+        /// The deciding rule (`None`: `policy_default`).
+        rule: Option<String>,
+        /// The "unknown tool / prompt / resource" the caller is answered with.
+        shown: Box<GatewayError>,
+    },
     /// `resources/read` of a URI no resource or template serves.
     #[error("Resource not found: {}", clip(uri))]
     ResourceNotFound {
@@ -630,6 +640,11 @@ impl GatewayError {
             // say the params are wrong, and -32000..-32099 are not ours to use (MCP range policy).
             E::PolicyDenied { rule, .. } => {
                 (StatusCode::OK, ErrorCode::INVALID_REQUEST, Some(json!({ "rule": rule })), None)
+            }
+            // Its message is already `shown`'s (same Display); the rest is `shown`'s too.
+            E::PolicyHidden { shown, .. } => {
+                let shown = shown.wire(era);
+                (shown.status, shown.error.code, shown.error.data, shown.header)
             }
             // 2025-11-25 had its own code for this; 2026-07-28 retired it for -32602.
             E::ResourceNotFound { uri } => {

@@ -1,6 +1,7 @@
 //! The policy decision an audit line records for a request: what `[[policy]]` said (see
-//! `crate::policy`). A request that reached its handler was allowed unless it ended denied;
-//! a denial names its rule (none: `policy_default` decided).
+//! `crate::policy`). A request that reached its handler was allowed unless it ended denied
+//! (shown, or hidden as "not found" by `policy_hide_denied`); a denial names its rule (none:
+//! `policy_default` decided).
 
 use crate::error::GatewayError;
 
@@ -20,7 +21,10 @@ impl PolicyDecision {
     /// The decision a request that ended with `error` was given.
     pub(crate) fn of_error(error: &GatewayError) -> Option<Self> {
         match error {
-            GatewayError::PolicyDenied { rule, .. } => Some(Self::Denied { rule: rule.clone() }),
+            // A hidden denial reads as "not found" to the caller, never to the trail.
+            GatewayError::PolicyDenied { rule, .. } | GatewayError::PolicyHidden { rule, .. } => {
+                Some(Self::Denied { rule: rule.clone() })
+            }
             _ => None,
         }
     }

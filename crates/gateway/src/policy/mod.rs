@@ -9,8 +9,13 @@
 //! allows; in a list (no arguments) a failing rule counts as not holding. Arguments are never
 //! logged.
 
+mod conversion;
 mod decision;
+mod guard;
+mod reads;
 mod references;
+#[cfg(test)]
+mod tests;
 mod variables;
 
 use std::fmt::Write as _;
@@ -26,6 +31,8 @@ pub use variables::{Arguments, Caller, Item, Use};
 
 use crate::config::Config;
 use crate::error::{GatewayError, StartupError, clip};
+use guard::Guard;
+use reads::Reads;
 use variables::Variables;
 
 /// The metric label of denials by the default.
@@ -33,7 +40,13 @@ const DEFAULT_LABEL: &str = "default";
 
 /// The compiled rules of one endpoint, with their denial counters.
 pub struct Policy {
-    env: Arc<Env>,
+    /// Tells this policy's conversion of a principal, cached on a [`Caller`], from another's.
+    id: u64,
+    /// The root scope every evaluation opens its own scope under (its resolver): one `Env`
+    /// handle for the policy's life rather than one per evaluation.
+    root: Context<'static, 'static>,
+    /// What the rules can read of `principal` and `arguments`: all that is converted.
+    reads: Reads,
     rules: Vec<Compiled>,
     default: Effect,
     hide_denied: bool,
@@ -43,6 +56,8 @@ pub struct Policy {
 
 struct Compiled {
     name: Arc<str>,
+    /// Decides the rule without running it where its name tests alone can.
+    guard: Guard,
     program: Program,
     effect: Effect,
     message: String,
@@ -91,7 +106,9 @@ impl Policy {
             // be fine on real ones.
             let sample = variables::Caller::root(&NEUTRAL);
             let used = Use { target: Item::Tool(""), upstream: None, arguments: Arguments::None };
-            if let Ok(value) = run(&env, &program, &sample, used)
+            let mut reads = Reads::default();
+            reads.add(program.expression());
+            if let Ok(value) = run(&env, &program, &sample, used, &reads)
                 && !matches!(value, Value::Bool(_))
             {
                 return Err(StartupError::config(
@@ -100,10 +117,20 @@ impl Policy {
                 ));
             }
             let message = rule.message.clone().unwrap_or_else(|| format!("denied by policy rule {:?}", rule.name));
-            compiled.push(Compiled { name: Arc::from(rule.name.as_str()), program, effect: rule.effect, message });
+            let guard = Guard::of(program.expression());
+            compiled.push(Compiled {
+                name: Arc::from(rule.name.as_str()),
+                guard,
+                program,
+                effect: rule.effect,
+                message,
+            });
         }
+        let mut reads = Reads::default();
+        compiled.iter().for_each(|rule| reads.add(rule.program.expression()));
         let denials = (0..=compiled.len()).map(|_| AtomicU64::new(0)).collect();
-        Ok(Self { env, rules: compiled, default, hide_denied, denials })
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(Self { id, root: Context::with_env(env), reads, rules: compiled, default, hide_denied, denials })
     }
 
     /// Whether every use is allowed whatever it is (no rules, default allow): lists need no
@@ -144,10 +171,14 @@ impl Policy {
             "policy denied a use"
         );
         if self.hide_denied {
-            return Err(match used.target {
+            let shown = match used.target {
                 Item::Tool(name) => GatewayError::invalid_params(format!("Unknown tool: {}", clip(name))),
                 Item::Prompt(name) => GatewayError::invalid_params(format!("Unknown prompt: {}", clip(name))),
                 Item::Resource(uri) => GatewayError::ResourceNotFound { uri: uri.to_owned() },
+            };
+            return Err(GatewayError::PolicyHidden {
+                rule: decision.rule().map(str::to_owned),
+                shown: Box::new(shown),
             });
         }
         let message = match self.rules.get(index) {
@@ -159,10 +190,16 @@ impl Policy {
 
     /// The decision and the index of the deciding rule (`rules.len()`: the default).
     fn decide_at(&self, caller: &Caller<'_>, used: Use<'_>, listing: bool) -> (Decision, usize) {
-        let variables = Variables::new(caller, used);
-        let mut context = Context::with_env(Arc::clone(&self.env));
+        let variables = Variables::new(caller, used, &self.reads, self.id);
+        let mut context = self.root.new_inner_scope();
         context.set_variable_resolver(&variables);
         for (i, rule) in self.rules.iter().enumerate() {
+            if let Some(holds) = rule.guard.decide(caller, &used) {
+                if holds {
+                    return (Decision::by_rule(rule.effect, Arc::clone(&rule.name)), i);
+                }
+                continue;
+            }
             let holds = match rule.program.execute(&context) {
                 Ok(Value::Bool(holds)) => holds,
                 Ok(_) => !listing && rule.effect == Effect::Deny,
@@ -195,8 +232,18 @@ impl Policy {
 static NEUTRAL: std::sync::LazyLock<mcpgate_runtime::Principal> =
     std::sync::LazyLock::new(mcpgate_runtime::Principal::anonymous);
 
-fn run(env: &Arc<Env>, program: &Program, caller: &Caller<'_>, used: Use<'_>) -> Result<Value, ExecutionError> {
-    let variables = Variables::new(caller, used);
+/// Ids of policies, for [`Policy::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn run(
+    env: &Arc<Env>,
+    program: &Program,
+    caller: &Caller<'_>,
+    used: Use<'_>,
+    reads: &Reads,
+) -> Result<Value, ExecutionError> {
+    // Not the policy's id: the trial run's principal is not cached for any policy.
+    let variables = Variables::new(caller, used, reads, u64::MAX);
     let mut context = Context::with_env(Arc::clone(env));
     context.set_variable_resolver(&variables);
     program.execute(&context)

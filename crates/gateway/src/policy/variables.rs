@@ -1,28 +1,31 @@
 //! What a rule sees: the caller (`principal`, `server`) and the use it is about (`method`,
 //! `tool` / `prompt` / `resource`, `upstream`, `arguments`), handed to CEL through a resolver.
 //!
-//! Invariant: nothing is converted before a rule reads it. Names are lent to CEL without a
-//! copy; the principal and the arguments become CEL values at most once per evaluation (the
-//! principal at most once per request, when one [`Caller`] serves a whole list), and only when
-//! some rule reads them.
+//! Invariants: nothing is converted before a rule reads it, and only what the policy's rules
+//! can read ([`Reads`]) is. Names and JSON strings are lent to CEL without a copy; the
+//! principal becomes a CEL value at most once per [`Caller`] (a request, or a whole list) for
+//! the policy it serves, the arguments at most once per evaluation.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use cel::Value;
 use cel::common::types::CelString;
-use cel::common::value::{CowVal, Val};
+use cel::common::value::CowVal;
 use cel::context::VariableResolver;
-use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
 use mcpgate_runtime::Principal;
+
+use super::conversion::{self, Converted};
+use super::reads::Reads;
 
 /// Who is asking, and through which server (`""`: the root endpoint).
 pub struct Caller<'a> {
     principal: &'a Principal,
     server: &'a str,
-    value: OnceLock<Box<dyn Val>>,
+    /// The principal as converted for the policy with this id: a caller serves one policy in
+    /// practice; were it handed to another, that one converts for itself per evaluation.
+    value: OnceLock<(u64, Converted<'a>)>,
 }
 
 impl<'a> Caller<'a> {
@@ -41,22 +44,9 @@ impl<'a> Caller<'a> {
         self.principal.log_id()
     }
 
-    fn principal_value(&self) -> &dyn Val {
-        #[derive(Serialize)]
-        struct View<'p> {
-            sub: &'p str,
-            iss: &'p str,
-            scopes: &'p [String],
-            claims: &'p Map<String, Json>,
-        }
-        static NO_CLAIMS: OnceLock<Map<String, Json>> = OnceLock::new();
-        let boxed = self.value.get_or_init(|| {
-            let p = self.principal;
-            let claims = p.claims().unwrap_or_else(|| NO_CLAIMS.get_or_init(Map::new));
-            let view = View { sub: p.subject(), iss: p.issuer(), scopes: p.scopes(), claims };
-            to_val(cel::to_value(view).unwrap_or(Value::Null))
-        });
-        boxed.as_ref()
+    /// The principal.
+    pub(super) fn principal(&self) -> &'a Principal {
+        self.principal
     }
 }
 
@@ -113,48 +103,80 @@ pub struct Use<'a> {
 }
 
 /// The resolver of one evaluation.
-pub(super) struct Variables<'c, 'a> {
-    caller: &'c Caller<'a>,
-    used: Use<'a>,
-    arguments: OnceLock<Box<dyn Val>>,
+pub(super) struct Variables<'c, 'p, 'u> {
+    caller: &'c Caller<'p>,
+    used: Use<'u>,
+    /// What the policy's rules read, and the policy's id (for the caller's cache).
+    reads: &'c Reads,
+    policy: u64,
+    /// The principal, when the caller's cache holds another policy's.
+    principal: OnceLock<Converted<'p>>,
+    arguments: OnceLock<Converted<'u>>,
 }
 
-impl<'c, 'a> Variables<'c, 'a> {
-    pub(super) fn new(caller: &'c Caller<'a>, used: Use<'a>) -> Self {
-        Self { caller, used, arguments: OnceLock::new() }
+impl<'c, 'p, 'u> Variables<'c, 'p, 'u> {
+    pub(super) fn new(caller: &'c Caller<'p>, used: Use<'u>, reads: &'c Reads, policy: u64) -> Self {
+        Self { caller, used, reads, policy, principal: OnceLock::new(), arguments: OnceLock::new() }
     }
 
-    fn arguments_value(&self) -> &dyn Val {
-        let boxed = self.arguments.get_or_init(|| {
-            let value = match self.used.arguments {
-                Arguments::None => Ok(Value::from(std::collections::HashMap::<String, Value>::new())),
-                Arguments::Json(map) => cel::to_value(map),
-                Arguments::Strings(map) => cel::to_value(map),
-            };
-            to_val(value.unwrap_or(Value::Null))
-        });
-        boxed.as_ref()
-    }
-}
-
-impl VariableResolver for Variables<'_, '_> {
-    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
-        let text = |s: &'b str| Some(CowVal::owned(CelString::from(s)));
-        let item = self.used.target;
-        match variable {
-            "principal" => Some(CowVal::Borrowed(self.caller.principal_value())),
-            "server" => text(self.caller.server),
-            "method" => text(self.used.target.method()),
-            "tool" => text(if let Item::Tool(name) = item { name } else { "" }),
-            "prompt" => text(if let Item::Prompt(name) = item { name } else { "" }),
-            "resource" => text(if let Item::Resource(uri) = item { uri } else { "" }),
-            "upstream" => text(self.used.upstream.unwrap_or("")),
-            "arguments" => Some(CowVal::Borrowed(self.arguments_value())),
-            _ => None,
+    fn principal_value(&self) -> &Converted<'p> {
+        let convert = || conversion::principal(self.caller.principal, &self.reads.principal);
+        match self.caller.value.get_or_init(|| (self.policy, convert())) {
+            (policy, value) if *policy == self.policy => value,
+            _ => self.principal.get_or_init(convert),
         }
     }
+
+    fn arguments_value(&self) -> &Converted<'u> {
+        self.arguments.get_or_init(|| match self.used.arguments {
+            Arguments::None => conversion::object(NO_ARGUMENTS.get_or_init(Map::new), &self.reads.arguments),
+            Arguments::Json(map) => conversion::object(map, &self.reads.arguments),
+            Arguments::Strings(map) => conversion::strings(map, &self.reads.arguments),
+        })
+    }
 }
 
-fn to_val(value: Value) -> Box<dyn Val> {
-    Box::<dyn Val>::try_from(value).unwrap_or_else(|_| Box::new(cel::common::types::CelNull))
+/// The arguments of a list entry.
+static NO_ARGUMENTS: OnceLock<Map<String, Json>> = OnceLock::new();
+
+/// The value of a variable that is a name (`tool`, `server`, ...): `""` where the use has none.
+pub(super) fn text_of<'r>(caller: &'r Caller<'_>, used: &'r Use<'_>, variable: &str) -> Option<&'r str> {
+    let item = used.target;
+    Some(match variable {
+        "server" => caller.server,
+        "method" => item.method(),
+        "tool" => {
+            if let Item::Tool(name) = item {
+                name
+            } else {
+                ""
+            }
+        }
+        "prompt" => {
+            if let Item::Prompt(name) = item {
+                name
+            } else {
+                ""
+            }
+        }
+        "resource" => {
+            if let Item::Resource(uri) = item {
+                uri
+            } else {
+                ""
+            }
+        }
+        "upstream" => used.upstream.unwrap_or(""),
+        _ => return None,
+    })
+}
+
+impl VariableResolver for Variables<'_, '_, '_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        match variable {
+            "principal" => Some(CowVal::Borrowed(self.principal_value().as_ref())),
+            "arguments" => Some(CowVal::Borrowed(self.arguments_value().as_ref())),
+            _ => text_of(self.caller, &self.used, variable).map(|text| CowVal::owned(CelString::from(text))),
+        }
+    }
 }

@@ -244,3 +244,37 @@ async fn a_policy_denial_is_audited_with_its_rule_and_without_arguments() {
     let allowed = line_where(&path, "the allowed echo", event_named("tools/call", "echo")).await;
     assert_eq!((allowed["policy"].as_str(), &allowed["policy_rule"]), (Some("allowed"), &Value::Null), "{allowed}");
 }
+
+#[tokio::test]
+async fn a_hidden_denial_answers_not_found_but_is_audited_as_denied_with_its_rule() {
+    use mcpgate::policy::{Effect, PolicyRule};
+    let (mut config, _dir, path) = audited(hs256_config(), false);
+    config.policy_hide_denied = true;
+    config.policy = vec![
+        PolicyRule::new("no-fail", "tool == 'fail'", Effect::Deny),
+        PolicyRule::new("no-readme", "resource == 'mcpgate://demo/readme'", Effect::Deny),
+    ];
+    let app = app(config).await;
+    let hidden = Req::modern("tools/call", json!({"name": "fail", "arguments": {"text": SECRET_ARG}}))
+        .header("authorization", &bearer("alice"))
+        .send(&app)
+        .await;
+    assert_eq!(hidden.json()["error"]["code"], -32602, "{}", hidden.json());
+    assert!(
+        hidden.json()["error"]["message"].as_str().is_some_and(|m| m.contains("Unknown tool")),
+        "{}",
+        hidden.json()
+    );
+    let read = Req::modern("resources/read", json!({"uri": "mcpgate://demo/readme"}))
+        .header("authorization", &bearer("alice"))
+        .send(&app)
+        .await;
+    assert_eq!(read.json()["error"]["data"]["uri"], "mcpgate://demo/readme", "{}", read.json());
+
+    let line = line_where(&path, "the hidden fail", event_named("tools/call", "fail")).await;
+    assert_eq!((line["outcome"].as_str(), line["error_code"].as_i64()), (Some("error"), Some(-32602)), "{line}");
+    assert_eq!((line["policy"].as_str(), line["policy_rule"].as_str()), (Some("denied"), Some("no-fail")), "{line}");
+    assert!(!line.to_string().contains(SECRET_ARG), "{line}");
+    let read = line_where(&path, "the hidden read", event_named("resources/read", "mcpgate://demo/readme")).await;
+    assert_eq!((read["policy"].as_str(), read["policy_rule"].as_str()), (Some("denied"), Some("no-readme")), "{read}");
+}
