@@ -217,13 +217,24 @@ impl Policy {
         (Decision::by_default(self.default), self.rules.len())
     }
 
-    /// Appends `mcpgate_policy_denials_total{rule}` (a series per rule and the default).
-    pub(crate) fn render_metrics(&self, out: &mut String) {
-        out.push_str("# HELP mcpgate_policy_denials_total Uses denied by policy, by deciding rule\n");
+    /// Appends the header of `mcpgate_policy_denials_total` (once, before every endpoint's
+    /// [`Policy::render_metrics`]).
+    pub(crate) fn render_metrics_header(out: &mut String) {
+        out.push_str("# HELP mcpgate_policy_denials_total Uses denied by policy, by endpoint and deciding rule\n");
         out.push_str("# TYPE mcpgate_policy_denials_total counter\n");
+    }
+
+    /// Appends `mcpgate_policy_denials_total{server, rule}`: a series per rule and the default,
+    /// of the rules of the endpoint `server` (`""`: the root's, which hold on every endpoint).
+    /// Both labels are bounded: rule and server names are validated at start-up.
+    pub(crate) fn render_metrics(&self, server: &str, out: &mut String) {
         let names = self.rules.iter().map(|r| &*r.name).chain(std::iter::once(DEFAULT_LABEL));
         for (name, count) in names.zip(&self.denials) {
-            let _ = writeln!(out, "mcpgate_policy_denials_total{{rule=\"{name}\"}} {}", count.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "mcpgate_policy_denials_total{{server=\"{server}\",rule=\"{name}\"}} {}",
+                count.load(Ordering::Relaxed)
+            );
         }
     }
 }

@@ -67,7 +67,10 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         store.render(&mut text);
     }
     crate::metrics::render_upstreams(&state.federation, &mut text);
-    state.endpoints.root().policy().render_metrics(&mut text);
+    crate::policy::Policy::render_metrics_header(&mut text);
+    for endpoint in std::iter::once(state.endpoints.root()).chain(state.endpoints.servers()) {
+        endpoint.policy().render_metrics(endpoint.name(), &mut text);
+    }
     let mut response = text.into_response();
     response
         .headers_mut()

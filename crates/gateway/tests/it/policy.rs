@@ -148,9 +148,12 @@ async fn claims_decide_what_each_principal_sees_and_may_call() {
     assert_eq!(error["error"]["data"]["rule"], Value::Null, "the default decided: {error}");
 
     let metrics = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
-    assert!(metrics.contains("mcpgate_policy_denials_total{rule=\"contractors-never-delete\"} 1"), "{metrics}");
-    assert!(metrics.contains("mcpgate_policy_denials_total{rule=\"default\"} 1"), "{metrics}");
-    assert!(metrics.contains("mcpgate_policy_denials_total{rule=\"support-tools\"} 0"), "{metrics}");
+    assert!(
+        metrics.contains("mcpgate_policy_denials_total{server=\"\",rule=\"contractors-never-delete\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("mcpgate_policy_denials_total{server=\"\",rule=\"default\"} 1"), "{metrics}");
+    assert!(metrics.contains("mcpgate_policy_denials_total{server=\"\",rule=\"support-tools\"} 0"), "{metrics}");
 }
 
 #[tokio::test]
@@ -222,5 +225,8 @@ async fn hide_denied_answers_like_an_unknown_tool_prompt_or_resource() {
     }
     assert_eq!(names(&Req::modern("tools/list", json!({})).send(&app).await.result(), "tools"), ["echo"]);
     let metrics = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
-    assert!(metrics.contains("mcpgate_policy_denials_total{rule=\"default\"} 3"), "hidden denials count: {metrics}");
+    assert!(
+        metrics.contains("mcpgate_policy_denials_total{server=\"\",rule=\"default\"} 3"),
+        "hidden denials count: {metrics}"
+    );
 }

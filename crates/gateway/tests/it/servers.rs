@@ -124,6 +124,10 @@ async fn a_servers_own_rule_denies_what_the_root_allows() {
     assert!(sum().send(&app).await.result().get("content").is_some(), "the root's rules allow it");
     // The rule names `server`: it holds only there (docs does not select sum at all).
     assert_error(&sum().at(DOCS).send(&app).await, 200, -32602);
+    let metrics = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
+    assert!(metrics.contains("mcpgate_policy_denials_total{server=\"ops\",rule=\"ops-no-sum\"} 1"), "{metrics}");
+    assert!(metrics.contains("mcpgate_policy_denials_total{server=\"\",rule=\"default\"} 0"), "{metrics}");
+    assert_eq!(metrics.matches("# TYPE mcpgate_policy_denials_total").count(), 1, "one header");
 }
 
 #[tokio::test]
