@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use cli::{Cli, Command};
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env, parse_origin};
 pub use policy_rule::{Effect, PolicyRule};
-pub use server::{Discovery, VirtualServer};
+pub use server::{Discovery, MCP_PATH, VirtualServer};
 pub(crate) use settings::invalid_key;
 
 /// Everything a replica needs to start.
@@ -113,7 +113,7 @@ impl Default for Config {
 /// Checks the `[[server]]` tables' names and paths (their rules are compiled with their
 /// endpoints): a bad or duplicate name, or a path that is not the server's own, is named.
 pub(crate) fn validate_servers(config: &Config) -> Result<(), crate::error::StartupError> {
-    server::validate(&config.servers, crate::routes::MCP_PATH)
+    server::validate(&config.servers, MCP_PATH)
 }
 
 /// `[server]`.

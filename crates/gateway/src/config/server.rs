@@ -8,6 +8,9 @@
 
 use std::collections::HashSet;
 
+/// Path of the root MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+
 use serde::{Deserialize, Serialize};
 
 use super::policy_rule::{Effect, PolicyRule};

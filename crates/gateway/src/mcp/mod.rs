@@ -15,6 +15,5 @@ pub mod task_view;
 mod work;
 
 pub(crate) use dispatch::{Ticket, dispatch};
-pub(crate) use handlers::discover_result;
 pub(crate) use task_input::answer as answer_task_input;
 pub(crate) use work::Reply;

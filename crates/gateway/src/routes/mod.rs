@@ -24,8 +24,7 @@ use crate::error::ErrorReply;
 use crate::servers::Endpoint;
 use crate::state::AppState;
 
-/// Path of the MCP endpoint.
-pub(crate) const MCP_PATH: &str = "/mcp";
+pub(crate) use crate::config::MCP_PATH;
 
 /// All routes of a replica's MCP listener. `/metrics` and `/upstreams` answer only requests
 /// the Host/Origin policy admits, and not at all with `admin.private_metrics` (then the admin

@@ -16,10 +16,10 @@ use mcpgate_runtime::Principal;
 use mcpgate_runtime::catalog::Catalog;
 use mcpgate_store::TaskRecord;
 
+use super::capabilities::discover_result;
 use super::selection::Selection;
 use crate::config::{Discovery, VirtualServer};
 use crate::error::{GatewayError, StartupError};
-use crate::mcp::discover_result;
 use crate::policy::{Caller, Decision, Policy, Use};
 
 /// One endpoint.
@@ -215,6 +215,11 @@ impl Endpoint {
     /// How it offers its tools.
     pub fn discovery(&self) -> Discovery {
         self.discovery
+    }
+
+    /// Whether it is a search server (`discovery = "search"`).
+    pub fn searches(&self) -> bool {
+        self.discovery == Discovery::Search
     }
 
     /// The pre-rendered `server/discover` result.

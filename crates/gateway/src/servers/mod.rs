@@ -6,11 +6,13 @@
 //! (no lookup, no allocation beyond an `Arc` clone) and everything it reaches (lists, uses,
 //! policy, tasks, the audit trail) is judged through that endpoint.
 
+mod capabilities;
 mod endpoint;
 mod selection;
 
 use std::sync::Arc;
 
+pub(crate) use capabilities::legacy_capabilities;
 pub use endpoint::Endpoint;
 pub(crate) use endpoint::Rendering;
 pub use selection::Selection;
@@ -39,7 +41,7 @@ impl Endpoints {
         let policy = Arc::new(Policy::compile(config)?);
         let root_resource = (config.auth.mode != AuthMode::None).then(|| config.auth.resource.clone()).flatten();
         let root = Endpoint::root(
-            crate::routes::MCP_PATH,
+            crate::config::MCP_PATH,
             Arc::clone(&policy),
             server_info,
             config.server.instructions.clone(),

@@ -27,7 +27,7 @@ pub(in crate::mcp) async fn list(
     }
     let catalog = state.catalog.load();
     // A search server lists its two tools; the rest is found through `search_tools`.
-    if method == Method::ToolsList && super::search::is_search_server(cx) {
+    if method == Method::ToolsList && cx.endpoint.searches() {
         return catalog
             .search_tools_list(cx.era)
             .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")));

@@ -15,7 +15,6 @@ pub(super) mod tasks;
 mod tools;
 
 pub(super) use completion::complete;
-pub(crate) use lifecycle::discover_result;
 pub(super) use lifecycle::{initialize, ping};
 pub(super) use lists::list;
 pub(super) use prompts::get_prompt;

@@ -15,28 +15,22 @@ use mcpgate_runtime::catalog::search::{self, CallRequest, SearchRequest};
 
 use super::lists::visible;
 use crate::call_context::CallContext;
-use crate::config::Discovery;
 use crate::error::GatewayError;
 use crate::mcp::render;
 use crate::policy::Item;
 use crate::state::AppState;
 use crate::tasks;
 
-/// Whether the request came through a search server.
-pub(in crate::mcp) fn is_search_server(cx: &CallContext) -> bool {
-    cx.endpoint.discovery() == Discovery::Search
-}
-
 /// Whether `params` calls `search_tools` of a search server.
 pub(in crate::mcp) fn is_search(cx: &CallContext, params: &CallToolParams) -> bool {
-    is_search_server(cx) && params.name == search::SEARCH_TOOLS
+    cx.endpoint.searches() && params.name == search::SEARCH_TOOLS
 }
 
 /// The call a search server's `call_tool` names, in place of the wrapper (its task
 /// augmentation, requestState and answers stay the wrapper's: they belong to this call); any
 /// other call as it is. `Ok(true)` when it was unwrapped.
 pub(in crate::mcp) fn unwrap(cx: &CallContext, params: &mut CallToolParams) -> Result<bool, GatewayError> {
-    if !is_search_server(cx) || params.name != search::CALL_TOOL {
+    if !cx.endpoint.searches() || params.name != search::CALL_TOOL {
         return Ok(false);
     }
     let CallRequest { name, arguments } = CallRequest::parse(params.arguments.take())?;

@@ -50,7 +50,7 @@ pub(in crate::mcp) async fn call_tool(
     // Outside a virtual server's selection a tool does not exist there (not a denial); on a
     // search server neither does an upstream tool under a name of its own two.
     if !cx.endpoint.selects_tool(&params.name)
-        || (super::search::is_search_server(cx) && mcpgate_runtime::catalog::search::is_reserved(&params.name))
+        || (cx.endpoint.searches() && mcpgate_runtime::catalog::search::is_reserved(&params.name))
     {
         return Err(unknown());
     }
