@@ -2,7 +2,8 @@
 description comes from the environment, used as a pinned upstream behind mcpgate: a test
 restarts it with another description to play an upstream that changes what a tool claims to do.
 
-Usage: fastmcp_pinned_server.py PORT MARKER_DIR (env LOOKUP_DESCRIPTION: lookup's description)
+Usage: fastmcp_pinned_server.py PORT MARKER_DIR (env LOOKUP_DESCRIPTION: lookup's description;
+EXTRA_TOOL_NAME: also list a tool of that name, e.g. one a hostile upstream would send)
 Tools: lookup (echoes its key; described by LOOKUP_DESCRIPTION), add (fixed definition).
 """
 
@@ -19,6 +20,13 @@ def lookup(key: str) -> str:
 
 
 mcp.tool(lookup, description=os.environ.get("LOOKUP_DESCRIPTION", "Look a key up"))
+
+if os.environ.get("EXTRA_TOOL_NAME"):
+
+    def extra() -> str:
+        return "extra"
+
+    mcp.tool(extra, name=os.environ["EXTRA_TOOL_NAME"], description="An extra tool")
 
 
 @mcp.tool

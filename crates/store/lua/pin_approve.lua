@@ -11,8 +11,13 @@
 -- ARGV[2]  the hash the operator saw
 -- ARGV[3]  most tools approved
 -- returns  {1, ""} approved (now or before); {0, latest seen hash or ""} stale; {2, ""} full
+--
+-- An empty hash (a definition kept only as a stub, over the observer's bound) is never approved.
 
 local seen = redis.call('HGET', KEYS[3], ARGV[1])
+if ARGV[2] == '' then
+  return {0, seen or ''}
+end
 if seen ~= ARGV[2] then
   if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] and not seen then
     return {1, ''}

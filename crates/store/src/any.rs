@@ -293,7 +293,12 @@ impl Locks for AnyStore {
 }
 
 impl Pins for AnyStore {
-    async fn pins_observe(&self, upstream: &str, seed: bool, tools: &[Observed]) -> Result<Approved, StoreError> {
+    async fn pins_observe(
+        &self,
+        upstream: &str,
+        seed: bool,
+        tools: &[Observed],
+    ) -> Result<crate::pins::Observation, StoreError> {
         delegate!(self, s => s.pins_observe(upstream, seed, tools))
     }
 

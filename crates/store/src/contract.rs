@@ -349,13 +349,14 @@ pub trait Pins: Send + Sync {
     /// Records what `upstream` lists now: first seeds the approved set with `tools` when
     /// `seed` (first-seen) and nothing was ever approved for it (of two replicas racing, one
     /// seeds, and both read its set); then keeps, as the latest seen, exactly the tools whose
-    /// hash is not the approved one. Returns the approved hashes.
+    /// hash is not the approved one (changed tools before new ones when over the bound).
+    /// Returns the approved hashes, and whether this call seeded them.
     fn pins_observe(
         &self,
         upstream: &str,
         seed: bool,
         tools: &[crate::pins::Observed],
-    ) -> impl Future<Output = Result<crate::pins::Approved, StoreError>> + Send;
+    ) -> impl Future<Output = Result<crate::pins::Observation, StoreError>> + Send;
 
     /// The approved hashes of `upstream` (empty when none).
     fn pins_approved(&self, upstream: &str) -> impl Future<Output = Result<crate::pins::Approved, StoreError>> + Send;

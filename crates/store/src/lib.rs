@@ -36,7 +36,7 @@ pub use events::Subscription;
 pub use memory::MemoryStore;
 pub use metrics::StoreMetrics;
 pub use model::*;
-pub use pins::{Approval, Approved, MAX_DEFINITION_BYTES, MAX_PINNED_TOOLS, Observed, Withheld};
+pub use pins::{Approval, Approved, MAX_DEFINITION_BYTES, MAX_PINNED_TOOLS, Observation, Observed, Withheld};
 pub use quota::{Quota, QuotaKind};
 pub use rate::{Admission, Bucket};
 pub use redis::{RedisOptions, RedisStore};

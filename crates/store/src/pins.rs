@@ -6,7 +6,10 @@
 //! Invariant: an approval names the hash the operator saw and takes effect only while that is
 //! still the latest seen (a definition that changed again in between is never approved
 //! blindly); first-seen seeding happens at most once per upstream, atomically, so two
-//! replicas racing end with one approved set; kept definitions and tool counts are bounded.
+//! replicas racing end with one approved set; kept definitions and tool counts are bounded,
+//! and when the seen set is full, changed tools (those with an approved hash) are kept before
+//! new ones. A tool observed with an empty hash (its definition over the observer's bound, kept
+//! as a stub) is never seeded and never approved.
 
 use std::collections::BTreeMap;
 
@@ -22,7 +25,8 @@ pub const MAX_DEFINITION_BYTES: usize = 64 * 1024;
 pub struct Observed {
     /// The upstream's own name of the tool.
     pub tool: String,
-    /// SHA-256 (hex) of its canonical definition.
+    /// SHA-256 (hex) of its canonical definition; empty when the definition is not approvable
+    /// (too large to show an operator: `definition` is then a stub saying so).
     pub hash: String,
     /// Its canonical definition (JSON).
     pub definition: String,
@@ -30,6 +34,16 @@ pub struct Observed {
 
 /// The approved hash of each tool of one upstream (tool → hash).
 pub type Approved = BTreeMap<String, String>;
+
+/// What recording an observation found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Observation {
+    /// The approved hashes after it.
+    pub approved: Approved,
+    /// Whether this observation seeded the approved set (first-seen, nothing approved before):
+    /// definitions approved without an operator, which the caller reports.
+    pub seeded: bool,
+}
 
 /// A tool withheld because its latest seen definition is not the approved one.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -54,7 +54,9 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Approves withheld definitions: one tool with the hash `diff` printed, or all shown now.
+    /// Approves withheld definitions: one tool with the hash `diff` printed, or, with --all,
+    /// every tool of the upstream `diff` shows now, printed first and approved exactly as
+    /// printed (a definition that changes in between is refused, not approved).
     Approve {
         /// The pinned upstream.
         #[arg(long)]
@@ -65,7 +67,7 @@ enum ToolsCommand {
         /// The definition hash `diff` printed (a definition changed since is not approved).
         #[arg(long, requires = "tool")]
         hash: Option<String>,
-        /// Every tool `diff` shows now (each approved one is printed).
+        /// Every tool of the upstream `diff` shows now: printed, then approved by the hashes printed.
         #[arg(long)]
         all: bool,
     },
@@ -192,11 +194,19 @@ async fn execute(url: &str, token: &str, command: AdminCommand) -> anyhow::Resul
             Ok(if json { out } else { Value::String(super::pins::render_diff(&out)) })
         }
         AdminCommand::Tools(ToolsCommand::Approve { upstream, tool, hash, all }) => {
-            let body = if all {
-                json!({ "upstream": upstream, "all": true })
-            } else {
-                json!({ "upstream": upstream, "tool": tool, "hash": hash })
-            };
+            if !all {
+                let body = json!({ "upstream": upstream, "tools": [{ "tool": tool, "hash": hash }] });
+                return api.send(reqwest::Method::POST, "/admin/tools/approve", Some(&body)).await;
+            }
+            // What is approved is exactly what is printed here: the pairs of this one read.
+            let path = format!("/admin/tools/withheld?{}", form(&[("upstream", upstream.clone())]));
+            let shown = api.send(reqwest::Method::GET, &path, None).await?;
+            let pairs = super::pins::approvable_pairs(&shown);
+            print!("{}", super::pins::render_diff(&shown));
+            if pairs.is_empty() {
+                return Ok(Value::String("nothing to approve\n".to_owned()));
+            }
+            let body = json!({ "upstream": upstream, "tools": pairs });
             api.send(reqwest::Method::POST, "/admin/tools/approve", Some(&body)).await
         }
         AdminCommand::Tasks(TasksCommand::Inspect { id }) => {

@@ -2,7 +2,9 @@
 //! serves, decided from the approved hashes in the store, and how a definition is hashed.
 
 mod definition;
+mod printable;
 mod withholding;
 
-pub(crate) use definition::changed_fields;
+pub(crate) use definition::{changed_fields, follows_the_name_rules, omitted};
+pub(crate) use printable::{printable, shell_word};
 pub(crate) use withholding::Pinning;

@@ -3,23 +3,39 @@
 //! or new) is left out of the lists the snapshot is built from, so it is neither listed nor
 //! callable on this replica; every replica does the same from the same store.
 //!
+//! What reaches the store is bounded here, before any script runs: tools whose names break the
+//! MCP rules are withheld and never recorded; at most [`MAX_PINNED_TOOLS`] tools are sent,
+//! those approved before first; a definition too large to show an operator is sent as a stub;
+//! and an upstream listing what this replica last recorded is only read, not written again
+//! (until [`REWRITE_AFTER`] has passed, so a store that lost the seen set gets it back).
+//!
 //! Invariant: fail closed — when the pins cannot be read (store outage), every tool of a
-//! pinned upstream is withheld, never served unchecked; this replica's last view of each
-//! upstream's approved hashes is kept only to notice an approval made elsewhere, never to
-//! decide what is served.
+//! pinned upstream is withheld, never served unchecked; and first-seen seeds only on a replica
+//! that has not itself read approved definitions of the upstream since it started: pin state
+//! that vanished from the store under a running replica withholds everything (an error in the
+//! log), it is not silently re-approved from what the upstream lists now.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
-use mcpgate_store::{AnyStore, Approved, Observed, Pins as _};
+use tokio::time::Instant;
+
+use mcpgate_protocol::tool::Tool;
+use mcpgate_store::{AnyStore, Approved, MAX_PINNED_TOOLS, Observation, Observed, Pins as _};
 use mcpgate_upstream::config::PinMode;
 use mcpgate_upstream::{Federation, Lists};
 
-use super::definition::observe;
+use super::definition::{follows_the_name_rules, observe, omitted};
+use super::printable::clipped;
 
-/// Longest description quoted in a log line.
+/// Longest description (or skipped tool name) quoted in a log line.
 const LOGGED_DESCRIPTION_CHARS: usize = 80;
+
+/// How long an unchanged listing is only read before it is recorded again (which restores the
+/// seen set of a store that lost it, at the cost of one write per upstream per period).
+const REWRITE_AFTER: Duration = Duration::from_secs(60);
 
 /// This replica's view of the pinned upstreams.
 #[derive(Debug, Default)]
@@ -30,6 +46,25 @@ pub(crate) struct Pinning {
     /// Pinned upstream → the approved hashes last read (`None`: unreadable at the last build,
     /// so any readable answer is news).
     approved: Mutex<BTreeMap<String, Option<Approved>>>,
+    /// Pinned upstream → what this replica remembers of it since it started.
+    recall: Mutex<BTreeMap<String, Recall>>,
+}
+
+/// What a replica remembers of one pinned upstream, in memory only.
+#[derive(Debug, Default)]
+struct Recall {
+    /// The (tool, hash) pairs last recorded in the store, and when: the same listing again is
+    /// only read, so a hostile upstream cannot make every refresh rewrite the store.
+    recorded: Option<(Vec<(String, String)>, Instant)>,
+    /// Whether this replica has read approved definitions of the upstream: if they vanish
+    /// from the store later, that is lost state, not a first start, and nothing is re-seeded.
+    saw_approvals: bool,
+    /// Whether the vanished state was reported (once until approvals are back).
+    reported_vanished: bool,
+    /// Times first-seen seeding approved definitions here (`mcpgate_pins_seeded_total`).
+    seeded: u64,
+    /// Tools left out before hashing at the last observation (bad names, or past the bound).
+    skipped: usize,
 }
 
 impl Pinning {
@@ -51,29 +86,118 @@ impl Pinning {
             let Some(lists) = held.as_mut() else {
                 continue;
             };
-            let observed: Vec<(Observed, Option<String>)> = lists
-                .tools
-                .iter()
-                .filter(|t| upstream.config().exposes(&t.name))
-                .map(|t| (observe(t), t.description.clone()))
-                .collect();
+            let exposed: Vec<&Tool> = lists.tools.iter().filter(|t| upstream.config().exposes(&t.name)).collect();
+            let observed = self.bounded(name, &exposed);
             let tools: Vec<Observed> = observed.iter().map(|(o, _)| o.clone()).collect();
-            let approved = match store.pins_observe(name, mode == PinMode::FirstSeen, &tools).await {
-                Ok(approved) => Some(approved),
-                Err(e) => {
-                    tracing::warn!(upstream = name, error = %e,
-                        "cannot read the upstream's pinned definitions: withholding every tool of it until the store answers");
-                    None
-                }
-            };
-            let allowed = |o: &Observed| approved.as_ref().is_some_and(|a| a.get(&o.tool) == Some(&o.hash));
-            let withheld_now: BTreeSet<String> =
-                observed.iter().filter(|(o, _)| !allowed(o)).map(|(o, _)| o.tool.clone()).collect();
-            lists.tools.retain(|t| !withheld_now.contains(&t.name));
+            let seed = mode == PinMode::FirstSeen && !self.recalled(name, |r| r.saw_approvals);
+            let approved = self.record(store, name, seed, &tools).await;
+            let allowed: BTreeSet<&str> = observed
+                .iter()
+                .filter(|(o, _)| {
+                    !o.hash.is_empty() && approved.as_ref().is_some_and(|a| a.get(&o.tool) == Some(&o.hash))
+                })
+                .map(|(o, _)| o.tool.as_str())
+                .collect();
+            let withheld_now: BTreeSet<String> = observed
+                .iter()
+                .filter(|(o, _)| !allowed.contains(o.tool.as_str()))
+                .map(|(o, _)| o.tool.clone())
+                .collect();
+            let exposes = |t: &Tool| upstream.config().exposes(&t.name);
+            let kept: Vec<Tool> =
+                lists.tools.iter().filter(|t| !exposes(t) || allowed.contains(t.name.as_str())).cloned().collect();
+            lists.tools = kept;
             self.note(name, &observed, approved.as_ref(), withheld_now);
             lock(&self.approved).insert(name.to_owned(), approved);
         }
         served
+    }
+
+    /// The tools of `upstream` that may be recorded, observed: those whose names follow the
+    /// MCP rules, at most [`MAX_PINNED_TOOLS`], the ones approved at the last read first (so
+    /// junk new tools cannot push a changed one out); the others are withheld unrecorded.
+    fn bounded(&self, upstream: &str, exposed: &[&Tool]) -> Vec<(Observed, Option<String>)> {
+        let (named, misnamed): (Vec<&Tool>, Vec<&Tool>) = exposed.iter().partition(|t| follows_the_name_rules(&t.name));
+        let known = lock(&self.approved).get(upstream).cloned().flatten().unwrap_or_default();
+        let (mut candidates, new): (Vec<&Tool>, Vec<&Tool>) =
+            named.into_iter().partition(|t| known.contains_key(&t.name));
+        candidates.extend(new);
+        let past_bound = candidates.len().saturating_sub(MAX_PINNED_TOOLS);
+        candidates.truncate(MAX_PINNED_TOOLS);
+        let skipped = misnamed.len() + past_bound;
+        let before = self.recalled(upstream, |r| std::mem::replace(&mut r.skipped, skipped));
+        if skipped > 0 && skipped != before {
+            let names: Vec<String> =
+                misnamed.iter().take(5).map(|t| clipped(&t.name, LOGGED_DESCRIPTION_CHARS)).collect();
+            tracing::warn!(
+                upstream,
+                misnamed = misnamed.len(),
+                past_bound,
+                examples = ?names,
+                "pinned upstream lists tools that can never be approved (names breaking the MCP tool-name rules, \
+                 or more than the most tools kept): withheld and not recorded"
+            );
+        }
+        candidates.iter().map(|t| (observe(t), t.description.clone())).collect()
+    }
+
+    /// Records `tools` in the store (or only reads the approved hashes when this replica
+    /// recorded the same listing lately and they are unchanged), reports seeding and vanished
+    /// pin state; the approved hashes, or `None` when the store cannot be read.
+    async fn record(&self, store: &AnyStore, upstream: &str, seed: bool, tools: &[Observed]) -> Option<Approved> {
+        let pairs: Vec<(String, String)> = tools.iter().map(|t| (t.tool.clone(), t.hash.clone())).collect();
+        let unchanged = self.recalled(upstream, |r| {
+            r.recorded.as_ref().is_some_and(|(last, at)| *last == pairs && at.elapsed() < REWRITE_AFTER)
+        });
+        if unchanged {
+            let last = lock(&self.approved).get(upstream).cloned().flatten();
+            if let Ok(now) = store.pins_approved(upstream).await
+                && last.as_ref() == Some(&now)
+            {
+                return Some(now);
+            }
+        }
+        let Observation { approved, seeded } = match store.pins_observe(upstream, seed, tools).await {
+            Ok(observation) => observation,
+            Err(e) => {
+                tracing::warn!(upstream, error = %e,
+                    "cannot read the upstream's pinned definitions: withholding every tool of it until the store answers");
+                self.recalled(upstream, |r| r.recorded = None);
+                return None;
+            }
+        };
+        self.recalled(upstream, |r| {
+            r.recorded = Some((pairs, Instant::now()));
+            if seeded {
+                r.seeded += 1;
+                tracing::warn!(
+                    upstream,
+                    approved = approved.len(),
+                    "pin = \"first-seen\" approved the upstream's definitions as listed now, without an operator: \
+                     expected on the fleet's first start only; anywhere else the pin state was lost from the store \
+                     (flushed, evicted, not persisted)"
+                );
+            }
+            if approved.is_empty() && r.saw_approvals {
+                if !r.reported_vanished {
+                    tracing::error!(
+                        upstream,
+                        "pin state vanished from the store: this replica read approved definitions of the upstream \
+                         and the store now has none; withholding every tool of it (nothing is re-seeded) until an \
+                         operator approves them again (mcpgate admin tools diff / approve)"
+                    );
+                }
+                r.reported_vanished = true;
+            } else if !approved.is_empty() {
+                r.saw_approvals = true;
+                r.reported_vanished = false;
+            }
+        });
+        Some(approved)
+    }
+
+    fn recalled<T>(&self, upstream: &str, f: impl FnOnce(&mut Recall) -> T) -> T {
+        f(lock(&self.recall).entry(upstream.to_owned()).or_default())
     }
 
     /// Logs each tool that starts being withheld, once; keeps the set for the metric.
@@ -90,17 +214,20 @@ impl Pinning {
             if before.is_some_and(|b| b.contains(&o.tool)) {
                 continue;
             }
-            let reason = match approved.map(|a| a.get(&o.tool)) {
-                None => "pins unreadable",
-                Some(None) => "new tool, not approved",
-                Some(Some(_)) => "definition changed since it was approved",
+            let too_large = omitted(&o.definition);
+            let reason = match (approved.map(|a| a.get(&o.tool)), &too_large) {
+                (None, _) => "pins unreadable",
+                (Some(_), Some(_)) => "definition too large to pin: it can never be approved",
+                (Some(None), None) => "new tool, not approved",
+                (Some(Some(_)), None) => "definition changed since it was approved",
             };
             tracing::warn!(
                 upstream,
                 tool = %o.tool,
                 hash = %o.hash,
                 reason,
-                description = %clip(description.as_deref().unwrap_or("")),
+                size = too_large.as_deref().unwrap_or(""),
+                description = %clipped(description.as_deref().unwrap_or(""), LOGGED_DESCRIPTION_CHARS),
                 "pinned tool withheld until an operator approves it (mcpgate admin tools diff / approve)"
             );
         }
@@ -128,33 +255,36 @@ impl Pinning {
         changed
     }
 
-    /// Appends `mcpgate_pinned_tools_withheld{upstream}` (pinned upstreams only).
+    /// Appends `mcpgate_pinned_tools_withheld{upstream}` and `mcpgate_pins_seeded_total{upstream}`
+    /// (pinned upstreams only).
     pub(crate) fn render(&self, out: &mut String) {
         let all = lock(&self.withheld);
         if all.is_empty() {
             return;
         }
+        let recall = lock(&self.recall);
         out.push_str(
             "# HELP mcpgate_pinned_tools_withheld Tools of a pinned upstream withheld from this replica's catalog \
              until an operator approves their definitions.\n# TYPE mcpgate_pinned_tools_withheld gauge\n",
         );
         for (upstream, tools) in all.iter() {
-            let _ = writeln!(out, "mcpgate_pinned_tools_withheld{{upstream=\"{upstream}\"}} {}", tools.len());
+            let skipped = recall.get(upstream).map_or(0, |r| r.skipped);
+            let _ = writeln!(out, "mcpgate_pinned_tools_withheld{{upstream=\"{upstream}\"}} {}", tools.len() + skipped);
+        }
+        out.push_str(
+            "# HELP mcpgate_pins_seeded_total Times pin = \"first-seen\" approved an upstream's definitions without \
+             an operator on this replica (a first start, or pin state lost from the store).\n\
+             # TYPE mcpgate_pins_seeded_total counter\n",
+        );
+        for upstream in all.keys() {
+            let seeded = recall.get(upstream).map_or(0, |r| r.seeded);
+            let _ = writeln!(out, "mcpgate_pins_seeded_total{{upstream=\"{upstream}\"}} {seeded}");
         }
     }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The start of a description, on one line (a log line never quotes one in full).
-fn clip(text: &str) -> String {
-    let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    match one_line.char_indices().nth(LOGGED_DESCRIPTION_CHARS) {
-        Some((at, _)) => format!("{}…", &one_line[..at]),
-        None => one_line,
-    }
 }
 
 #[cfg(test)]
@@ -166,7 +296,7 @@ mod tests {
     use mcpgate_upstream::config::{PinMode, UpstreamConfig};
     use mcpgate_upstream::{Federation, Lists};
 
-    use super::{Pinning, clip};
+    use super::Pinning;
 
     fn federation(pin: PinMode) -> Federation {
         let mut config = UpstreamConfig::http("web", "http://127.0.0.1:9/mcp");
@@ -243,12 +373,96 @@ mod tests {
         assert!(!pinning.approvals_changed(&store, &federation).await, "an unreadable store changes nothing");
     }
 
-    #[test]
-    fn logged_descriptions_are_clipped_to_one_line() {
-        assert_eq!(clip("short\nline"), "short line");
-        let long = "x".repeat(500);
-        let clipped = clip(&long);
-        assert_eq!(clipped.chars().count(), super::LOGGED_DESCRIPTION_CHARS + 1);
-        assert!(clipped.ends_with('…'));
+    fn tool(name: &str, description: &str) -> Tool {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "description": description, "inputSchema": {"type": "object"}
+        }))
+        .expect("a tool")
+    }
+
+    fn metrics(pinning: &Pinning) -> String {
+        let mut out = String::new();
+        pinning.render(&mut out);
+        out
+    }
+
+    #[tokio::test]
+    async fn misnamed_and_oversized_tools_are_withheld_and_only_a_stub_is_recorded() {
+        let (store, federation, pinning) =
+            (AnyStore::Memory(MemoryStore::new(4)), federation(PinMode::FirstSeen), Pinning::default());
+        let mut listed = lists("Search");
+        if let Some(l) = listed[0].as_mut() {
+            l.tools.push(tool("evil\u{1b}[2K; rm -rf ~", "hidden"));
+            l.tools.push(tool("huge", &"x".repeat(20 * 1024)));
+        }
+        assert_eq!(served_names(&pinning.served(&store, &federation, &listed).await), ["search", "fetch"]);
+        let approved = store.pins_approved("web").await.expect("approved");
+        assert_eq!(approved.keys().collect::<Vec<_>>(), ["fetch", "search"], "neither is seeded");
+        let withheld = store.pins_withheld("web").await.expect("withheld");
+        assert_eq!(withheld.len(), 1, "a misnamed tool is never recorded: {withheld:?}");
+        assert_eq!((withheld[0].tool.as_str(), withheld[0].hash.as_str()), ("huge", ""));
+        assert!(withheld[0].definition.contains("definition too large (2"), "{}", withheld[0].definition);
+        assert!(metrics(&pinning).contains("mcpgate_pinned_tools_withheld{upstream=\"web\"} 2"));
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_listing_is_not_written_again() {
+        let (store, federation, pinning) =
+            (AnyStore::Memory(MemoryStore::new(4)), federation(PinMode::FirstSeen), Pinning::default());
+        pinning.served(&store, &federation, &lists("Search")).await;
+        let changed = lists("Search, then mail the results out");
+        pinning.served(&store, &federation, &changed).await;
+        assert_eq!(store.pins_withheld("web").await.expect("withheld").len(), 1);
+        // Another replica records another view (its seen set replaces this one's).
+        store.pins_observe("web", false, &[]).await.expect("observe");
+        assert!(store.pins_withheld("web").await.expect("withheld").is_empty());
+        // The same listing again, approvals unchanged: only read, nothing written.
+        assert_eq!(served_names(&pinning.served(&store, &federation, &changed).await), ["fetch"]);
+        assert!(store.pins_withheld("web").await.expect("withheld").is_empty(), "the same listing was written again");
+        // Once an approval changes what is approved, the listing is recorded again.
+        store.pins_observe("web", false, &[]).await.expect("observe");
+        let mut grown = lists("Search, then mail the results out");
+        if let Some(l) = grown[0].as_mut() {
+            l.tools.push(tool("delete", "Delete"));
+        }
+        pinning.served(&store, &federation, &grown).await;
+        assert_eq!(store.pins_withheld("web").await.expect("withheld").len(), 2, "a changed listing is written");
+    }
+
+    #[tokio::test]
+    async fn pin_state_lost_under_a_running_replica_is_not_re_seeded() {
+        let (federation, pinning) = (federation(PinMode::FirstSeen), Pinning::default());
+        let store = AnyStore::Memory(MemoryStore::new(4));
+        assert_eq!(served_names(&pinning.served(&store, &federation, &lists("Search")).await), ["search", "fetch"]);
+        assert!(metrics(&pinning).contains("mcpgate_pins_seeded_total{upstream=\"web\"} 1"), "{}", metrics(&pinning));
+        // The store loses everything (flushed, evicted): a rug pull now would be seeded.
+        let emptied = AnyStore::Memory(MemoryStore::new(4));
+        let rug = lists("Search, then mail the results out");
+        assert!(served_names(&pinning.served(&emptied, &federation, &rug).await).is_empty(), "everything withheld");
+        assert!(emptied.pins_approved("web").await.expect("approved").is_empty(), "nothing re-seeded");
+        assert_eq!(emptied.pins_withheld("web").await.expect("withheld").len(), 2, "both shown for approval");
+        assert!(metrics(&pinning).contains("mcpgate_pins_seeded_total{upstream=\"web\"} 1"));
+        // A replica that never read approvals (just started) seeds, and counts it.
+        let fresh = Pinning::default();
+        let other = AnyStore::Memory(MemoryStore::new(4));
+        assert_eq!(served_names(&fresh.served(&other, &federation, &rug).await), ["search", "fetch"]);
+        assert!(metrics(&fresh).contains("mcpgate_pins_seeded_total{upstream=\"web\"} 1"));
+    }
+
+    #[tokio::test]
+    async fn approved_tools_keep_their_place_past_a_flood_of_new_ones() {
+        let (store, federation, pinning) =
+            (AnyStore::Memory(MemoryStore::new(4)), federation(PinMode::FirstSeen), Pinning::default());
+        pinning.served(&store, &federation, &lists("Search")).await;
+        let flood: Vec<Tool> =
+            (0..mcpgate_store::MAX_PINNED_TOOLS + 10).map(|i| tool(&format!("junk{i:05}"), "junk")).collect();
+        let mut listed = lists("Search, then mail the results out");
+        if let Some(l) = listed[0].as_mut() {
+            l.tools.splice(0..0, flood);
+        }
+        assert_eq!(served_names(&pinning.served(&store, &federation, &listed).await), ["fetch"]);
+        let withheld = store.pins_withheld("web").await.expect("withheld");
+        assert!(withheld.iter().any(|w| w.tool == "search" && w.approved_hash.is_some()), "the changed tool is shown");
+        assert_eq!(withheld.len(), mcpgate_store::MAX_PINNED_TOOLS - 1, "bounded: search plus the first new ones");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::PoisonError;
 use super::MemoryStore;
 use crate::contract::Pins;
 use crate::error::StoreError;
-use crate::pins::{Approval, Approved, MAX_PINNED_TOOLS, Observed, Withheld, kept_definition};
+use crate::pins::{Approval, Approved, MAX_PINNED_TOOLS, Observation, Observed, Withheld, kept_definition};
 
 /// One upstream's pins.
 #[derive(Debug, Default)]
@@ -37,22 +37,26 @@ fn approved_hashes(pins: &UpstreamPins) -> Approved {
 }
 
 impl Pins for MemoryStore {
-    async fn pins_observe(&self, upstream: &str, seed: bool, tools: &[Observed]) -> Result<Approved, StoreError> {
+    async fn pins_observe(&self, upstream: &str, seed: bool, tools: &[Observed]) -> Result<Observation, StoreError> {
         Ok(self.pins(upstream, |pins| {
-            if seed && !pins.seeded && pins.approved.is_empty() {
-                for t in tools.iter().take(MAX_PINNED_TOOLS) {
+            let seeded = seed && !pins.seeded && pins.approved.is_empty();
+            if seeded {
+                for t in tools.iter().filter(|t| !t.hash.is_empty()).take(MAX_PINNED_TOOLS) {
                     pins.approved.insert(t.tool.clone(), (t.hash.clone(), kept_definition(&t.definition)));
                 }
                 pins.seeded = true;
             }
             pins.seen.clear();
-            for t in tools {
+            // Changed tools (with an approved hash) first, then new ones, as in pin_observe.lua.
+            let (changed, new): (Vec<&Observed>, Vec<&Observed>) =
+                tools.iter().partition(|t| pins.approved.contains_key(&t.tool));
+            for t in changed.into_iter().chain(new) {
                 let approved = pins.approved.get(&t.tool).is_some_and(|(hash, _)| *hash == t.hash);
                 if !approved && pins.seen.len() < MAX_PINNED_TOOLS {
                     pins.seen.insert(t.tool.clone(), (t.hash.clone(), kept_definition(&t.definition)));
                 }
             }
-            approved_hashes(pins)
+            Observation { approved: approved_hashes(pins), seeded }
         }))
     }
 
@@ -80,6 +84,12 @@ impl Pins for MemoryStore {
 
     async fn pins_approve(&self, upstream: &str, tool: &str, hash: &str) -> Result<Approval, StoreError> {
         Ok(self.pins(upstream, |pins| {
+            if hash.is_empty() {
+                // A stub (a definition over the observer's bound) is never approved.
+                return Approval::Stale {
+                    current: pins.seen.get(tool).map(|(h, _)| h.clone()).filter(|h| !h.is_empty()),
+                };
+            }
             let Some((seen_hash, _)) = pins.seen.get(tool) else {
                 return if pins.approved.get(tool).is_some_and(|(h, _)| h == hash) {
                     Approval::Approved

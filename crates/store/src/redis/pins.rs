@@ -11,7 +11,7 @@ use redis::Value;
 use super::{RedisStore, Retry, reply, scripts};
 use crate::contract::Pins;
 use crate::error::StoreError;
-use crate::pins::{Approval, Approved, MAX_PINNED_TOOLS, Observed, Withheld, kept_definition};
+use crate::pins::{Approval, Approved, MAX_PINNED_TOOLS, Observation, Observed, Withheld, kept_definition};
 
 fn text(v: &Value) -> Option<String> {
     match v {
@@ -22,7 +22,7 @@ fn text(v: &Value) -> Option<String> {
 }
 
 impl Pins for RedisStore {
-    async fn pins_observe(&self, upstream: &str, seed: bool, tools: &[Observed]) -> Result<Approved, StoreError> {
+    async fn pins_observe(&self, upstream: &str, seed: bool, tools: &[Observed]) -> Result<Observation, StoreError> {
         let mut args = Vec::with_capacity(2 + tools.len() * 3);
         args.push(if seed { "1" } else { "0" }.to_owned());
         args.push(MAX_PINNED_TOOLS.to_string());
@@ -31,8 +31,11 @@ impl Pins for RedisStore {
         }
         let keys = self.inner.keys.pins(upstream);
         let out = reply(self.script(Retry::Yes, &scripts::PIN_OBSERVE, keys, args).await?)?;
+        let Some((Value::Int(seeded), pairs)) = out.split_first() else {
+            return Err(StoreError::Corrupt { detail: "a pin_observe reply without its seeded flag".to_owned() });
+        };
         let mut approved = BTreeMap::new();
-        for pair in out.chunks(2) {
+        for pair in pairs.chunks(2) {
             match pair {
                 [tool, hash] => {
                     let (Some(tool), Some(hash)) = (text(tool), text(hash)) else {
@@ -43,7 +46,7 @@ impl Pins for RedisStore {
                 _ => return Err(StoreError::Corrupt { detail: "an odd pin_observe reply".to_owned() }),
             }
         }
-        Ok(approved)
+        Ok(Observation { approved, seeded: *seeded == 1 })
     }
 
     async fn pins_approved(&self, upstream: &str) -> Result<Approved, StoreError> {

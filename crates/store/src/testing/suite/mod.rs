@@ -142,6 +142,7 @@ where
 {
     pins::first_seen_seeds_once_however_replicas_race(&make().await).await;
     pins::approvals_name_the_hash_the_operator_saw(&make().await).await;
+    pins::changed_tools_outrank_new_ones_and_stubs_are_never_approved(&make().await).await;
 }
 
 async fn upstream_lists_are_shared_with_a_generation<S: UpstreamLists>(store: &S) {
