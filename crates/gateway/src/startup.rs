@@ -57,7 +57,7 @@ impl AppState {
         // Tests and library users build a `Config` without `load`: servers and rules are
         // checked here too, before anything is started.
         crate::config::validate_servers(&config)?;
-        crate::policy::Policy::compile(&config)?;
+        crate::policy::Policy::from_rules(&config.policy, config.policy_default, config.policy_hide_denied)?;
         let sealer = sealer(&config)?;
         let server_resources: Vec<String> = crate::servers::public_origin(&config)
             .map(|origin| config.servers.iter().map(|s| format!("{origin}{}", s.endpoint_path())).collect())

@@ -362,7 +362,7 @@ fn invalid_key_caused(key: &str, problem: &str, source: impl Into<crate::error::
 /// (Whether there is anything to serve at all is checked when the catalog is built, as a
 /// program using the library may bring its own tools.)
 pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
-    crate::policy::Policy::compile(c)?;
+    crate::policy::Policy::from_rules(&c.policy, c.policy_default, c.policy_hide_denied)?;
     super::validate_servers(c)?;
     for server in &c.servers {
         crate::policy::Policy::from_rules(&server.policy, server.policy_default, server.policy_hide_denied)

@@ -8,7 +8,6 @@
 mod cli;
 mod connect;
 mod load;
-mod policy_rule;
 mod server;
 pub mod settings;
 
@@ -17,9 +16,9 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::policy::{Effect, PolicyRule};
 pub use cli::{Cli, Command};
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env, parse_origin};
-pub use policy_rule::{Effect, PolicyRule};
 pub use server::{Discovery, MCP_PATH, VirtualServer};
 pub(crate) use settings::invalid_key;
 

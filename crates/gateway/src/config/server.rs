@@ -13,8 +13,8 @@ pub const MCP_PATH: &str = "/mcp";
 
 use serde::{Deserialize, Serialize};
 
-use super::policy_rule::{Effect, PolicyRule};
 use crate::error::StartupError;
+use crate::policy::{Effect, PolicyRule};
 
 /// Path prefixes the gateway serves itself: no virtual server may live under them.
 const RESERVED_PREFIXES: &[&str] =

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::Effect;
+use super::rule::Effect;
 
 /// What policy decided for one use, and why. Serializes as
 /// `{"effect": "deny", "rule": "no-deletes"}` (`rule` is `null` when the default decided).

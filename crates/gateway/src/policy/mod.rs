@@ -2,8 +2,9 @@
 //! CEL, are compiled once at start-up and evaluated per use; the first rule (in file order)
 //! whose `when` holds decides, else `policy_default` does.
 //!
-//! Invariants: every call, prompt get and resource read of the root endpoint, and every entry
-//! of its lists, goes through [`Policy::decide`], and its outcome is a [`Decision`] naming the
+//! Invariants: every call, prompt get and resource read, and every entry of a list, goes
+//! through [`Policy::decide`] of the root's rules and then of its virtual server's (see
+//! `servers::Endpoint`), and its outcome is a [`Decision`] naming the
 //! rule (or the default) that decided. An error never grants and never lifts a denial: on a
 //! use, a rule whose evaluation fails counts as holding if it denies and as not holding if it
 //! allows; in a list (no arguments) a failing rule counts as not holding. Arguments are never
@@ -14,6 +15,7 @@ mod decision;
 mod guard;
 mod reads;
 mod references;
+mod rule;
 #[cfg(test)]
 mod tests;
 mod variables;
@@ -24,12 +26,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cel::{Context, Env, ExecutionError, Program, Value};
 
-pub use crate::config::Effect;
-pub use crate::config::PolicyRule;
 pub use decision::Decision;
+pub use rule::{Effect, PolicyRule};
 pub use variables::{Arguments, Caller, Item, Use};
 
-use crate::config::Config;
 use crate::error::{GatewayError, StartupError, clip};
 use guard::Guard;
 use reads::Reads;
@@ -74,13 +74,9 @@ impl std::fmt::Debug for Policy {
 }
 
 impl Policy {
-    /// Compiles the root endpoint's rules: a rule that does not parse, names an unknown
-    /// variable or function, or yields something other than a boolean stops start-up, named.
-    pub fn compile(config: &Config) -> Result<Self, StartupError> {
-        Self::from_rules(&config.policy, config.policy_default, config.policy_hide_denied)
-    }
-
-    /// Compiles `rules` (see [`Policy::compile`]).
+    /// Compiles `rules` (the root's `[[policy]]`, or a virtual server's): a rule that does not
+    /// parse, names an unknown variable or function, or yields something other than a boolean
+    /// stops start-up, named.
     pub fn from_rules(rules: &[PolicyRule], default: Effect, hide_denied: bool) -> Result<Self, StartupError> {
         let env = Arc::new(Env::stdlib());
         let mut compiled: Vec<Compiled> = Vec::with_capacity(rules.len());

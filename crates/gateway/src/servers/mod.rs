@@ -38,7 +38,7 @@ impl Endpoints {
         rendering: &Rendering<'_>,
     ) -> Result<Self, StartupError> {
         crate::config::validate_servers(config)?;
-        let policy = Arc::new(Policy::compile(config)?);
+        let policy = Arc::new(Policy::from_rules(&config.policy, config.policy_default, config.policy_hide_denied)?);
         let root_resource = (config.auth.mode != AuthMode::None).then(|| config.auth.resource.clone()).flatten();
         let root = Endpoint::root(
             crate::config::MCP_PATH,

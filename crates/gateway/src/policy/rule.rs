@@ -1,8 +1,8 @@
 //! One `[[policy]]` table as the operator wrote it: a named CEL condition and the effect it
-//! has when it holds (settings, so they live with the config; the engine compiles them).
+//! has when it holds (the config holds them; the engine compiles them).
 //!
 //! Invariant: only the text lives here; what it means is decided once, at start-up, by
-//! the policy engine (`crate::policy`), which refuses a rule that does not parse or names a variable or
+//! the policy engine ([`super::Policy::from_rules`]), which refuses a rule that does not parse or names a variable or
 //! function that does not exist.
 
 use serde::{Deserialize, Serialize};
