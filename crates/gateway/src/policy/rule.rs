@@ -2,8 +2,8 @@
 //! has when it holds (the config holds them; the engine compiles them).
 //!
 //! Invariant: only the text lives here; what it means is decided once, at start-up, by
-//! the policy engine ([`super::Policy::from_rules`]), which refuses a rule that does not parse or names a variable or
-//! function that does not exist.
+//! the policy engine ([`super::Policy::from_rules`]), which refuses a rule that does not
+//! parse or names a variable or function that does not exist.
 
 use serde::{Deserialize, Serialize};
 

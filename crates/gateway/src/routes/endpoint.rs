@@ -1,5 +1,5 @@
-//! `POST /mcp` (and a virtual server's path): the request pipeline as named phases, each returning early with an error:
-//! concurrency slot → Host/Origin → authentication → content type → Accept → body (bounded)
+//! `POST /mcp` (and a virtual server's path): the request pipeline as named phases, each
+//! returning early with an error: concurrency slot → Host/Origin → authentication → content type → Accept → body (bounded)
 //! → JSON-RPC decoding → admission and dispatch (era rules, handler) → JSON or SSE response.
 
 use std::sync::Arc;

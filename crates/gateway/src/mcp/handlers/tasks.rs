@@ -4,7 +4,8 @@
 //!
 //! Invariants: a task is found only by its owner (anyone else gets "not found", never
 //! "forbidden"), and through a virtual server only if it was created through that server
-//! (the root reads every one of the owner's; another server's task is "not found" too); `CreateTaskResult` is sent only after the store made the task durable; the
+//! (the root reads every one of the owner's; another server's task is "not found" too);
+//! `CreateTaskResult` is sent only after the store made the task durable; the
 //! same call retried within the idempotency window returns the same task; tasks are created,
 //! found and cancelled through the task service (`crate::tasks`), so admitted there (quotas,
 //! task rate limits, worker slots) and found by their owner only; a legacy `tasks/result`
