@@ -2,9 +2,10 @@
 //! (an upstream that does not answer contributes the lists it last served, kept in the
 //! store), re-read every `federation.list_refresh_secs` (sooner, with backoff, while some
 //! upstream's lists were never read) and whenever an upstream announces a change; a change is
-//! saved to the store, which advances a generation every replica polls, and announced on the store's change channel (which listen streams on every replica follow,
-//! and which makes every replica reload at once rather than at its next poll), so all
-//! replicas rebuild from the same lists within moments, without each asking the upstream.
+//! saved to the store, which advances a generation every replica polls, and announced on the
+//! store's change channel (which listen streams on every replica follow, and which makes
+//! every replica reload at once rather than at its next poll), so all replicas rebuild from
+//! the same lists within moments, without each asking the upstream.
 //!
 //! A pinned upstream's tools are checked against the approved hashes in the store before each
 //! build (see `pinning`), and an approval made on any replica is picked up at the next poll
