@@ -222,23 +222,22 @@ fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupEr
 /// The `[[policy]]` tables, each error naming its rule (or its position, when it has no name).
 /// What the rules mean is checked by `validate`.
 fn policy_rules(tables: Vec<Value>) -> Result<Vec<crate::policy::PolicyRule>, StartupError> {
-    tables
-        .into_iter()
-        .enumerate()
-        .map(|(i, table)| {
-            let label = table
-                .get("name")
-                .and_then(Value::as_str)
-                .map_or_else(|| format!("policy rule #{}", i + 1), |n| format!("policy rule {n:?}"));
-            crate::policy::PolicyRule::deserialize(table)
-                .map_err(|e| StartupError::config_caused(label, "not a valid rule", e))
-        })
-        .collect()
+    named_tables(tables, "policy rule", "not a valid rule")
 }
 
 /// The `[[server]]` tables, each error naming its server (or its position, when it has no
 /// name). Names and paths are checked by `validate`, rules when the endpoints are built.
 fn virtual_servers(tables: Vec<Value>) -> Result<Vec<super::VirtualServer>, StartupError> {
+    named_tables(tables, "server", "not a valid [[server]] table")
+}
+
+/// Each of `tables` as a `T`; an error names the table as `<kind> "<name>"` (or `<kind> #<n>`
+/// when it has no name) and says `problem`.
+fn named_tables<T: serde::de::DeserializeOwned>(
+    tables: Vec<Value>,
+    kind: &str,
+    problem: &str,
+) -> Result<Vec<T>, StartupError> {
     tables
         .into_iter()
         .enumerate()
@@ -246,9 +245,8 @@ fn virtual_servers(tables: Vec<Value>) -> Result<Vec<super::VirtualServer>, Star
             let label = table
                 .get("name")
                 .and_then(Value::as_str)
-                .map_or_else(|| format!("server #{}", i + 1), |n| format!("server {n:?}"));
-            super::VirtualServer::deserialize(table)
-                .map_err(|e| StartupError::config_caused(label, "not a valid [[server]] table", e))
+                .map_or_else(|| format!("{kind} #{}", i + 1), |n| format!("{kind} {n:?}"));
+            T::deserialize(table).map_err(|e| StartupError::config_caused(label, problem, e))
         })
         .collect()
 }

@@ -8,6 +8,8 @@ use mcpgate::config::settings::SETTINGS;
 use mcpgate::config::{AuthMode, Cli, LogFormat, load, load_from_str};
 use mcpgate::{Config, StartupError};
 
+use crate::support::error_text;
+
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
     move |k| map.get(k).cloned()
@@ -17,17 +19,6 @@ fn file(text: &str) -> tempfile::NamedTempFile {
     let mut f = tempfile::NamedTempFile::new().expect("temp file");
     f.write_all(text.as_bytes()).expect("write");
     f
-}
-
-/// The error and every cause under it, as the binary's exit message shows them.
-fn error_text(e: StartupError) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        text.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    text
 }
 
 #[test]

@@ -3,20 +3,9 @@
 
 use serde_json::{Value, json};
 
-use mcpgate::error::StartupError;
 use mcpgate::policy::{Effect, PolicyRule};
 
-use crate::support::{Req, app, assert_error, claims, config, hs, hs256_config, initialize};
-
-fn error_text(e: StartupError) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        text.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    text
-}
+use crate::support::{Req, app, assert_error, claims, config, error_text, hs, hs256_config, initialize};
 
 /// Names of a list result's entries (`name`, or `uri` / `uriTemplate`).
 fn names(result: &Value, key: &str) -> Vec<String> {

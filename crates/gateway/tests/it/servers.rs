@@ -7,10 +7,9 @@ use serde_json::{Value, json};
 
 use mcpgate::Config;
 use mcpgate::config::{Effect, VirtualServer};
-use mcpgate::error::StartupError;
 use mcpgate::policy::PolicyRule;
 
-use crate::support::{AUD, Req, app, assert_error, claims, config, hs, hs256_config, initialize};
+use crate::support::{AUD, Req, app, assert_error, claims, config, error_text, hs, hs256_config, initialize};
 
 const OPS: &str = "/servers/ops/mcp";
 const DOCS: &str = "/docs/mcp";
@@ -55,16 +54,6 @@ async fn list(app: &Router, path: &str, method: &str, key: &str) -> Vec<String> 
     let mut got = names(&Req::modern(method, json!({})).at(path).send(app).await.result(), key);
     got.sort();
     got
-}
-
-fn error_text(e: StartupError) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        text.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    text
 }
 
 #[tokio::test]

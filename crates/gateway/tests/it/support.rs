@@ -340,3 +340,14 @@ impl SseStream {
         }
     }
 }
+
+/// A start-up error with every cause in its chain, as the binary prints it.
+pub(crate) fn error_text(e: mcpgate::error::StartupError) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}

@@ -52,6 +52,20 @@ pub(crate) fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::New
     }
 }
 
+/// A store on the Redis Cluster at `urls`, under a prefix of its own.
+fn cluster_options(urls: &str, at_rest: Option<std::sync::Arc<mcpgate_seal::AtRest>>) -> RedisOptions {
+    RedisOptions {
+        url: urls.to_owned(),
+        cluster: true,
+        prefix: format!("c{}", rand_suffix()),
+        shards: 8,
+        pool_size: 4,
+        command_timeout: Duration::from_secs(2),
+        at_rest,
+        at_rest_window: Duration::ZERO,
+    }
+}
+
 fn rand_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -75,17 +89,7 @@ async fn a_redis_cluster_store_keeps_pins_in_one_slot_per_upstream() {
     let cluster = mcpgate_store::testing::RedisCluster::start(3);
     let urls = cluster.urls();
     run_pins_suite(|| async {
-        let options = RedisOptions {
-            url: urls.clone(),
-            cluster: true,
-            prefix: format!("c{}", rand_suffix()),
-            shards: 8,
-            pool_size: 4,
-            command_timeout: Duration::from_secs(2),
-            at_rest: None,
-            at_rest_window: Duration::ZERO,
-        };
-        RedisStore::connect(options).await.expect("connects to the cluster")
+        RedisStore::connect(cluster_options(&urls, None)).await.expect("connects to the cluster")
     })
     .await;
 }
@@ -96,17 +100,7 @@ async fn a_redis_cluster_store_honours_the_contract() {
     let cluster = RedisCluster::start(3);
     let urls = cluster.urls();
     run_suite(|| async {
-        let options = RedisOptions {
-            url: urls.clone(),
-            cluster: true,
-            prefix: format!("c{}", rand_suffix()),
-            shards: 8,
-            pool_size: 4,
-            command_timeout: Duration::from_secs(2),
-            at_rest: Some(at_rest(true)),
-            at_rest_window: Duration::ZERO,
-        };
-        RedisStore::connect(options).await.expect("connects to the cluster")
+        RedisStore::connect(cluster_options(&urls, Some(at_rest(true)))).await.expect("connects to the cluster")
     })
     .await;
 }
