@@ -1,11 +1,13 @@
 //! The client flows, each verified end to end: the right text back for the right call, a
-//! task that reaches the status it should, a task id never handed to two calls.
+//! task that reaches the status it should, a task id never handed to two calls, and what
+//! became of every task whose id the client got back (ended, missing, or stuck).
 //!
 //! Retries: a task's creation is retried with the same JSON-RPC id after a transient failure
-//! (the server's idempotency returns the task the lost attempt created), task reads are
-//! retried until the task deadline, and a multi-round call's round is retried (rounds carry
-//! their state, so a retry is the same round); a synchronous call is not retried, so its
-//! failure is reported as such.
+//! (the server's idempotency returns the task the lost attempt created), requests about a
+//! created task are retried until the task's deadline (a failover makes the fleet unavailable
+//! for some seconds), and a multi-round call's round is retried (rounds carry their state, so
+//! a retry is the same round); a synchronous call is not retried, so its failure is reported
+//! as such.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -24,8 +26,10 @@ pub(crate) enum Failure {
     Call(CallError),
     /// The server answered, but not with what this call should get.
     Wrong(String),
-    /// A task never reached a terminal status before the deadline.
-    Lost(String),
+    /// A task whose id the client got back was later answered "task not found".
+    Missing(String),
+    /// A task whose id the client got back was not terminal by the deadline.
+    Stuck(String),
     /// A task id was handed to two different calls.
     Duplicate(String),
 }
@@ -35,7 +39,8 @@ impl Failure {
         match self {
             Self::Call(e) => e.kind(),
             Self::Wrong(_) => "wrong".to_owned(),
-            Self::Lost(_) => "lost".to_owned(),
+            Self::Missing(_) => "acknowledged_missing".to_owned(),
+            Self::Stuck(_) => "stuck".to_owned(),
             Self::Duplicate(_) => "duplicate".to_owned(),
         }
     }
@@ -49,7 +54,7 @@ pub(crate) struct Done {
     pub(crate) outcome: Result<(), Failure>,
     /// Failures that a retry got past.
     pub(crate) retried: u32,
-    /// Whether the flow created a task (so it counts in created/ended/lost).
+    /// Whether the flow created a task (so it counts in created/ended).
     pub(crate) created_task: bool,
 }
 
@@ -62,17 +67,46 @@ pub(crate) struct Shared {
     pub(crate) task_seconds: f64,
     /// The tool the sync scenario calls.
     pub(crate) echo_tool: String,
+    /// The tool the task scenarios call with a key when runs are counted (else `slow_compute`).
+    pub(crate) counted_tool: Option<String>,
+    /// Keys of the counted tasks whose ids the clients got back: the ledger is read for these.
+    pub(crate) counted_keys: Mutex<Vec<String>>,
     /// Task ids handed out so far (a second hand-out is a duplicate).
     pub(crate) seen: Mutex<HashSet<String>>,
+}
+
+/// The call a task scenario makes, and what its result must say.
+#[derive(Debug)]
+struct TaskCall {
+    /// `tools/call` params (name and arguments).
+    params: Value,
+    /// The counted tool's key: its text must name it.
+    key: Option<String>,
+    /// Otherwise the exact text `slow_compute` answers.
+    text: String,
+}
+
+impl TaskCall {
+    fn check(&self, result: &Value) -> Result<(), Failure> {
+        match &self.key {
+            Some(key) => match result["content"][0]["text"].as_str() {
+                Some(text) if text.contains(key.as_str()) => Ok(()),
+                _ => Err(Failure::Wrong(format!("expected a text naming {key:?}, got {result}"))),
+            },
+            None => expect_text(result, &self.text),
+        }
+    }
 }
 
 /// One virtual client: its id, request counter and legacy session.
 #[derive(Debug)]
 pub(crate) struct Client {
-    /// The run's nonce and the client's index: request ids and task labels start with it, so
+    /// The run's tag and the client's index: request ids and task labels start with it, so
     /// a second run within the server's idempotency window creates new tasks rather than
     /// being handed the first run's (which would read as instant, correct results).
     tag: String,
+    /// `<run tag>-<client>`: counted keys start with it.
+    key_prefix: String,
     seq: u64,
     session: Option<String>,
     /// The completed task the get scenario reads, and the text of its result.
@@ -81,7 +115,13 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn new(run: &str, index: usize) -> Self {
-        Self { tag: format!("{run}.{index}"), seq: 0, session: None, finished: None }
+        Self {
+            tag: format!("{run}.{index}"),
+            key_prefix: format!("{run}-{index}"),
+            seq: 0,
+            session: None,
+            finished: None,
+        }
     }
 
     fn next_id(&mut self) -> String {
@@ -98,6 +138,7 @@ impl Client {
             Scenario::Sync => self.sync(shared).await,
             Scenario::Task => self.task(shared, &mut retried, &mut created_task).await,
             Scenario::LegacyTask => self.legacy_task(shared, &mut retried, &mut created_task).await,
+            Scenario::TaskInput => self.task_input(shared, &mut retried, &mut created_task).await,
             Scenario::Mrtr2 => self.mrtr2(shared, &mut retried).await,
             Scenario::Mrtr3 => self.mrtr3(shared, &mut retried).await,
             Scenario::Cancel => self.cancel(shared, &mut retried, &mut created_task).await,
@@ -117,16 +158,35 @@ impl Client {
         expect_text(&answer.result, &text)
     }
 
-    /// Creates a `slow_compute` task; retried with the same id while failures are transient.
+    /// What this flow's task runs: the counted tool with a key unique to the flow (the
+    /// client's request count at the flow's start), or `slow_compute` with `label`.
+    fn task_call(&self, shared: &Shared, label: &str) -> TaskCall {
+        let seconds = shared.task_seconds;
+        match &shared.counted_tool {
+            Some(tool) => {
+                let key = format!("{}-{}", self.key_prefix, self.seq);
+                let mut arguments = json!({"key": key});
+                if seconds > 0.0 {
+                    arguments["seconds"] = json!(seconds);
+                }
+                TaskCall { params: json!({"name": tool, "arguments": arguments}), key: Some(key), text: String::new() }
+            }
+            None => TaskCall {
+                params: json!({"name": "slow_compute", "arguments": {"seconds": seconds, "label": label}}),
+                key: None,
+                text: format!("Computed {label} in {seconds} s"),
+            },
+        }
+    }
+
+    /// Creates a task with `params`; retried with the same id while failures are transient.
     async fn create_task(
         &mut self,
         shared: &Shared,
-        seconds: f64,
-        label: &str,
+        params: Value,
         retried: &mut u32,
     ) -> Result<(String, Duration), Failure> {
         let id = self.next_id();
-        let params = json!({"name": "slow_compute", "arguments": {"seconds": seconds, "label": label}});
         let answer =
             retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), true)).await?;
         let result = &answer.result;
@@ -145,16 +205,30 @@ impl Client {
         shared: &Shared,
         task: &str,
         poll: Duration,
+        deadline: Instant,
         retried: &mut u32,
     ) -> Result<Value, Failure> {
-        let deadline = Instant::now() + shared.deadline;
+        self.watch(shared, task, poll, deadline, retried, |_| false).await
+    }
+
+    /// Polls `tasks/get` until the task is terminal or its status passes `until`, reading on
+    /// through transient failures; "task not found" is a missing task, the deadline a stuck one.
+    async fn watch(
+        &mut self,
+        shared: &Shared,
+        task: &str,
+        poll: Duration,
+        deadline: Instant,
+        retried: &mut u32,
+        until: impl Fn(&str) -> bool,
+    ) -> Result<Value, Failure> {
         loop {
             let id = self.next_id();
             let mut failed = false;
             match shared.mcp.modern(&id, "tasks/get", json!({"taskId": task}), true).await {
                 Ok(answer) => {
                     let status = answer.result["status"].as_str().unwrap_or_default();
-                    if matches!(status, "completed" | "failed" | "cancelled") {
+                    if matches!(status, "completed" | "failed" | "cancelled") || until(status) {
                         return Ok(answer.result);
                     }
                 }
@@ -163,34 +237,66 @@ impl Client {
                     failed = true;
                 }
                 Err(CallError::Rpc { code: -32602, message, .. }) => {
-                    return Err(Failure::Lost(format!("task {task} vanished: {message}")));
+                    return Err(Failure::Missing(format!("task {task} was acknowledged, then not found: {message}")));
                 }
                 Err(e) => return Err(Failure::Call(e)),
             }
-            if Instant::now() + poll > deadline {
-                return Err(Failure::Lost(format!("task {task} not terminal within {:?}", shared.deadline)));
+            // The last look is at the deadline itself.
+            let remaining = left(deadline);
+            if remaining.is_zero() {
+                return Err(Failure::Stuck(format!("task {task} not terminal within {:?}", shared.deadline)));
             }
             if failed {
                 // A restarting replica refuses at once: do not spin on it.
-                tokio::time::sleep(poll.max(Duration::from_millis(50))).await;
+                tokio::time::sleep(poll.max(Duration::from_millis(50)).min(remaining)).await;
             } else if poll.is_zero() {
                 // Back to back (a timer of zero still waits for the timer wheel's next tick).
                 tokio::task::yield_now().await;
             } else {
-                tokio::time::sleep(poll).await;
+                tokio::time::sleep(poll.min(remaining)).await;
             }
         }
     }
 
     async fn task(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
-        let label = format!("t{}-{}", self.tag, self.seq);
-        let (task, poll) = self.create_task(shared, shared.task_seconds, &label, retried).await?;
+        let call = self.task_call(shared, &format!("t{}-{}", self.tag, self.seq));
+        let (task, poll) = self.create_task(shared, call.params.clone(), retried).await?;
         *created = true;
-        let done = self.settle(shared, &task, poll, retried).await?;
+        acknowledge_key(shared, &call);
+        let deadline = Instant::now() + shared.deadline;
+        let done = self.settle(shared, &task, poll, deadline, retried).await?;
         if done["status"] != "completed" {
             return Err(Failure::Wrong(format!("task {task} ended {}", done["status"])));
         }
-        expect_text(&done["result"], &format!("Computed {label} in {} s", shared.task_seconds))
+        call.check(&done["result"])
+    }
+
+    /// A task that parks for input (`delete_records` asks to confirm), answered with
+    /// `tasks/update`, then completed.
+    async fn task_input(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+        let table = format!("tbl_{}_{}", self.tag, self.seq);
+        let params = json!({"name": "delete_records", "arguments": {"table": table, "older_than_days": 1}});
+        let (task, poll) = self.create_task(shared, params, retried).await?;
+        *created = true;
+        let deadline = Instant::now() + shared.deadline;
+        let parked = self.watch(shared, &task, poll, deadline, retried, |s| s == "input_required").await?;
+        if parked["status"] != "input_required" || !parked["inputRequests"]["confirm"].is_object() {
+            return Err(Failure::Wrong(format!("task {task} should ask to confirm: {parked}")));
+        }
+        let id = self.next_id();
+        let answer =
+            json!({"taskId": task, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+        let ack = retry(left(deadline), retried, || shared.mcp.modern(&id, "tasks/update", answer.clone(), true))
+            .await
+            .map_err(|f| acknowledged(&task, f))?;
+        if ack.result["resultType"] != "complete" {
+            return Err(Failure::Wrong(format!("tasks/update ack {}", ack.result)));
+        }
+        let done = self.settle(shared, &task, poll, deadline, retried).await?;
+        if done["status"] != "completed" {
+            return Err(Failure::Wrong(format!("answered task {task} ended {}", done["status"])));
+        }
+        expect_deleted(&done["result"], &table)
     }
 
     /// One `tasks/get` of this client's completed no-op task (created and settled first).
@@ -199,9 +305,10 @@ impl Client {
             Some(finished) => finished.clone(),
             None => {
                 let label = format!("g{}-{}", self.tag, self.seq);
-                let (task, poll) = self.create_task(shared, 0.0, &label, retried).await?;
+                let params = json!({"name": "slow_compute", "arguments": {"seconds": 0.0, "label": label}});
+                let (task, poll) = self.create_task(shared, params, retried).await?;
                 *created = true;
-                self.settle(shared, &task, poll, retried).await?;
+                self.settle(shared, &task, poll, Instant::now() + shared.deadline, retried).await?;
                 let finished = (task, format!("Computed {label} in 0 s"));
                 self.finished = Some(finished.clone());
                 finished
@@ -210,7 +317,8 @@ impl Client {
         let id = self.next_id();
         let answer =
             retry(shared.deadline, retried, || shared.mcp.modern(&id, "tasks/get", json!({"taskId": task}), true))
-                .await?;
+                .await
+                .map_err(|f| acknowledged(&task, f))?;
         if answer.result["status"] != "completed" {
             return Err(Failure::Wrong(format!("task {task} is {}", answer.result["status"])));
         }
@@ -219,16 +327,19 @@ impl Client {
 
     async fn cancel(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
         let label = format!("x{}-{}", self.tag, self.seq);
-        let (task, poll) = self.create_task(shared, 600.0, &label, retried).await?;
+        let params = json!({"name": "slow_compute", "arguments": {"seconds": 600.0, "label": label}});
+        let (task, poll) = self.create_task(shared, params, retried).await?;
         *created = true;
+        let deadline = Instant::now() + shared.deadline;
         let id = self.next_id();
         let ack =
-            retry(shared.deadline, retried, || shared.mcp.modern(&id, "tasks/cancel", json!({"taskId": task}), true))
-                .await?;
+            retry(left(deadline), retried, || shared.mcp.modern(&id, "tasks/cancel", json!({"taskId": task}), true))
+                .await
+                .map_err(|f| acknowledged(&task, f))?;
         if ack.result["resultType"] != "complete" {
             return Err(Failure::Wrong(format!("cancel ack {}", ack.result)));
         }
-        let done = self.settle(shared, &task, poll.min(Duration::from_millis(100)), retried).await?;
+        let done = self.settle(shared, &task, poll.min(Duration::from_millis(100)), deadline, retried).await?;
         match done["status"].as_str() {
             Some("cancelled") => Ok(()),
             other => Err(Failure::Wrong(format!("cancelled task {task} ended {other:?}"))),
@@ -236,6 +347,7 @@ impl Client {
     }
 
     async fn legacy_task(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+        let mut call = self.task_call(shared, &format!("l{}-{}", self.tag, self.seq));
         let session = match &self.session {
             Some(s) => s.clone(),
             None => {
@@ -250,34 +362,39 @@ impl Client {
                 s
             }
         };
-        let label = format!("l{}-{}", self.tag, self.seq);
         let id = self.next_id();
-        let params =
-            json!({"name": "slow_compute", "arguments": {"seconds": shared.task_seconds, "label": label}, "task": {}});
-        let created_answer =
-            retry(shared.deadline, retried, || shared.mcp.legacy(&id, "tools/call", params.clone(), Some(&session)))
-                .await?;
+        call.params["task"] = json!({});
+        let created_answer = retry(shared.deadline, retried, || {
+            shared.mcp.legacy(&id, "tools/call", call.params.clone(), Some(&session))
+        })
+        .await?;
         let task = created_answer.result["task"]["taskId"]
             .as_str()
             .ok_or_else(|| Failure::Wrong(format!("expected {{task}}, got {}", created_answer.result)))?
             .to_owned();
         claim_id(shared, &task)?;
         *created = true;
+        acknowledge_key(shared, &call);
+        let deadline = Instant::now() + shared.deadline;
         let id = self.next_id();
-        let result = match retry(shared.deadline, retried, || {
-            shared.mcp.legacy(&id, "tasks/result", json!({"taskId": task}), Some(&session))
-        })
-        .await
-        {
-            Ok(answer) => answer.result,
-            Err(Failure::Call(e)) if !e.transient() => return Err(Failure::Call(e)),
-            Err(Failure::Call(e)) => return Err(Failure::Lost(format!("task {task}: {e}"))),
-            Err(other) => return Err(other),
+        // `tasks/result` blocks until the task ends: a task that never does is stuck at the
+        // deadline, not after the HTTP timeout.
+        let waited = tokio::time::timeout(
+            left(deadline),
+            retry(left(deadline), retried, || {
+                shared.mcp.legacy(&id, "tasks/result", json!({"taskId": task}), Some(&session))
+            }),
+        )
+        .await;
+        let result = match waited {
+            Ok(Ok(answer)) => answer.result,
+            Ok(Err(failure)) => return Err(acknowledged(&task, failure)),
+            Err(_) => return Err(Failure::Stuck(format!("task {task} not terminal within {:?}", shared.deadline))),
         };
         if result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] != task.as_str() {
             return Err(Failure::Wrong(format!("tasks/result without the related-task _meta: {result}")));
         }
-        expect_text(&result, &format!("Computed {label} in {} s", shared.task_seconds))
+        call.check(&result)
     }
 
     async fn mrtr2(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
@@ -290,12 +407,7 @@ impl Client {
             json!({"name": "delete_records", "arguments": args, "inputResponses": answers, "requestState": state});
         let done =
             retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), false)).await?;
-        let text = done.result["content"][0]["text"].as_str().unwrap_or_default();
-        if text.starts_with("Deleted ") && text.ends_with(&format!("from {table}.")) {
-            Ok(())
-        } else {
-            Err(Failure::Wrong(format!("delete_records said {:?}", done.result)))
-        }
+        expect_deleted(&done.result, &table)
     }
 
     async fn mrtr3(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
@@ -351,6 +463,44 @@ fn claim_id(shared: &Shared, task: &str) -> Result<(), Failure> {
     }
 }
 
+/// Records the key of a counted task whose id the client got back (the ledger is read for it).
+fn acknowledge_key(shared: &Shared, call: &TaskCall) {
+    if let Some(key) = &call.key {
+        shared.counted_keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key.clone());
+    }
+}
+
+/// A request about an acknowledged task that failed for good: "task not found" means the
+/// task is missing; a transient failure that outlasted the deadline means it is stuck.
+fn acknowledged(task: &str, failure: Failure) -> Failure {
+    match failure {
+        Failure::Call(CallError::Rpc { code: -32602, message, .. })
+            if message.to_ascii_lowercase().contains("not found") =>
+        {
+            Failure::Missing(format!("task {task} was acknowledged, then not found: {message}"))
+        }
+        Failure::Call(e) if e.transient() => {
+            Failure::Stuck(format!("task {task}: no answer within the deadline ({e})"))
+        }
+        other => other,
+    }
+}
+
+/// Time left until `deadline`.
+fn left(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+/// `delete_records` confirmed: "Deleted N records older than D days from TABLE."
+fn expect_deleted(result: &Value, table: &str) -> Result<(), Failure> {
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    if text.starts_with("Deleted ") && text.ends_with(&format!("from {table}.")) {
+        Ok(())
+    } else {
+        Err(Failure::Wrong(format!("delete_records said {result}")))
+    }
+}
+
 fn expect_text(result: &Value, expected: &str) -> Result<(), Failure> {
     match result["content"][0]["text"].as_str() {
         Some(text) if text == expected => Ok(()),
@@ -359,7 +509,7 @@ fn expect_text(result: &Value, expected: &str) -> Result<(), Failure> {
 }
 
 /// Repeats `attempt` while it fails transiently, with backoff, until `within` has passed.
-async fn retry<F, Fut>(within: Duration, retried: &mut u32, mut attempt: F) -> Result<Answer, Failure>
+pub(crate) async fn retry<F, Fut>(within: Duration, retried: &mut u32, mut attempt: F) -> Result<Answer, Failure>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Answer, CallError>>,
@@ -376,5 +526,25 @@ where
             }
             Err(e) => return Err(Failure::Call(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rpc(code: i64, message: &str, status: u16) -> Failure {
+        Failure::Call(CallError::Rpc { code, message: message.to_owned(), status })
+    }
+
+    #[test]
+    fn an_acknowledged_task_is_missing_when_not_found_and_stuck_when_unreachable() {
+        let kind = |f: Failure| acknowledged("t-1", f).kind();
+        assert_eq!(kind(rpc(-32602, "Invalid params: task not found: t-1", 200)), "acknowledged_missing");
+        assert_eq!(kind(rpc(-32603, "Internal error: task store unavailable, retry shortly", 503)), "stuck");
+        assert_eq!(kind(Failure::Call(CallError::Transport("connection refused".to_owned()))), "stuck");
+        // Other invalid params (e.g. an answer that does not fit) are what they are.
+        assert_eq!(kind(rpc(-32602, "Invalid params: confirm must be a form answer", 200)), "rpc_-32602");
+        assert_eq!(kind(Failure::Wrong("x".to_owned())), "wrong");
     }
 }

@@ -1,10 +1,12 @@
 //! `mcpgate-loadgen`: N concurrent virtual clients drive an MCP endpoint with a mix of
 //! flows (sync calls, tasks of both eras, multi-round input, cancels), verify every result,
-//! show progress, and report throughput, latency percentiles, failures and task accounting.
-//! The exit code is 1 when any result was lost, duplicated or wrong (2 on bad usage or when
-//! `--max-failures` is exceeded).
+//! show progress, and report throughput, latency percentiles, failures and task accounting
+//! (with a counted tool, its runs from the tool's ledger). The exit code is 1 when any
+//! acknowledged task went missing or stuck, a result was duplicated or wrong, or a task ran
+//! twice (2 on bad usage or when `--max-failures` is exceeded).
 
 mod flows;
+mod ledger;
 mod mcp;
 mod options;
 mod report;
@@ -66,6 +68,8 @@ async fn run(options: Options, mix: Mix) -> anyhow::Result<u8> {
         deadline: options.task_deadline(),
         task_seconds: options.task_seconds,
         echo_tool: options.echo_tool.clone(),
+        counted_tool: options.counted_tool.clone(),
+        counted_keys: Mutex::new(Vec::new()),
         seen: Mutex::new(HashSet::new()),
     });
     let progress = Arc::new(Progress::default());
@@ -75,7 +79,7 @@ async fn run(options: Options, mix: Mix) -> anyhow::Result<u8> {
     let budget = options.flows;
     let bar = progress_bar(&options, &progress, started);
 
-    let nonce: Arc<str> = run_nonce().into();
+    let nonce: Arc<str> = options.run_tag.clone().unwrap_or_else(run_nonce).into();
     let mut handles = Vec::with_capacity(options.clients);
     for index in 0..options.clients {
         let (shared, progress, mix, nonce) = (shared.clone(), progress.clone(), mix.clone(), nonce.clone());
@@ -114,8 +118,17 @@ async fn run(options: Options, mix: Mix) -> anyhow::Result<u8> {
         bar.finish_and_clear();
     }
 
+    let runs = match &options.run_ledger_tool {
+        Some(tool) => {
+            let keys =
+                std::mem::take(&mut *shared.counted_keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            let id = format!("lg{nonce}-ledger");
+            Some(ledger::read(&shared.mcp, &id, tool, &keys, shared.deadline).await)
+        }
+        None => None,
+    };
     let report =
-        Report::new(&options.url, options.clients, mix.describe(), elapsed, &stats, shared.mcp.requests_sent());
+        Report::new(&options.url, options.clients, mix.describe(), elapsed, &stats, shared.mcp.requests_sent(), runs);
     let markdown = report.markdown();
     let mut out = std::io::stdout().lock();
     writeln!(out, "{markdown}")?;

@@ -18,6 +18,9 @@ pub(crate) enum Scenario {
     Task,
     /// A 2025-11-25 task: create in a session, wait on `tasks/result`.
     LegacyTask,
+    /// A 2026-07-28 task that asks for input (`delete_records`): parked `input_required`,
+    /// answered with `tasks/update`, then completed.
+    TaskInput,
     /// Multi-round input, two requests (`delete_records`).
     Mrtr2,
     /// Multi-round input, three requests (`update_work_item`).
@@ -29,14 +32,15 @@ pub(crate) enum Scenario {
 }
 
 impl Scenario {
-    pub(crate) const ALL: [Scenario; 7] =
-        [Self::Sync, Self::Task, Self::LegacyTask, Self::Mrtr2, Self::Mrtr3, Self::Cancel, Self::Get];
+    pub(crate) const ALL: [Scenario; 8] =
+        [Self::Sync, Self::Task, Self::LegacyTask, Self::TaskInput, Self::Mrtr2, Self::Mrtr3, Self::Cancel, Self::Get];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Sync => "sync",
             Self::Task => "task",
             Self::LegacyTask => "legacy_task",
+            Self::TaskInput => "task_input",
             Self::Mrtr2 => "mrtr2",
             Self::Mrtr3 => "mrtr3",
             Self::Cancel => "cancel",
@@ -117,7 +121,8 @@ pub(crate) struct Options {
     /// Run this many flows in total instead of a duration.
     #[arg(long, env = "LOADGEN_FLOWS")]
     pub(crate) flows: Option<u64>,
-    /// Scenario mix: sync, task, legacy_task, mrtr2, mrtr3, cancel, get with relative weights.
+    /// Scenario mix: sync, task, legacy_task, task_input, mrtr2, mrtr3, cancel, get with
+    /// relative weights.
     #[arg(long, default_value = "sync=60,task=15,legacy_task=10,mrtr2=5,mrtr3=5,cancel=5", env = "LOADGEN_MIX")]
     pub(crate) mix: String,
     /// Poll `tasks/get` this often (ms); default: the server's pollIntervalMs.
@@ -133,6 +138,20 @@ pub(crate) struct Options {
     /// Seconds each `slow_compute` task computes (0 = a no-op task).
     #[arg(long, default_value_t = 0.0)]
     pub(crate) task_seconds: f64,
+    /// A tool that counts its runs, called by the `task` and `legacy_task` scenarios instead of
+    /// `slow_compute` with `{"key": "<run tag>-<client>-<seq>"}` (plus `seconds` when
+    /// --task-seconds is set); its text must name the key.
+    #[arg(long)]
+    pub(crate) counted_tool: Option<String>,
+    /// The counted tool's ledger (`structuredContent: {"runs": {key: count}}`), read once at
+    /// the end: runs of this run's keys beyond the first are double runs. Needs --counted-tool.
+    #[arg(long)]
+    pub(crate) run_ledger_tool: Option<String>,
+    /// The run's tag in request ids, task labels and counted keys (default: random). Must
+    /// differ from every run within the server's idempotency window, or that run's tasks are
+    /// handed back.
+    #[arg(long)]
+    pub(crate) run_tag: Option<String>,
     /// `Authorization` header value to send (e.g. "Bearer eyJ...").
     #[arg(long, env = "LOADGEN_AUTHORIZATION")]
     pub(crate) authorization: Option<String>,
@@ -164,6 +183,14 @@ impl Options {
         }
         if !(0.0..=600.0).contains(&self.task_seconds) {
             bail!("--task-seconds must be 0 to 600");
+        }
+        if self.run_ledger_tool.is_some() && self.counted_tool.is_none() {
+            bail!("--run-ledger-tool needs --counted-tool (the ledger counts that tool's runs)");
+        }
+        if let Some(tag) = &self.run_tag
+            && (tag.is_empty() || tag.len() > 32 || !tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            bail!("--run-tag must be 1 to 32 letters, digits or underscores");
         }
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             bail!("--url must be an http:// or https:// URL");

@@ -1,10 +1,12 @@
 //! The run's report: per-scenario throughput and latency percentiles, failures by kind, and
-//! task accounting (created, ended, lost), as JSON and as Markdown.
+//! task accounting (created, ended, acknowledged then missing, stuck, duplicated, run twice),
+//! as JSON and as Markdown.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::ledger::Runs;
 use crate::stats::{Stats, ms, secs};
 
 /// Latency percentiles in milliseconds.
@@ -31,8 +33,15 @@ pub(crate) struct ScenarioReport {
 pub(crate) struct Tasks {
     pub(crate) created: u64,
     pub(crate) ended: u64,
+    /// `acknowledged_missing + stuck`.
     pub(crate) lost: u64,
+    /// The client got the task's id, and later "task not found".
+    pub(crate) acknowledged_missing: u64,
+    /// The client got the task's id; it was not terminal by the deadline.
+    pub(crate) stuck: u64,
     pub(crate) duplicated: u64,
+    /// Runs of a counted task's key beyond the first (from the run ledger; 0 without one).
+    pub(crate) double_runs: u64,
 }
 
 /// The whole report.
@@ -53,12 +62,23 @@ pub(crate) struct Report {
     pub(crate) failures: std::collections::BTreeMap<String, u64>,
     pub(crate) failure_examples: std::collections::BTreeMap<String, String>,
     pub(crate) tasks: Tasks,
-    /// Lost, duplicated or wrong results (the exit code is 1 when this is not zero).
+    /// The run ledger's totals (with --run-ledger-tool).
+    pub(crate) runs: Option<Runs>,
+    /// Missing, stuck, duplicated or wrong results, double runs, and an unreadable ledger (the
+    /// exit code is 1 when this is not zero).
     pub(crate) integrity_failures: u64,
 }
 
 impl Report {
-    pub(crate) fn new(url: &str, clients: usize, mix: String, elapsed: Duration, stats: &Stats, requests: u64) -> Self {
+    pub(crate) fn new(
+        url: &str,
+        clients: usize,
+        mix: String,
+        elapsed: Duration,
+        stats: &Stats,
+        requests: u64,
+        runs: Option<Runs>,
+    ) -> Self {
         let scenarios = stats
             .scenarios
             .iter()
@@ -75,6 +95,10 @@ impl Report {
                 },
             })
             .collect();
+        let missing = stats.failed_with("acknowledged_missing");
+        let stuck = stats.failed_with("stuck");
+        let double_runs = runs.as_ref().map_or(0, |r| r.double_runs);
+        let unread = runs.as_ref().map_or(0, |r| u64::from(r.error.is_some()));
         Self {
             url: url.to_owned(),
             clients,
@@ -92,16 +116,20 @@ impl Report {
             tasks: Tasks {
                 created: stats.tasks_created,
                 ended: stats.tasks_ended,
-                lost: stats.tasks_lost,
-                duplicated: stats.failures.get("duplicate").copied().unwrap_or(0),
+                lost: missing + stuck,
+                acknowledged_missing: missing,
+                stuck,
+                duplicated: stats.failed_with("duplicate"),
+                double_runs,
             },
-            integrity_failures: stats.integrity_failures(),
+            runs,
+            integrity_failures: stats.integrity_failures() + double_runs + unread,
         }
     }
 
     pub(crate) fn markdown(&self) -> String {
         let mut out = format!(
-            "## mcpgate-loadgen: {} flows ok, {} failed in {} s ({} flows/s)\n\n\
+            "## mcpgate-loadgen: {} flows ok, {} failed in {} s ({} flows/s); {} acknowledged tasks missing, {} stuck, {} run twice\n\n\
              Target `{}`, {} clients, mix `{}`; {} HTTP requests ({}/s); {} transient failures retried.\n\n\
              | scenario | ok | failed | per second | p50 ms | p90 ms | p99 ms | max ms |\n\
              | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
@@ -109,6 +137,9 @@ impl Report {
             self.flows_failed,
             self.seconds,
             self.flows_per_second,
+            self.tasks.acknowledged_missing,
+            self.tasks.stuck,
+            self.tasks.double_runs,
             self.url,
             self.clients,
             self.mix,
@@ -125,9 +156,19 @@ impl Report {
         }
         let t = &self.tasks;
         out.push_str(&format!(
-            "\nTasks: {} created, {} ended, {} lost, {} duplicated.\n",
-            t.created, t.ended, t.lost, t.duplicated
+            "\nTasks: {} created, {} ended, {} acknowledged then missing, {} stuck, {} duplicated, {} run twice.\n",
+            t.created, t.ended, t.acknowledged_missing, t.stuck, t.duplicated, t.double_runs
         ));
+        match &self.runs {
+            Some(Runs { tool, error: Some(error), .. }) => {
+                out.push_str(&format!("\nRun ledger `{tool}` unreadable: {}\n", error.replace('\n', " ")));
+            }
+            Some(r) => out.push_str(&format!(
+                "\nRun ledger `{}`: {} keys, {} runs in all; this run's {} keys: {} ran, {} runs beyond the first.\n",
+                r.tool, r.ledger_keys, r.ledger_runs, r.keys, r.ran, r.double_runs
+            )),
+            None => {}
+        }
         if self.failures.is_empty() {
             out.push_str("\nNo failures.\n");
         } else {

@@ -38,10 +38,9 @@ pub(crate) struct Stats {
     pub(crate) examples: BTreeMap<String, String>,
     /// Transient failures a retry got past.
     pub(crate) retried: u64,
-    /// Tasks created, and how they ended.
+    /// Tasks created, and how many of them ended (missing and stuck ones are failure kinds).
     pub(crate) tasks_created: u64,
     pub(crate) tasks_ended: u64,
-    pub(crate) tasks_lost: u64,
 }
 
 impl Stats {
@@ -62,13 +61,9 @@ impl Stats {
             }
             Err(failure) => {
                 entry.failed += 1;
-                if done.created_task {
-                    match failure {
-                        Failure::Lost(_) => self.tasks_lost += 1,
-                        // A task that ended, but not as it should.
-                        Failure::Wrong(_) => self.tasks_ended += 1,
-                        _ => {}
-                    }
+                // A task that ended, but not as it should.
+                if done.created_task && matches!(failure, Failure::Wrong(_)) {
+                    self.tasks_ended += 1;
                 }
                 let kind = failure.kind();
                 *self.failures.entry(kind.clone()).or_default() += 1;
@@ -93,12 +88,16 @@ impl Stats {
         self.retried += other.retried;
         self.tasks_created += other.tasks_created;
         self.tasks_ended += other.tasks_ended;
-        self.tasks_lost += other.tasks_lost;
     }
 
-    /// Failures that mean a result was lost, duplicated or wrong.
+    /// Flows that failed with `kind`.
+    pub(crate) fn failed_with(&self, kind: &str) -> u64 {
+        self.failures.get(kind).copied().unwrap_or(0)
+    }
+
+    /// Failures that mean a result was lost (missing or stuck), duplicated or wrong.
     pub(crate) fn integrity_failures(&self) -> u64 {
-        ["lost", "duplicate", "wrong"].iter().map(|k| self.failures.get(*k).copied().unwrap_or(0)).sum()
+        ["acknowledged_missing", "stuck", "duplicate", "wrong"].iter().map(|k| self.failed_with(k)).sum()
     }
 
     pub(crate) fn total_failures(&self) -> u64 {
@@ -113,7 +112,7 @@ impl Stats {
 fn describe(failure: &Failure) -> String {
     let text = match failure {
         Failure::Call(e) => e.to_string(),
-        Failure::Wrong(s) | Failure::Lost(s) | Failure::Duplicate(s) => s.clone(),
+        Failure::Wrong(s) | Failure::Missing(s) | Failure::Stuck(s) | Failure::Duplicate(s) => s.clone(),
     };
     text.chars().take(300).collect()
 }

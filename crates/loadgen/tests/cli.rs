@@ -14,6 +14,11 @@ fn bad_usage_is_exit_code_2_with_a_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scenario \"bogus\""));
     let out = loadgen(&["--url", "ftp://x", "--mix", "sync=1"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = loadgen(&["--url", "http://127.0.0.1:9/mcp", "--run-ledger-tool", "ledger"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --counted-tool"));
+    let out = loadgen(&["--url", "http://127.0.0.1:9/mcp", "--run-tag", "a-b"]);
+    assert_eq!(out.status.code(), Some(2), "a tag with the keys' separator would make keys ambiguous");
 }
 
 #[test]
