@@ -5,15 +5,13 @@
 //!
 //! These tests are heavy, so they take turns (one at a time).
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use mcpgate_e2e::{
-    CLUSTER_SEAL_KEYS, Client, Cluster, ClusterBuilder, Look, PATIENCE, Until, loadgen_binary, poll_task, wait_for,
+    CLUSTER_SEAL_KEYS, Client, Cluster, ClusterBuilder, Load, Look, PATIENCE, Until, poll_task, wait_for,
 };
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -24,57 +22,6 @@ fn cluster(replicas: usize) -> ClusterBuilder {
         // Short leases, so a killed replica's tasks are taken over within the test.
         .env("MCPGATE_TASKS_LEASE_MS", "2000")
         .env("MCPGATE_STORE_COMMAND_TIMEOUT_MS", "500")
-}
-
-/// A running `mcpgate-loadgen`, killed if dropped early.
-struct Load {
-    child: Option<Child>,
-    report: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Load {
-    fn start(url: &str, args: &[&str]) -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir()?;
-        let report = dir.path().join("report.json");
-        let child = Command::new(loadgen_binary()?)
-            .args(["--url", url, "--quiet", "--report-json"])
-            .arg(&report)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting mcpgate-loadgen")?;
-        Ok(Self { child: Some(child), report, _dir: dir })
-    }
-
-    /// Waits (bounded) for the run to end; returns its JSON report (printed for the log).
-    async fn finish(mut self, within: Duration) -> anyhow::Result<Value> {
-        // Still owned by `self` while waiting, so a failed wait kills it.
-        let running = self.child.as_mut().context("finished twice")?;
-        wait_for("mcpgate-loadgen to end its run", within, async || Ok(running.try_wait()?.is_some())).await;
-        let output = self.child.take().context("finished twice")?.wait_with_output()?;
-        let status = output.status;
-        let markdown = String::from_utf8_lossy(&output.stdout);
-        println!("{markdown}");
-        anyhow::ensure!(
-            status.code() != Some(2) || std::fs::metadata(&self.report).is_ok(),
-            "mcpgate-loadgen failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let report: Value = serde_json::from_slice(&std::fs::read(&self.report).context("reading the report")?)?;
-        Ok(report)
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
 
 /// Every created task ended, and nothing was lost, duplicated or wrong.

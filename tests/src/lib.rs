@@ -8,6 +8,7 @@
 mod client;
 mod cluster;
 mod gateway;
+mod load;
 mod nginx;
 mod oauth_servers;
 mod probe;
@@ -18,6 +19,7 @@ mod wait;
 pub use client::{Client, EventStream};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binary, run_to_end};
+pub use load::{Load, LoadReport};
 pub use mcpgate_client::Reply;
 pub use nginx::Nginx;
 pub use oauth_servers::{OAuthServers, UserAgent};
