@@ -15,6 +15,7 @@ mod idempotency;
 mod jwt;
 mod limits;
 mod listen;
+mod loadgen_counters;
 mod mrtr;
 mod oauth_calls;
 mod oauth_client;
