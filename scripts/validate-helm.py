@@ -31,6 +31,12 @@ SETS = {
         "autoscaling": {"enabled": False},
         "replicaCount": 2,
     },
+    # Redis behind Sentinel, writes acknowledged by one replica.
+    "sentinel": {
+        "secrets": {"sealKeys": SEAL, "redisPassword": "data-pw", "sentinelPassword": "sentinel-pw"},
+        "sentinel": {"enabled": True, "masterName": "mcpgate", "addresses": ["redis-0.redis:26379", "redis-1.redis:26379", "redis-2.redis:26379"]},
+        "durability": {"replicasAck": 1},
+    },
     # Production-like: an existing Secret, no PDB.
     "existing-secret": {"secrets": {"existingSecret": "mcpgate-secrets"}, "podDisruptionBudget": {"enabled": False}},
 }
@@ -38,6 +44,7 @@ SETS = {
 EXPECTED = {
     "defaults": {"ConfigMap", "Secret", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"},
     "trial": {"ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget", "ServiceMonitor"},
+    "sentinel": {"ConfigMap", "Secret", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"},
     "existing-secret": {"ConfigMap", "Deployment", "Service", "HorizontalPodAutoscaler"},
 }
 
@@ -79,6 +86,11 @@ def main() -> None:
             texts = "".join(rendered.values())
             if "MCPGATE_ADMIN_LISTEN" not in texts or "MCPGATE_ADMIN_TOKEN" not in texts:
                 fail(f"{name}: the admin API is enabled but its listener or token is not rendered")
+        if values.get("sentinel", {}).get("enabled"):
+            texts = "".join(rendered.values())
+            wanted = ["MCPGATE_STORE_SENTINEL_ADDRESSES", "MCPGATE_STORE_SENTINEL_MASTER_NAME", "MCPGATE_STORE_SENTINEL_PASSWORD"]
+            if any(w not in texts for w in wanted) or "MCPGATE_REDIS_URL" in texts:
+                fail(f"{name}: Sentinel is enabled but its settings are not rendered (or a Redis URL is)")
         missing = EXPECTED[name] - kinds
         if missing:
             fail(f"{name}: rendered no {sorted(missing)} (got {sorted(kinds)})")
