@@ -180,6 +180,7 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
     };
     let options = RedisOptions {
         url: url.clone(),
+        sentinel: None,
         cluster: config.store.cluster,
         prefix: config.store.prefix.clone(),
         shards,
