@@ -25,6 +25,7 @@ mod overrides;
 mod pinning;
 mod process;
 mod redis_cluster;
+mod sentinel;
 mod shedding;
 mod telemetry;
 mod token_exchange;

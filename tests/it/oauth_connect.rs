@@ -106,6 +106,7 @@ auth = "oauth"
         let port = self.cluster_redis_port();
         Ok(RedisStore::connect(RedisOptions {
             url: format!("redis://127.0.0.1:{port}"),
+            sentinel: None,
             cluster: false,
             prefix: "mcpgate".to_owned(),
             shards: 16,

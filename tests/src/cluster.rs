@@ -1,12 +1,13 @@
-//! A whole deployment on loopback: one `redis-server` (or a Redis Cluster), N `mcpgate` replicas sharing it (and
-//! one set of sealing keys), and `nginx` round-robin in front. Everything is killed when the
-//! cluster drops; on a failing test every replica's log is printed.
+//! A whole deployment on loopback: one `redis-server` (or a Redis Cluster, or a Sentinel set),
+//! N `mcpgate` replicas sharing it (and one set of sealing keys), and `nginx` round-robin in
+//! front. Everything is killed when the cluster drops; on a failing test every replica's log is
+//! printed.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Context;
-use mcpgate_store::testing::{RedisCluster, RedisServer};
+use mcpgate_store::testing::{RedisCluster, RedisSentinelSet, RedisServer};
 
 use crate::gateway::Gateway;
 use crate::nginx::Nginx;
@@ -41,6 +42,7 @@ pub struct ClusterBuilder {
     args: Vec<String>,
     redis_args: Vec<String>,
     redis_cluster: Option<usize>,
+    redis_sentinel: bool,
 }
 
 /// The Redis the replicas share.
@@ -48,12 +50,20 @@ pub struct ClusterBuilder {
 enum Redis {
     Server(RedisServer),
     Cluster(RedisCluster),
+    Sentinel(RedisSentinelSet),
 }
 
 impl ClusterBuilder {
     /// A Redis Cluster of `masters` nodes instead of one server.
     pub fn redis_cluster(mut self, masters: usize) -> Self {
         self.redis_cluster = Some(masters);
+        self
+    }
+
+    /// A Redis Sentinel set (primary, two replicas, three sentinels) instead of one server:
+    /// the replicas get the sentinels (`MCPGATE_STORE_SENTINEL_*`), not `MCPGATE_REDIS_URL`.
+    pub fn redis_sentinel(mut self) -> Self {
+        self.redis_sentinel = true;
         self
     }
 
@@ -83,24 +93,34 @@ impl ClusterBuilder {
 
     /// Starts everything.
     pub fn start(self) -> anyhow::Result<Cluster> {
-        let (redis, url) = match self.redis_cluster {
+        let (redis, store_env) = match self.redis_cluster {
+            _ if self.redis_sentinel => {
+                let set = RedisSentinelSet::start();
+                let env = vec![
+                    ("MCPGATE_STORE_SENTINEL_MASTER_NAME".to_owned(), set.master_name().to_owned()),
+                    ("MCPGATE_STORE_SENTINEL_ADDRESSES".to_owned(), set.sentinel_addresses().join(",")),
+                ];
+                (Redis::Sentinel(set), env)
+            }
             Some(masters) => {
                 let cluster = RedisCluster::start(masters);
-                let urls = cluster.urls();
-                (Redis::Cluster(cluster), urls)
+                let env = vec![
+                    ("MCPGATE_REDIS_URL".to_owned(), cluster.urls()),
+                    ("MCPGATE_STORE_CLUSTER".to_owned(), "true".to_owned()),
+                ];
+                (Redis::Cluster(cluster), env)
             }
             None => {
                 let server = RedisServer::start_with(&self.redis_args.iter().map(String::as_str).collect::<Vec<_>>());
-                let url = server.url();
-                (Redis::Server(server), url)
+                let env = vec![("MCPGATE_REDIS_URL".to_owned(), server.url())];
+                (Redis::Server(server), env)
             }
         };
-        let mut env: Vec<(String, String)> = vec![
-            ("MCPGATE_REDIS_URL".to_owned(), url),
-            ("MCPGATE_STORE_CLUSTER".to_owned(), matches!(redis, Redis::Cluster(_)).to_string()),
+        let mut env: Vec<(String, String)> = store_env;
+        env.extend([
             ("MCPGATE_SEAL_KEYS".to_owned(), CLUSTER_SEAL_KEYS.to_owned()),
             ("MCPGATE_LOG_LEVEL".to_owned(), "info".to_owned()),
-        ];
+        ]);
         env.extend(self.env);
         let mut replicas = Vec::with_capacity(self.replicas);
         for i in 0..self.replicas {
@@ -170,6 +190,7 @@ impl Cluster {
         match &mut self.redis {
             Redis::Server(server) => server,
             Redis::Cluster(_) => panic!("this cluster runs on a Redis Cluster"),
+            Redis::Sentinel(_) => panic!("this cluster runs on a Redis Sentinel set"),
         }
     }
 
@@ -177,7 +198,15 @@ impl Cluster {
     pub fn redis_cluster(&self) -> Option<&RedisCluster> {
         match &self.redis {
             Redis::Cluster(cluster) => Some(cluster),
-            Redis::Server(_) => None,
+            Redis::Server(_) | Redis::Sentinel(_) => None,
+        }
+    }
+
+    /// The Redis Sentinel set, when the replicas share one (to kill its primary).
+    pub fn redis_sentinel(&mut self) -> Option<&mut RedisSentinelSet> {
+        match &mut self.redis {
+            Redis::Sentinel(set) => Some(set),
+            Redis::Server(_) | Redis::Cluster(_) => None,
         }
     }
 

@@ -120,7 +120,7 @@ impl GatewayBuilder {
         self
     }
 
-    /// Validates the config, connects the store (Redis when `redis_url` is set), starts the
+    /// Validates the config, connects the store (Redis when `redis_url` or `store.sentinel` is set), starts the
     /// upstream connections and task workers, and builds the catalog. Fails on an invalid
     /// config, a store that cannot be reached, or two entries of one name.
     pub async fn build(self) -> Result<Gateway, StartupError> {

@@ -21,7 +21,7 @@ use mcpgate_runtime::task_metrics::TaskMetrics;
 use mcpgate_runtime::toolsets;
 use mcpgate_runtime::worker::{WorkerOptions, Workers};
 use mcpgate_seal::{AtRest, KeyRing, Sealer};
-use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore};
+use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore, SentinelOptions};
 use mcpgate_upstream::Federation;
 
 use crate::audit::Audit;
@@ -41,7 +41,7 @@ use crate::tasks::{TaskBook, TaskService};
 
 impl AppState {
     /// Builds the state of a replica from a validated config: connects the store (Redis when
-    /// `redis_url` is set, memory otherwise) and starts the task workers.
+    /// `redis_url` or `store.sentinel` is set, memory otherwise) and starts the task workers.
     pub async fn new(config: Config) -> Result<Self, StartupError> {
         Self::with_tools(config, |_| {}).await
     }
@@ -175,11 +175,22 @@ impl AppState {
 
 async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, StartupError> {
     let shards = u16::try_from(config.store.shards).unwrap_or(16);
-    let Some(url) = &config.redis_url else {
+    if !config.is_multi_replica() {
         return Ok(AnyStore::Memory(MemoryStore::new(shards)));
-    };
+    }
+    let sentinel = config.store.sentinel.as_ref().map(|s| SentinelOptions {
+        addresses: s.addresses.clone(),
+        master_name: s.master_name.clone(),
+        tls: s.tls,
+        username: s.username.clone(),
+        password: s.password.as_ref().map(|p| p.expose().to_owned()),
+        sentinel_username: s.sentinel_username.clone(),
+        sentinel_password: s.sentinel_password.as_ref().map(|p| p.expose().to_owned()),
+    });
     let options = RedisOptions {
-        url: url.clone(),
+        // Empty with Sentinel (exclusive with redis_url): the sentinels name the server.
+        url: config.redis_url.clone().unwrap_or_default(),
+        sentinel,
         cluster: config.store.cluster,
         prefix: config.store.prefix.clone(),
         shards,

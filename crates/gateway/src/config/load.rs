@@ -282,6 +282,38 @@ fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), Startu
     Ok(())
 }
 
+/// `[store.sentinel]`: exclusive with `redis_url` and `store.cluster`, a master name, and
+/// sentinel addresses that are `host:port`.
+fn validate_sentinel(c: &Config) -> Result<(), StartupError> {
+    let Some(sentinel) = &c.store.sentinel else { return Ok(()) };
+    if c.redis_url.is_some() {
+        return Err(invalid_key(
+            "store.sentinel",
+            "redis_url and store.sentinel are exclusive: the sentinels name the Redis primary (remove redis_url)",
+        ));
+    }
+    if c.store.cluster {
+        return Err(invalid_key(
+            "store.sentinel",
+            "store.cluster and store.sentinel are exclusive: a Sentinel set has one primary, not a cluster",
+        ));
+    }
+    if sentinel.master_name.trim().is_empty() {
+        return Err(invalid_key("store.sentinel.master_name", "required with [store.sentinel]"));
+    }
+    if sentinel.addresses.is_empty() {
+        return Err(invalid_key("store.sentinel.addresses", "at least one sentinel host:port is required"));
+    }
+    if let Some(bad) = sentinel.addresses.iter().find(|a| {
+        a.trim()
+            .rsplit_once(':')
+            .is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0))
+    }) {
+        return Err(invalid_key("store.sentinel.addresses", &format!("{bad:?} is not host:port")));
+    }
+    Ok(())
+}
+
 fn expected(kind: Kind) -> &'static str {
     match kind {
         Kind::Str => "a string",
@@ -466,13 +498,14 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
             ));
         }
     }
+    validate_sentinel(c)?;
     if c.store.cluster && c.redis_url.is_none() {
         return Err(invalid_key("store.cluster", "needs redis_url (the cluster's seed nodes)"));
     }
     if !c.is_multi_replica() && c.tasks.max_running == 0 {
         return Err(invalid_key(
             "tasks.max_running",
-            "0 (run no tasks) needs redis_url: without a shared store no other replica can run them",
+            "0 (run no tasks) needs redis_url or store.sentinel: without a shared store no other replica can run them",
         ));
     }
     if c.is_multi_replica() && c.tasks.lease_ms < c.store.command_timeout_ms.saturating_mul(2) {
@@ -489,7 +522,7 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
     if c.is_multi_replica() && c.seal.keys.is_empty() {
         return Err(invalid_key(
             "seal.keys",
-            "required when redis_url is set: every replica must share the same keys, or a session id or \
+            "required when redis_url or store.sentinel is set: every replica must share the same keys, or a session id or \
              requestState minted by one replica cannot be opened by another (generate one with --generate-seal-key)",
         ));
     }

@@ -469,6 +469,28 @@ pub struct StoreConfig {
     /// may still be created holding plain (or older-format) payloads; later ones are refused
     /// them.
     pub at_rest_window_secs: u64,
+    /// `[store.sentinel]`: find the Redis primary through Sentinel (instead of `redis_url`).
+    pub sentinel: Option<SentinelConfig>,
+}
+
+/// `[store.sentinel]`: the Sentinel set that names the Redis primary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SentinelConfig {
+    /// The name the sentinels monitor the primary under (required).
+    pub master_name: String,
+    /// The sentinels, `host:port` each (at least one).
+    pub addresses: Vec<String>,
+    /// TLS to the sentinels and the data nodes.
+    pub tls: bool,
+    /// The data nodes' ACL user.
+    pub username: Option<String>,
+    /// The data nodes' password.
+    pub password: Option<Secret>,
+    /// The sentinels' ACL user.
+    pub sentinel_username: Option<String>,
+    /// The sentinels' password.
+    pub sentinel_password: Option<Secret>,
 }
 
 impl Default for StoreConfig {
@@ -481,6 +503,7 @@ impl Default for StoreConfig {
             cluster: false,
             encrypt_at_rest: true,
             at_rest_window_secs: 900,
+            sentinel: None,
         }
     }
 }
@@ -637,8 +660,8 @@ impl Config {
         self.listen.ip().is_loopback()
     }
 
-    /// Whether several replicas share state (a Redis URL is set).
+    /// Whether several replicas share state (a Redis URL or a Sentinel set is configured).
     pub fn is_multi_replica(&self) -> bool {
-        self.redis_url.is_some()
+        self.redis_url.is_some() || self.store.sentinel.is_some()
     }
 }

@@ -229,7 +229,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "tasks.max_running",
         Kind::Int,
-        "Tasks executing at once per replica, including calls that became tasks while they ran (a 2025-11-25 call waiting for input holds one while it waits); 0 = this replica serves tasks but runs none (needs redis_url)",
+        "Tasks executing at once per replica, including calls that became tasks while they ran (a 2025-11-25 call waiting for input holds one while it waits); 0 = this replica serves tasks but runs none (needs redis_url or store.sentinel)",
     ),
     s(
         "tasks.lease_ms",
@@ -324,6 +324,18 @@ pub const SETTINGS: &[Setting] = &[
          change runs without losing tasks; a task created later whose payload is not sealed in the current format \
          reads as an error",
     ),
+    s(
+        "store.sentinel.master_name",
+        Kind::Str,
+        "With [store.sentinel]: the name the sentinels monitor the Redis primary under; replicas find the primary \
+         through the sentinels and follow its failovers (instead of redis_url, which must then be absent)",
+    ),
+    s("store.sentinel.addresses", Kind::List, "The sentinels, host:port each (at least one)"),
+    s("store.sentinel.tls", Kind::Bool, "TLS to the sentinels and to the Redis nodes they name"),
+    s("store.sentinel.username", Kind::Str, "ACL user on the Redis nodes"),
+    secret("store.sentinel.password", Kind::Str, "Password on the Redis nodes"),
+    s("store.sentinel.sentinel_username", Kind::Str, "ACL user on the sentinels"),
+    secret("store.sentinel.sentinel_password", Kind::Str, "Password on the sentinels"),
     s("log.format", Kind::Str, "text or json"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info"),
     s(

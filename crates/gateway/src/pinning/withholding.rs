@@ -352,6 +352,7 @@ mod tests {
         let store = AnyStore::Redis(
             RedisStore::connect(RedisOptions {
                 url: server.url(),
+                sentinel: None,
                 cluster: false,
                 prefix: "pins".to_owned(),
                 shards: 4,

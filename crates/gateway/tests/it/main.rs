@@ -18,6 +18,7 @@ mod personal_tools;
 mod policy;
 mod rate_limits;
 mod search;
+mod sentinel_config;
 mod servers;
 mod streaming;
 mod support;

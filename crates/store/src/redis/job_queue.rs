@@ -24,8 +24,8 @@ use crate::model::{Job, TaskId};
 impl JobQueue for RedisStore {
     async fn read(&self, worker: &str, max: usize, block: Duration) -> Result<Vec<Job>, StoreError> {
         let inner = &self.inner;
-        let client = match &inner.backend {
-            Backend::Single { client, .. } => client,
+        let source = match &inner.backend {
+            Backend::Single { source, .. } => source,
             Backend::Cluster { urls, .. } => {
                 let reader = inner
                     .cluster_reader
@@ -50,8 +50,10 @@ impl JobQueue for RedisStore {
             let config = AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(inner.timeout))
                 .set_response_timeout(Some(block + inner.timeout));
+            let node = source.node().await?;
+            inner.reader_epoch.store(node.epoch, std::sync::atomic::Ordering::Release);
             let mut conn =
-                tokio::time::timeout(inner.timeout, client.get_multiplexed_async_connection_with_config(&config))
+                tokio::time::timeout(inner.timeout, node.client.get_multiplexed_async_connection_with_config(&config))
                     .await
                     .map_err(|_| StoreError::Timeout { millis: millis(inner.timeout) })??;
             // Known so that `stop_reading` can end a blocking read left in flight.
@@ -80,6 +82,9 @@ impl JobQueue for RedisStore {
             }
             Err(e) => {
                 *reader = None;
+                if super::pool::is_connection_failure(&e) {
+                    source.retire(inner.reader_epoch.load(std::sync::atomic::Ordering::Acquire));
+                }
                 Err(e.into())
             }
         }

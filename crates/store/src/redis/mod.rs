@@ -6,7 +6,9 @@
 //! Invariants: every Redis call is bounded by the command timeout (connect and response); a
 //! connection that fails at the connection level is replaced (see `pool`); the job
 //! reader and the event subscriber have their own connections and reconnect on their own.
-//! Against a Redis Cluster every command touches one slot (see `conn`).
+//! With Sentinel every single-server connection goes to the primary the sentinels name and
+//! follows a failover (see `sentinel`). Against a Redis Cluster every command touches one
+//! slot (see `conn`).
 
 mod admin;
 mod at_rest;
@@ -21,6 +23,7 @@ mod quota;
 mod rate;
 mod record;
 mod scripts;
+mod sentinel;
 mod subscriber;
 mod task_store;
 mod vault;
@@ -43,14 +46,18 @@ use cluster_reader::ClusterReader;
 use conn::Conn;
 use keys::{GROUP, Keys};
 use pool::{Connections, is_connection_failure};
+pub use sentinel::SentinelOptions;
+use sentinel::{NodeSource, Resolver};
 use subscriber::Subscriber;
 
 /// How to reach and lay out the Redis store.
 #[derive(Debug, Clone)]
 pub struct RedisOptions {
     /// `redis://`, `rediss://` or `redis+unix://` URL; in cluster mode, one or more seed
-    /// nodes, comma-separated.
+    /// nodes, comma-separated. Ignored (may be empty) with `sentinel`.
     pub url: String,
+    /// Find the primary through Redis Sentinel (and follow its failovers) instead of `url`.
+    pub sentinel: Option<SentinelOptions>,
     /// A Redis Cluster (not one server).
     pub cluster: bool,
     /// Prefix of every key (several deployments may share one Redis).
@@ -81,8 +88,8 @@ pub struct RedisStore {
 enum Backend {
     /// One Redis server.
     Single {
-        /// For the reader's and the subscriber's own connections.
-        client: Client,
+        /// Where the reader's own connection goes (the pool's and the subscriber's too).
+        source: Arc<NodeSource>,
         pool: Arc<Connections>,
     },
     /// A Redis Cluster.
@@ -106,6 +113,8 @@ struct Inner {
     reader: Mutex<Option<redis::aio::MultiplexedConnection>>,
     /// Redis's client id of the reader's connection (0 = none yet).
     reader_client: std::sync::atomic::AtomicI64,
+    /// The node source's epoch the reader's connection was made from.
+    reader_epoch: std::sync::atomic::AtomicU64,
     metrics: StoreMetrics,
     /// Where the next reclaim scan resumes: the shard, and the `XAUTOCLAIM` cursor of each.
     reclaim: std::sync::Mutex<ReclaimCursor>,
@@ -131,33 +140,49 @@ impl RedisStore {
             return Err(StoreError::Config { detail: "shards must be between 1 and 256".to_owned() });
         }
         let invalid = |e: redis::RedisError| StoreError::Config { detail: format!("invalid Redis URL: {e}") };
-        let urls: Vec<String> =
-            options.url.split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect();
-        // Pub/sub reaches every node of a cluster, so the subscriber may use any seed.
-        let clients = urls.iter().map(|u| Client::open(u.as_str()).map_err(invalid)).collect::<Result<Vec<_>, _>>()?;
-        let first = clients.first().cloned().ok_or_else(|| StoreError::Config { detail: "no Redis URL".to_owned() })?;
-        let backend = if options.cluster {
-            let client = redis::cluster::ClusterClient::builder(urls.clone())
-                .connection_timeout(options.command_timeout)
-                .response_timeout(options.command_timeout)
-                .build()
-                .map_err(invalid)?;
-            let conn = tokio::time::timeout(options.command_timeout * 3, client.get_async_connection())
-                .await
-                .map_err(|_| StoreError::Timeout { millis: millis(options.command_timeout * 3) })??;
-            Backend::Cluster { urls, conn }
-        } else {
-            if clients.len() > 1 {
+        let (backend, sources) = if let Some(sentinel) = &options.sentinel {
+            if options.cluster {
                 return Err(StoreError::Config {
-                    detail: "several Redis URLs are only meaningful for a cluster (store.cluster)".to_owned(),
+                    detail: "a Sentinel set is one primary, not a cluster (store.cluster)".to_owned(),
                 });
             }
-            let pool = Arc::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
-            Backend::Single { client: first, pool }
+            let source = Arc::new(NodeSource::Sentinel(Box::new(Resolver::new(sentinel, options.command_timeout)?)));
+            let pool = Arc::new(Connections::new(source.clone(), options.pool_size, options.command_timeout));
+            (Backend::Single { source: source.clone(), pool }, vec![source])
+        } else {
+            let urls: Vec<String> =
+                options.url.split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect();
+            // Pub/sub reaches every node of a cluster, so the subscriber may use any seed.
+            let sources = urls
+                .iter()
+                .map(|u| Client::open(u.as_str()).map(|c| Arc::new(NodeSource::Fixed(c))).map_err(invalid))
+                .collect::<Result<Vec<_>, _>>()?;
+            let first =
+                sources.first().cloned().ok_or_else(|| StoreError::Config { detail: "no Redis URL".to_owned() })?;
+            let backend = if options.cluster {
+                let client = redis::cluster::ClusterClient::builder(urls.clone())
+                    .connection_timeout(options.command_timeout)
+                    .response_timeout(options.command_timeout)
+                    .build()
+                    .map_err(invalid)?;
+                let conn = tokio::time::timeout(options.command_timeout * 3, client.get_async_connection())
+                    .await
+                    .map_err(|_| StoreError::Timeout { millis: millis(options.command_timeout * 3) })??;
+                Backend::Cluster { urls, conn }
+            } else {
+                if sources.len() > 1 {
+                    return Err(StoreError::Config {
+                        detail: "several Redis URLs are only meaningful for a cluster (store.cluster)".to_owned(),
+                    });
+                }
+                let pool = Arc::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
+                Backend::Single { source: first, pool }
+            };
+            (backend, sources)
         };
         let keys = Keys::new(&options.prefix);
         let hub = Hub::new();
-        let subscriber = Subscriber::start(clients, keys.clone(), hub, options.command_timeout);
+        let subscriber = Subscriber::start(sources, keys.clone(), hub, options.command_timeout);
         let store = Self {
             inner: Arc::new(Inner {
                 backend,
@@ -168,6 +193,7 @@ impl RedisStore {
                 timeout: options.command_timeout,
                 reader: Mutex::new(None),
                 reader_client: std::sync::atomic::AtomicI64::new(0),
+                reader_epoch: std::sync::atomic::AtomicU64::new(0),
                 metrics: StoreMetrics::default(),
                 reclaim: std::sync::Mutex::new(ReclaimCursor {
                     shard: 0,

@@ -6,9 +6,10 @@
 //! pool-size commands in flight: it defeats the multiplexing.)
 //!
 //! Invariants: a connection is made lazily, one connect per slot at a time, bounded by the
-//! command timeout; when a command fails at the connection level (e.g. Redis restarted) every
-//! connection of that generation is retired at once, so no later caller draws another dead
-//! socket. A timeout is not a failure of the connection (Redis may be busy or paused, and a
+//! command timeout, to the server the node source names (see `sentinel`); when a command fails
+//! at the connection level (e.g. Redis restarted, or a `-READONLY` reply from a demoted
+//! primary) every connection of that generation is retired at once, and the source's
+//! resolution with it, so no later caller draws another dead socket or a replica. A timeout is not a failure of the connection (Redis may be busy or paused, and a
 //! multiplexed connection matches late replies to their abandoned requests): after a timeout
 //! a bounded `PING` probes the connection and retires the generation if it gets no answer,
 //! and so do a few timeouts in a row, so a half-open socket is never reused for long.
@@ -18,8 +19,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, RedisError};
+use redis::{AsyncConnectionConfig, RedisError};
 
+use super::sentinel::NodeSource;
 use crate::error::StoreError;
 
 /// A connection handle and the generation it was made in.
@@ -31,7 +33,9 @@ pub(super) struct Pooled {
 
 /// The shared connections.
 pub(super) struct Connections {
-    client: Client,
+    source: std::sync::Arc<NodeSource>,
+    /// The source's epoch of the newest connection made (retired with a generation).
+    node_epoch: AtomicU64,
     config: AsyncConnectionConfig,
     /// The live connection of each slot (`None` until made, or once retired).
     slots: Box<[Mutex<Option<Pooled>>]>,
@@ -51,12 +55,13 @@ const RETIRE_AFTER_TIMEOUTS: u32 = 3;
 
 impl Connections {
     /// `size` connections (at least one), made on first use.
-    pub(super) fn new(client: Client, size: usize, timeout: Duration) -> Self {
+    pub(super) fn new(source: std::sync::Arc<NodeSource>, size: usize, timeout: Duration) -> Self {
         let size = size.max(1);
         let config =
             AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
         Self {
-            client,
+            source,
+            node_epoch: AtomicU64::new(0),
             config,
             slots: (0..size).map(|_| Mutex::new(None)).collect(),
             connecting: (0..size).map(|_| tokio::sync::Mutex::new(())).collect(),
@@ -120,8 +125,10 @@ impl Connections {
             return Ok(conn);
         }
         let generation = self.generation.load(Ordering::Acquire);
+        let node = self.source.node().await?;
+        self.node_epoch.fetch_max(node.epoch, Ordering::AcqRel);
         let conn =
-            tokio::time::timeout(self.timeout, self.client.get_multiplexed_async_connection_with_config(&self.config))
+            tokio::time::timeout(self.timeout, node.client.get_multiplexed_async_connection_with_config(&self.config))
                 .await
                 .map_err(|_| timeout())?
                 .map_err(|e| StoreError::Unavailable { detail: e.to_string() })?;
@@ -133,12 +140,13 @@ impl Connections {
     /// After a connection-level failure on a connection of `generation`: retires every
     /// connection of it (once, however many callers saw the failure).
     pub(super) fn retire(&self, generation: u64) {
-        let _ = self.generation.compare_exchange(
-            generation,
-            generation.wrapping_add(1),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
+        let retired = self
+            .generation
+            .compare_exchange(generation, generation.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if retired {
+            self.source.retire(self.node_epoch.load(Ordering::Acquire));
+        }
     }
 
     /// Slot `slot`'s connection, if made in the current generation.
@@ -158,11 +166,19 @@ impl Connections {
 }
 
 /// Whether an error means the connection itself is unusable (a timeout does not: see the
-/// module's invariants).
+/// module's invariants). `-READONLY` counts: the node was demoted under the connection, so
+/// every answer from it is suspect; the write it refused did not happen.
 pub(super) fn is_connection_failure(error: &RedisError) -> bool {
-    !error.is_timeout()
-        && (error.is_io_error()
-            || error.is_connection_dropped()
-            || error.is_connection_refusal()
-            || error.is_unrecoverable_error())
+    is_readonly(error)
+        || !error.is_timeout()
+            && (error.is_io_error()
+                || error.is_connection_dropped()
+                || error.is_connection_refusal()
+                || error.is_unrecoverable_error())
+}
+
+/// A `-READONLY` reply (also from a write inside a script): the node is a replica now.
+pub(super) fn is_readonly(error: &RedisError) -> bool {
+    // Older servers wrap a script's error in `ERR Error running script`, keeping the reply.
+    error.code() == Some("READONLY") || error.to_string().contains("READONLY You can't write")
 }

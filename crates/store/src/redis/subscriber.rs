@@ -8,17 +8,19 @@
 //! Invariants: `subscribe` returns only while the pattern subscription is confirmed, so an
 //! event published by any later transition is delivered, unless the connection drops; after a
 //! reconnect the subscriptions are made again and every local subscriber is told to resync
-//! (events published while disconnected are lost, so waiters read their task again).
+//! (events published while disconnected are lost, so waiters read their task again). A lost
+//! connection retires its node source's resolution, so with Sentinel the reconnect goes to
+//! the primary named after a failover.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use redis::Client;
 use tokio::sync::{mpsc, watch};
 
 use super::keys::Keys;
 use super::record::parse_status;
+use super::sentinel::NodeSource;
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{TaskEvent, TaskId};
@@ -35,11 +37,11 @@ pub(super) struct Subscriber {
 
 impl Subscriber {
     /// Starts the subscriber task (it connects on its own and keeps reconnecting, moving to
-    /// the next of `clients` after a failure: a cluster's nodes all carry every message).
-    pub(super) fn start(clients: Vec<Client>, keys: Keys, hub: Hub, timeout: Duration) -> Arc<Self> {
+    /// the next of `sources` after a failure: a cluster's nodes all carry every message).
+    pub(super) fn start(sources: Vec<Arc<NodeSource>>, keys: Keys, hub: Hub, timeout: Duration) -> Arc<Self> {
         let (stop, stopped) = mpsc::channel(1);
         let (ready_tx, ready) = watch::channel(false);
-        tokio::spawn(run(clients, keys, hub.clone(), stopped, ready_tx, timeout));
+        tokio::spawn(run(sources, keys, hub.clone(), stopped, ready_tx, timeout));
         Arc::new(Self { hub, ready, _stop: stop, timeout })
     }
 
@@ -80,7 +82,7 @@ impl Watcher for Subscriber {
 const PING_EVERY: Duration = Duration::from_secs(10);
 
 async fn run(
-    clients: Vec<Client>,
+    sources: Vec<Arc<NodeSource>>,
     keys: Keys,
     hub: Hub,
     mut stopped: mpsc::Receiver<()>,
@@ -90,8 +92,20 @@ async fn run(
     let mut backoff = Duration::from_millis(100);
     let mut next = 0;
     loop {
-        let Some(client) = clients.get(next % clients.len().max(1)) else { return };
-        let served = serve(client, &keys, &hub, &mut stopped, &ready, timeout).await;
+        let Some(source) = sources.get(next % sources.len().max(1)) else { return };
+        let served = match source.node().await {
+            Ok(node) => {
+                let served = serve(&node.client, &keys, &hub, &mut stopped, &ready, timeout).await;
+                if matches!(served, Served::Lost { .. }) {
+                    source.retire(node.epoch);
+                }
+                served
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "event subscriber cannot find its Redis server");
+                Served::Lost { healthy: false }
+            }
+        };
         ready.send_replace(false);
         match served {
             Served::Stopped => return,
@@ -123,7 +137,7 @@ enum Served {
 /// then delivers messages until the connection fails. Every call on the connection is bounded
 /// by `timeout`.
 async fn serve(
-    client: &Client,
+    client: &redis::Client,
     keys: &Keys,
     hub: &Hub,
     stopped: &mut mpsc::Receiver<()>,

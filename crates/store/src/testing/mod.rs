@@ -1,11 +1,13 @@
 //! Test support shared by this crate's tests and the end-to-end tests (feature `testing`):
-//! a `redis-server` (or a Redis Cluster) the tests start themselves, and the conformance suite every store
-//! implementation must pass.
+//! a `redis-server` (or a Redis Cluster, or a Sentinel set) the tests start themselves, and
+//! the conformance suite every store implementation must pass.
 
 mod redis_cluster;
+mod redis_sentinel;
 mod redis_server;
 mod suite;
 
 pub use redis_cluster::RedisCluster;
+pub use redis_sentinel::RedisSentinelSet;
 pub use redis_server::RedisServer;
 pub use suite::{run_pins_suite, run_suite};

@@ -142,7 +142,7 @@ impl RedisServer {
     }
 }
 
-fn ping(port: u16) -> bool {
+pub(super) fn ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)) else {
         return false;
     };

@@ -46,6 +46,7 @@ async fn a_stopped_worker_takes_no_new_job_on_a_cluster() {
     let cluster = RedisCluster::start(3);
     stopped_readers_take_no_new_job(RedisOptions {
         url: cluster.urls(),
+        sentinel: None,
         cluster: true,
         prefix: format!("drain{}", std::process::id()),
         shards: 8,

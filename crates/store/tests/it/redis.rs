@@ -8,6 +8,7 @@ use mcpgate_store::{RedisOptions, RedisStore};
 pub(crate) fn options(server: &RedisServer) -> RedisOptions {
     RedisOptions {
         url: server.url(),
+        sentinel: None,
         cluster: false,
         prefix: format!("t{}", rand_suffix()),
         shards: 4,
@@ -56,6 +57,7 @@ pub(crate) fn new_task(owner: &str, idempotency: [u8; 32]) -> mcpgate_store::New
 fn cluster_options(urls: &str, at_rest: Option<std::sync::Arc<mcpgate_seal::AtRest>>) -> RedisOptions {
     RedisOptions {
         url: urls.to_owned(),
+        sentinel: None,
         cluster: true,
         prefix: format!("c{}", rand_suffix()),
         shards: 8,
