@@ -479,6 +479,8 @@ impl From<mcpgate_store::StoreError> for GatewayError {
             source @ (mcpgate_store::StoreError::Corrupt { .. } | mcpgate_store::StoreError::Sealing { .. }) => {
                 Self::StoredData { source }
             }
+            // Unreachable, slow, or a write too few Redis replicas confirmed
+            // (`store.replicas_ack`, NotAcknowledged): all retryable, all "unavailable".
             source => Self::Store { source },
         }
     }

@@ -324,6 +324,19 @@ pub const SETTINGS: &[Setting] = &[
          change runs without losing tasks; a task created later whose payload is not sealed in the current format \
          reads as an error",
     ),
+    s(
+        "store.replicas_ack",
+        Kind::Int,
+        "Redis replicas that must hold each task write a client or a worker relies on (creation, claim, input \
+         request, answer, result, cancel) before it is answered (WAIT after the write, same round trip), 0 to 16; a \
+         write not acknowledged in time fails as 'task store unavailable' and is safe to retry. 0 = answer once the \
+         primary has it: a failover may lose it",
+    ),
+    s(
+        "store.replicas_ack_timeout_ms",
+        Kind::Int,
+        "With store.replicas_ack: how long a write waits for its replicas; below store.command_timeout_ms",
+    ),
     s("log.format", Kind::Str, "text or json"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info"),
     s(

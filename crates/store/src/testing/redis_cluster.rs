@@ -32,7 +32,7 @@ impl RedisCluster {
                 ])
             })
             .collect();
-        let cli: PathBuf = std::env::var_os("MCPGATE_REDIS_CLI").map_or_else(|| "redis-cli".into(), PathBuf::from);
+        let cli = cli();
         let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
         let output = Command::new(&cli)
             .arg("--cluster")
@@ -84,4 +84,9 @@ impl RedisCluster {
     pub fn nodes(&self) -> &[RedisServer] {
         &self.nodes
     }
+}
+
+/// The `redis-cli` binary: `MCPGATE_REDIS_CLI` or `redis-cli` on `PATH`.
+pub(super) fn cli() -> PathBuf {
+    std::env::var_os("MCPGATE_REDIS_CLI").map_or_else(|| "redis-cli".into(), PathBuf::from)
 }

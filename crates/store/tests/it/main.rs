@@ -6,3 +6,4 @@ mod at_rest;
 mod drain;
 mod memory;
 mod redis;
+mod replicas_ack;
