@@ -41,6 +41,8 @@ pub struct ClusterBuilder {
     args: Vec<String>,
     redis_args: Vec<String>,
     redis_cluster: Option<usize>,
+    /// The Redis Cluster's primaries each have a replica.
+    redis_cluster_replicas: bool,
 }
 
 /// The Redis the replicas share.
@@ -54,6 +56,14 @@ impl ClusterBuilder {
     /// A Redis Cluster of `masters` nodes instead of one server.
     pub fn redis_cluster(mut self, masters: usize) -> Self {
         self.redis_cluster = Some(masters);
+        self
+    }
+
+    /// A Redis Cluster of `masters` primaries, each with a replica (a fault test kills a
+    /// primary through [`Cluster::redis_cluster_mut`] and its replica takes over).
+    pub fn redis_cluster_with_replicas(mut self, masters: usize) -> Self {
+        self.redis_cluster = Some(masters);
+        self.redis_cluster_replicas = true;
         self
     }
 
@@ -85,7 +95,11 @@ impl ClusterBuilder {
     pub fn start(self) -> anyhow::Result<Cluster> {
         let (redis, url) = match self.redis_cluster {
             Some(masters) => {
-                let cluster = RedisCluster::start(masters);
+                let cluster = if self.redis_cluster_replicas {
+                    RedisCluster::start_with_replicas(masters)
+                } else {
+                    RedisCluster::start(masters)
+                };
                 let urls = cluster.urls();
                 (Redis::Cluster(cluster), urls)
             }
@@ -176,6 +190,14 @@ impl Cluster {
     /// The Redis Cluster, when the replicas share one.
     pub fn redis_cluster(&self) -> Option<&RedisCluster> {
         match &self.redis {
+            Redis::Cluster(cluster) => Some(cluster),
+            Redis::Server(_) => None,
+        }
+    }
+
+    /// The Redis Cluster, to kill and restart its nodes.
+    pub fn redis_cluster_mut(&mut self) -> Option<&mut RedisCluster> {
+        match &mut self.redis {
             Redis::Cluster(cluster) => Some(cluster),
             Redis::Server(_) => None,
         }

@@ -3,6 +3,7 @@
 //! operation, recovery after a restart).
 
 mod at_rest;
+mod cluster_failover;
 mod drain;
 mod memory;
 mod redis;

@@ -19,7 +19,7 @@ fn acked(server: &RedisServer, replicas: u32) -> RedisOptions {
 }
 
 /// A task with an idempotency key held for a minute (a retry must find it).
-fn keyed(owner: &str, scope: u8) -> NewTask {
+pub(crate) fn keyed(owner: &str, scope: u8) -> NewTask {
     NewTask {
         idempotency: Some(Idempotency { scope: [scope; 32], call: [0; 32], window_ms: 60_000 }),
         ..new_task(owner, [scope; 32])
