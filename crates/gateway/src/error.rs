@@ -765,3 +765,16 @@ impl IntoResponse for ErrorReply {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_too_few_redis_replicas_confirmed_is_retryable_unavailability() {
+        let wire = GatewayError::from(mcpgate_store::StoreError::NotAcknowledged { wanted: 1, got: 0 }).wire(None);
+        assert_eq!(wire.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(wire.error.message.contains("task store unavailable, retry shortly"), "{:?}", wire.error);
+        assert!(wire.header.is_some_and(|(name, _)| name == header::RETRY_AFTER), "a Retry-After says when");
+    }
+}
