@@ -1,12 +1,15 @@
 //! A Redis Cluster with a replica per primary loses a primary (SIGKILL) and its replica is
 //! promoted: the same store value serves that shard again in bounded time (its cluster
-//! connection and its per-shard job reader follow the new primary), and every task written
-//! with `replicas_ack = 1` before the death is still there.
+//! connection, its per-shard job reader and its event subscriber follow), and every task
+//! written with `replicas_ack = 1` before the death is still there.
 
 use std::time::Duration;
 
+use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::testing::RedisCluster;
-use mcpgate_store::{Created, JobQueue as _, Read, RedisOptions, RedisStore, StoreError, TaskStore as _};
+use mcpgate_store::{
+    Created, EventBus as _, JobQueue as _, Read, RedisOptions, RedisStore, StoreError, TaskEvent, TaskStore as _,
+};
 use tokio::time::Instant;
 
 use crate::replicas_ack::keyed;
@@ -20,7 +23,20 @@ const RECOVERY: Duration = Duration::from_secs(30);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_task() {
     let mut cluster = RedisCluster::start_with_replicas(3);
-    let prefix = format!("fo{}", std::process::id());
+    // The victim is the first seed node, whose death every connection of the store feels:
+    // the event subscriber's (it uses the first seed), and a shard's (a prefix under which
+    // some shard lives on it).
+    let victim = 0;
+    let (prefix, shard) = (0..)
+        .find_map(|n| {
+            let prefix = format!("fo{n}");
+            let shard = (0..SHARDS)
+                .find(|s| cluster.primary_of_slot(cluster.slot_of(&format!("{{{prefix}:{s:02x}}}"))) == Some(victim))?;
+            Some((prefix, shard))
+        })
+        .expect("a prefix with a shard on the first seed");
+    let slot = cluster.slot_of(&format!("{{{prefix}:{shard:02x}}}"));
+    let on_shard = |k: u16| u8::try_from(shard + SHARDS * k).expect("small");
     let store = RedisStore::connect(RedisOptions {
         url: cluster.urls(),
         cluster: true,
@@ -51,21 +67,19 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
         taken += store.read("w", 32, Duration::from_millis(500)).await.expect("read").len();
     }
 
-    let slot = cluster.slot_of(&format!("{{{prefix}:00}}"));
-    let victim = cluster.primary_of_slot(slot).expect("shard 0 has a primary");
     cluster.kill_node(victim);
     cluster.wait_for_new_primary(slot, victim, RECOVERY);
 
-    // The same store value writes to shard 0 again. Its new primary has no replica yet, so
+    // The same store value writes to the shard again. Its new primary has no replica yet, so
     // a write lands but is not confirmed: NotAcknowledged (not unavailable, not a timeout)
     // shows it reached the new primary.
     let deadline = Instant::now() + RECOVERY;
     let landed = loop {
-        match store.create(keyed("fo", 64)).await {
+        match store.create(keyed("fo", on_shard(8))).await {
             Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }) => break None,
             Ok(Created::New(record)) => break Some(record),
             other => {
-                assert!(Instant::now() < deadline, "shard 0 did not take writes within {RECOVERY:?}: {other:?}");
+                assert!(Instant::now() < deadline, "shard {shard} did not take writes within {RECOVERY:?}: {other:?}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
@@ -78,20 +92,35 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
         assert!(read.is_some(), "task {} (shard {}) was lost in the failover", task.id, task.id.shard());
     }
 
+    // Task events reach this replica again (its subscriber moved to another seed).
+    let mut events = store.subscribe(&tasks[usize::from(shard)].id).await.expect("subscribe");
+    let deadline = Instant::now() + RECOVERY;
+    loop {
+        // A publish may still meet a connection the death broke: the loop tries again.
+        let published = store.publish(&tasks[usize::from(shard)].id, TaskEvent::Status(TaskStatus::Working)).await;
+        if published.is_ok()
+            && let Ok(TaskEvent::Status(TaskStatus::Working)) =
+                tokio::time::timeout(Duration::from_millis(200), events.next()).await
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no task event heard within {RECOVERY:?} of the failover");
+    }
+
     // The dead node comes back as the new primary's replica; writes are confirmed again, and
-    // the job of the task that landed meanwhile reaches this worker's reader for shard 0.
+    // the job of the task that landed meanwhile reaches this worker's reader for the shard.
     cluster.restart_node(victim);
     cluster.wait_until_ok(RECOVERY);
     cluster.wait_for_replicas(RECOVERY);
-    let retried = store.create(keyed("fo", 64)).await.expect("confirmed once a replica is back");
+    let retried = store.create(keyed("fo", on_shard(8))).await.expect("confirmed once a replica is back");
     let Created::Existing(record) = retried else { panic!("the retry gets the task that landed: {retried:?}") };
-    assert_eq!(record.id.shard(), 0);
+    assert_eq!(u16::from(record.id.shard()), shard);
     let deadline = Instant::now() + RECOVERY;
     loop {
         let jobs = store.read("w", 32, Duration::from_millis(500)).await.expect("read");
         if jobs.iter().any(|j| j.task == record.id) {
             break;
         }
-        assert!(Instant::now() < deadline, "shard 0's reader delivered no new job within {RECOVERY:?}");
+        assert!(Instant::now() < deadline, "shard {shard}'s reader delivered no new job within {RECOVERY:?}");
     }
 }
