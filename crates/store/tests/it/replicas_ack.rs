@@ -87,6 +87,15 @@ async fn a_relied_on_write_is_answered_once_the_replica_holds_it() {
     );
     assert_eq!(sent("finish").await, waited("finish"));
     assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "status").await.as_deref(), Some("completed"));
+
+    // Redis lost its scripts (a restart, a promoted replica): the pipeline's NOSCRIPT loads
+    // the script and sends the write and its WAIT again.
+    let mut conn =
+        redis::Client::open(set.primary().url()).expect("url").get_multiplexed_async_connection().await.expect("c");
+    redis::cmd("SCRIPT").arg("FLUSH").query_async::<()>(&mut conn).await.expect("script flush");
+    let again = store.create(keyed("ack", 9)).await.expect("create after SCRIPT FLUSH");
+    let Created::New(again) = again else { panic!("a new task: {again:?}") };
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &again), "status").await.as_deref(), Some("working"));
 }
 
 #[tokio::test]
