@@ -90,9 +90,10 @@ async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Cl
         }
         Topology::Cluster => {
             let redis = cluster.redis_cluster_mut().expect("a Redis Cluster");
-            let victim = redis.primary_of_slot(0);
+            redis.wait_for_replicas(SERVING_AGAIN_WITHIN);
+            let victim = redis.primary_of_slot(0).expect("a primary serves slot 0");
             redis.kill_node(victim);
-            redis.wait_for_failover(SERVING_AGAIN_WITHIN);
+            redis.wait_for_new_primary(0, victim, SERVING_AGAIN_WITHIN);
             let promoted = killed.elapsed();
             // The dead node comes back (as an orchestrator would restart it) and rejoins as
             // the replica of the one promoted in its place: with replicas_ack = 1 a shard's
@@ -106,7 +107,10 @@ async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Cl
         if create_task(client, &url).await.is_ok() {
             break killed.elapsed();
         }
-        assert!(killed.elapsed() < SERVING_AGAIN_WITHIN, "the fleet did not serve again within {SERVING_AGAIN_WITHIN:?}");
+        assert!(
+            killed.elapsed() < SERVING_AGAIN_WITHIN,
+            "the fleet did not serve again within {SERVING_AGAIN_WITHIN:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     (promoted, serving)

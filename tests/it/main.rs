@@ -7,6 +7,7 @@ mod bridging;
 mod cluster;
 mod deploy;
 mod examples;
+mod failover;
 mod faults;
 mod federation;
 mod governance;

@@ -114,6 +114,8 @@ auth = "oauth"
             command_timeout: Duration::from_secs(2),
             at_rest: None,
             at_rest_window: Duration::from_secs(900),
+            replicas_ack: 0,
+            replicas_ack_timeout: Duration::ZERO,
         })
         .await?)
     }

@@ -43,6 +43,8 @@ pub struct ClusterBuilder {
     redis_args: Vec<String>,
     redis_cluster: Option<usize>,
     redis_sentinel: bool,
+    /// The Redis Cluster's primaries each have a replica.
+    redis_cluster_replicas: bool,
 }
 
 /// The Redis the replicas share.
@@ -64,6 +66,14 @@ impl ClusterBuilder {
     /// the replicas get the sentinels (`MCPGATE_STORE_SENTINEL_*`), not `MCPGATE_REDIS_URL`.
     pub fn redis_sentinel(mut self) -> Self {
         self.redis_sentinel = true;
+        self
+    }
+
+    /// A Redis Cluster of `masters` primaries, each with a replica (a fault test kills a
+    /// primary through [`Cluster::redis_cluster_mut`] and its replica takes over).
+    pub fn redis_cluster_with_replicas(mut self, masters: usize) -> Self {
+        self.redis_cluster = Some(masters);
+        self.redis_cluster_replicas = true;
         self
     }
 
@@ -103,7 +113,11 @@ impl ClusterBuilder {
                 (Redis::Sentinel(set), env)
             }
             Some(masters) => {
-                let cluster = RedisCluster::start(masters);
+                let cluster = if self.redis_cluster_replicas {
+                    RedisCluster::start_with_replicas(masters)
+                } else {
+                    RedisCluster::start(masters)
+                };
                 let env = vec![
                     ("MCPGATE_REDIS_URL".to_owned(), cluster.urls()),
                     ("MCPGATE_STORE_CLUSTER".to_owned(), "true".to_owned()),
@@ -207,6 +221,14 @@ impl Cluster {
         match &mut self.redis {
             Redis::Sentinel(set) => Some(set),
             Redis::Server(_) | Redis::Cluster(_) => None,
+        }
+    }
+
+    /// The Redis Cluster, to kill and restart its nodes.
+    pub fn redis_cluster_mut(&mut self) -> Option<&mut RedisCluster> {
+        match &mut self.redis {
+            Redis::Cluster(cluster) => Some(cluster),
+            Redis::Server(_) | Redis::Sentinel(_) => None,
         }
     }
 

@@ -479,6 +479,8 @@ impl From<mcpgate_store::StoreError> for GatewayError {
             source @ (mcpgate_store::StoreError::Corrupt { .. } | mcpgate_store::StoreError::Sealing { .. }) => {
                 Self::StoredData { source }
             }
+            // Unreachable, slow, or a write too few Redis replicas confirmed
+            // (`store.replicas_ack`, NotAcknowledged): all retryable, all "unavailable".
             source => Self::Store { source },
         }
     }
@@ -761,5 +763,18 @@ impl IntoResponse for ErrorReply {
             headers.insert(name, value);
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_too_few_redis_replicas_confirmed_is_retryable_unavailability() {
+        let wire = GatewayError::from(mcpgate_store::StoreError::NotAcknowledged { wanted: 1, got: 0 }).wire(None);
+        assert_eq!(wire.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(wire.error.message.contains("task store unavailable, retry shortly"), "{:?}", wire.error);
+        assert!(wire.header.is_some_and(|(name, _)| name == header::RETRY_AFTER), "a Retry-After says when");
     }
 }

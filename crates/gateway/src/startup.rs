@@ -199,6 +199,8 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
         // Always there to open what was sealed, even once writing sealed values is turned off.
         at_rest: Some(Arc::new(AtRest::new(sealer, config.store.encrypt_at_rest))),
         at_rest_window: Duration::from_secs(config.store.at_rest_window_secs),
+        replicas_ack: u32::try_from(config.store.replicas_ack).unwrap_or(u32::MAX),
+        replicas_ack_timeout: Duration::from_millis(config.store.replicas_ack_timeout_ms),
     };
     // A replica may start before Redis: keep trying for a while rather than crash-looping.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

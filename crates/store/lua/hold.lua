@@ -9,7 +9,7 @@
 -- ARGV[4]  continuation: 'keep' (the state stays), 'none' (no state), or 'set' with the JSON in
 --          ARGV[5] (a round's continuation, not a checkpoint: the task stops being resumable)
 -- ARGV[6..] request key, method asked, request JSON, ...
--- returns  'held' | 'cancelled' | 'gone' | 'lost'
+-- returns  'held' | 'cancelled' | 'gone' | 'lost'  (a repeat of a hold that was applied: 'held')
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -25,6 +25,12 @@ if ttl >= 0 and now >= tonumber(f[3]) + ttl then
 end
 if f[1] == 'cancelled' then
   return 'cancelled'
+end
+if f[2] == ARGV[1] and f[1] == 'input_required' and redis.call('HGET', KEYS[1], 'reqkeys') == ARGV[3] then
+  -- A repeat of this very hold (its first reply was lost, or too few replicas confirmed it):
+  -- under this lease only this hold records these requests. Nothing more to write. (Answered
+  -- meanwhile, the task is working again and the repeat answers 'lost'.)
+  return 'held'
 end
 if f[2] ~= ARGV[1] or f[1] ~= 'working' then
   return 'lost'

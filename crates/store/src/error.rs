@@ -20,6 +20,17 @@ pub enum StoreError {
         /// The timeout.
         millis: u64,
     },
+    /// The write landed on the Redis primary but fewer replicas than `store.replicas_ack`
+    /// confirmed it in time: the primary's death could still lose it, so it is not answered
+    /// as a success. Retrying is safe (creation is idempotent by key; a settle repeats with
+    /// the same lease), and the retry waits again.
+    #[error("task store write not acknowledged by enough replicas: wanted {wanted}, got {got}")]
+    NotAcknowledged {
+        /// Replicas asked for.
+        wanted: u32,
+        /// Replicas that confirmed the write within the timeout.
+        got: u32,
+    },
     /// The backend answered with something this build cannot read.
     #[error("task store returned unexpected data: {detail}")]
     Corrupt {

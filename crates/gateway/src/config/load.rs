@@ -466,6 +466,7 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
         ("server.tool_timeout_secs", c.server.tool_timeout_secs, 86_400),
         ("store.shards", c.store.shards, 256),
         ("store.at_rest_window_secs", c.store.at_rest_window_secs, 30 * 86_400),
+        ("store.replicas_ack", c.store.replicas_ack, 16),
         ("tasks.max_attempts", c.tasks.max_attempts, 100),
         ("tasks.max_running", c.tasks.max_running, 100_000),
     ] {
@@ -499,6 +500,23 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
         }
     }
     validate_sentinel(c)?;
+    if c.store.replicas_ack > 0 {
+        if !c.is_multi_replica() {
+            return Err(invalid_key(
+                "store.replicas_ack",
+                "needs a Redis store (redis_url or store.sentinel): the memory store has no replicas",
+            ));
+        }
+        if c.store.replicas_ack_timeout_ms >= c.store.command_timeout_ms {
+            return Err(invalid_key(
+                "store.replicas_ack_timeout_ms",
+                &format!(
+                    "must be below store.command_timeout_ms ({} ms): the write and its wait share that bound",
+                    c.store.command_timeout_ms
+                ),
+            ));
+        }
+    }
     if c.store.cluster && c.redis_url.is_none() {
         return Err(invalid_key("store.cluster", "needs redis_url (the cluster's seed nodes)"));
     }

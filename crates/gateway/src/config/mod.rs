@@ -469,6 +469,11 @@ pub struct StoreConfig {
     /// may still be created holding plain (or older-format) payloads; later ones are refused
     /// them.
     pub at_rest_window_secs: u64,
+    /// Redis replicas that must hold each task write a client or a worker relies on before it
+    /// is answered (`WAIT`); 0 = answer once the primary has it (a failover may lose it).
+    pub replicas_ack: u64,
+    /// How long a write waits for those replicas; below `command_timeout_ms`.
+    pub replicas_ack_timeout_ms: u64,
     /// `[store.sentinel]`: find the Redis primary through Sentinel (instead of `redis_url`).
     pub sentinel: Option<SentinelConfig>,
 }
@@ -503,6 +508,8 @@ impl Default for StoreConfig {
             cluster: false,
             encrypt_at_rest: true,
             at_rest_window_secs: 900,
+            replicas_ack: 0,
+            replicas_ack_timeout_ms: 1_000,
             sentinel: None,
         }
     }

@@ -336,6 +336,19 @@ pub const SETTINGS: &[Setting] = &[
     secret("store.sentinel.password", Kind::Str, "Password on the Redis nodes"),
     s("store.sentinel.sentinel_username", Kind::Str, "ACL user on the sentinels"),
     secret("store.sentinel.sentinel_password", Kind::Str, "Password on the sentinels"),
+    s(
+        "store.replicas_ack",
+        Kind::Int,
+        "Redis replicas that must hold each task write a client or a worker relies on (creation, claim, input \
+         request, answer, result, cancel) before it is answered (WAIT after the write, same round trip), 0 to 16; a \
+         write not acknowledged in time fails as 'task store unavailable' and is safe to retry. 0 = answer once the \
+         primary has it: a failover may lose it",
+    ),
+    s(
+        "store.replicas_ack_timeout_ms",
+        Kind::Int,
+        "With store.replicas_ack: how long a write waits for its replicas; below store.command_timeout_ms",
+    ),
     s("log.format", Kind::Str, "text or json"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info"),
     s(

@@ -360,6 +360,8 @@ mod tests {
                 command_timeout: Duration::from_millis(500),
                 at_rest: None,
                 at_rest_window: Duration::ZERO,
+                replicas_ack: 0,
+                replicas_ack_timeout: Duration::ZERO,
             })
             .await
             .expect("connects"),

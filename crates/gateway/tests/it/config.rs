@@ -482,3 +482,27 @@ fn an_imported_mcp_servers_file_expands_only_the_variables_the_operator_allows()
     let leaky = c.upstream.iter().find(|u| u.name == "leaky").expect("table");
     assert_eq!(leaky.env["TOKEN"], "admin-secret-value");
 }
+
+#[test]
+fn replicas_ack_is_validated() {
+    let redis = format!("redis_url = \"redis://127.0.0.1:6379\"\n[seal]\nkeys = [\"{KEY}\"]\n");
+    let c =
+        load_from_str(&format!("{redis}[store]\nreplicas_ack = 1\nreplicas_ack_timeout_ms = 500\n")).expect("valid");
+    assert_eq!((c.store.replicas_ack, c.store.replicas_ack_timeout_ms), (1, 500));
+    let c = load_from_str(&redis).expect("valid");
+    assert_eq!((c.store.replicas_ack, c.store.replicas_ack_timeout_ms), (0, 1_000), "nothing waits by default");
+    for (text, named, says) in [
+        (format!("{redis}[store]\nreplicas_ack = 17\n"), "store.replicas_ack", "at most 16"),
+        ("[store]\nreplicas_ack = 1\n".to_owned(), "store.replicas_ack", "needs a Redis store"),
+        (
+            format!("{redis}[store]\nreplicas_ack = 1\nreplicas_ack_timeout_ms = 2000\ncommand_timeout_ms = 2000\n"),
+            "store.replicas_ack_timeout_ms",
+            "below store.command_timeout_ms",
+        ),
+    ] {
+        let err = error_text(load_from_str(&text).expect_err(&text));
+        assert!(err.contains(named) && err.contains(says), "{named:?} / {says:?} not in {err}");
+    }
+    // A timeout at or above the command timeout matters only when something waits.
+    load_from_str(&format!("{redis}[store]\nreplicas_ack_timeout_ms = 5000\n")).expect("valid with replicas_ack = 0");
+}

@@ -31,6 +31,10 @@ use crate::Principal;
 use crate::catalog::Failure;
 use crate::catalog::hand_off::HandOff;
 
+/// Repeats of an input request held in place that too few Redis replicas confirmed, before
+/// asking for input fails as "the task store is unavailable".
+const HOLD_TRIES: u32 = 3;
+
 /// One message on a request's response stream.
 #[derive(Debug)]
 pub enum Frame {
@@ -357,10 +361,21 @@ impl ToolContext {
         };
         // Subscribed before asking, so the answer's event cannot be missed.
         let mut events = store.subscribe(&lease.task).await.map_err(store_down)?;
-        match store.hold(lease, &raw, state.as_ref().map(Option::as_deref)).await {
-            Ok(Renewal::Held) => {}
-            Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
-            Err(e) => return Err(store_down(e)),
+        // Too few Redis replicas confirmed the request (`store.replicas_ack`): it may be
+        // recorded on the primary only, where a failover would lose it while the client
+        // already answers it. A repeat under the same lease answers "held" and waits again.
+        let mut tries = 0;
+        loop {
+            match store.hold(lease, &raw, state.as_ref().map(Option::as_deref)).await {
+                Ok(Renewal::Held) => break,
+                Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
+                Err(e @ mcpgate_store::StoreError::NotAcknowledged { .. }) if tries < HOLD_TRIES => {
+                    tracing::warn!(error = %e, "input request not confirmed by the Redis replicas; recording it again");
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100) * tries).await;
+                }
+                Err(e) => return Err(store_down(e)),
+            }
         }
         let deadline = tokio::time::Instant::now() + within;
         loop {

@@ -61,7 +61,13 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
             }
             return;
         }
-        // The job stays pending; it is reclaimed once it has been idle for a lease.
+        // The job stays pending; it is reclaimed once it has been idle for a lease. A claim
+        // too few Redis replicas confirmed (`store.replicas_ack`) is not run either: a
+        // failover could hand the same job to another worker, running the tool twice.
+        Err(e @ StoreError::NotAcknowledged { .. }) => {
+            tracing::warn!(task = %job.task, error = %e, "claim not confirmed by the Redis replicas; left to be reclaimed");
+            return;
+        }
         Err(e) => {
             tracing::warn!(task = %job.task, error = %e, "claiming a job failed");
             return;
@@ -441,7 +447,8 @@ fn persist_for(lease: Duration) -> Duration {
 
 /// Writes an outcome, retrying with the same lease (safe: a repeat of a write that landed
 /// changes nothing, and a newer lease holder's token refuses it) while the store is
-/// unreachable or slow, for a bounded time, so a computed result is not lost to a blip.
+/// unreachable, slow, or its replicas have not confirmed the write (`store.replicas_ack`),
+/// for a bounded time, so a computed result is not lost to a blip.
 async fn persist<F, Fut>(shared: &Shared, write: F) -> Result<Settled, StoreError>
 where
     F: Fn() -> Fut,
@@ -451,9 +458,11 @@ where
     let mut backoff = Duration::from_millis(50);
     loop {
         match write().await {
-            Err(e @ (StoreError::Unavailable { .. } | StoreError::Timeout { .. }))
-                if tokio::time::Instant::now() + backoff < give_up =>
-            {
+            // Not acknowledged by enough Redis replicas: the write may have landed on the
+            // primary; repeating it under the same lease is safe and waits for them again.
+            Err(
+                e @ (StoreError::Unavailable { .. } | StoreError::Timeout { .. } | StoreError::NotAcknowledged { .. }),
+            ) if tokio::time::Instant::now() + backoff < give_up => {
                 tracing::warn!(error = %e, "recording a task outcome failed; retrying with the same lease");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));

@@ -10,6 +10,7 @@
 //! follows a failover (see `sentinel`). Against a Redis Cluster every command touches one
 //! slot (see `conn`).
 
+mod acked;
 mod admin;
 mod at_rest;
 mod cluster_reader;
@@ -76,6 +77,13 @@ pub struct RedisOptions {
     /// seal yet can run alongside during a rolling change; records created later are refused
     /// such values. The first replica to start records the moment; later ones read it.
     pub at_rest_window: Duration,
+    /// Replicas that must hold each task write a client or a worker relies on (creation,
+    /// claim, input request, answer, settle, cancel) before it is answered: `WAIT` on the
+    /// connection that wrote, pipelined with the write. 0 = answer once the primary has it.
+    pub replicas_ack: u32,
+    /// How long `WAIT` waits for those replicas (below the command timeout, so the call gets
+    /// its answer rather than time out).
+    pub replicas_ack_timeout: Duration,
 }
 
 /// The Redis implementation of the store contracts.
@@ -110,6 +118,9 @@ struct Inner {
     payloads: at_rest::Payloads,
     shards: u16,
     timeout: Duration,
+    /// Replicas each relied-on write waits for, and for how long (`None`: 0 replicas; no
+    /// `WAIT` is sent at all).
+    ack: Option<(u32, Duration)>,
     reader: Mutex<Option<redis::aio::MultiplexedConnection>>,
     /// Redis's client id of the reader's connection (0 = none yet).
     reader_client: std::sync::atomic::AtomicI64,
@@ -191,6 +202,7 @@ impl RedisStore {
                 payloads: at_rest::Payloads::new(options.at_rest.clone()),
                 shards: options.shards,
                 timeout: options.command_timeout,
+                ack: (options.replicas_ack > 0).then_some((options.replicas_ack, options.replicas_ack_timeout)),
                 reader: Mutex::new(None),
                 reader_client: std::sync::atomic::AtomicI64::new(0),
                 reader_epoch: std::sync::atomic::AtomicU64::new(0),

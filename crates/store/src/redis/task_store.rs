@@ -135,8 +135,13 @@ impl TaskStore for RedisStore {
     async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
         let keys = &self.inner.keys;
         let mut out = reply(
-            self.script(Retry::No, &scripts::CANCEL, vec![keys.task(id)], vec![owner.to_owned(), keys.channel(id)])
-                .await?,
+            self.script_acked(
+                Retry::No,
+                &scripts::CANCEL,
+                vec![keys.task(id)],
+                vec![owner.to_owned(), keys.channel(id)],
+            )
+            .await?,
         )?;
         match item(&out, 0).as_deref() {
             Some("notfound") => Ok(Cancelled::NotFound),
@@ -162,7 +167,7 @@ impl TaskStore for RedisStore {
         let keys = &self.inner.keys;
         let shard = job.task.shard();
         let mut out = reply(
-            self.script(
+            self.script_acked(
                 Retry::No,
                 &scripts::CLAIM,
                 vec![keys.task(&job.task), keys.jobs(shard), keys.dead(shard)],
@@ -248,7 +253,7 @@ impl TaskStore for RedisStore {
         let mut args =
             vec![lease.token.to_string(), self.inner.keys.channel(&lease.task), names, change.to_owned(), json];
         args.extend(input_requests.iter().flat_map(|(k, r)| [k.clone(), r.method.clone(), r.json.clone()]));
-        let out = self.script(Retry::No, &scripts::HOLD, vec![self.inner.keys.task(&lease.task)], args).await?;
+        let out = self.script_acked(Retry::No, &scripts::HOLD, vec![self.inner.keys.task(&lease.task)], args).await?;
         renewal(&out, "hold")
     }
 
@@ -324,7 +329,7 @@ impl TaskStore for RedisStore {
             args.extend([k.clone(), fits, self.inner.payloads.seal_answer(id, owner, k, a.json.clone())?, size]);
         }
         let out = reply(
-            self.script(
+            self.script_acked(
                 Retry::No,
                 &scripts::ANSWER,
                 vec![keys.task(id), keys.jobs(id.shard()), keys.leases(id.shard())],
@@ -362,7 +367,7 @@ impl TaskStore for RedisStore {
     async fn defer(&self, lease: &Lease, job: &Job, grace: Duration, error: &str) -> Result<Settled, StoreError> {
         let keys = &self.inner.keys;
         let out = self
-            .script(
+            .script_acked(
                 Retry::No,
                 &scripts::RELEASE,
                 self.lease_keys(lease),
@@ -423,7 +428,7 @@ impl RedisStore {
             .into_iter()
             .chain(tail)
             .collect();
-        let out = self.script(Retry::No, &scripts::SETTLE, self.lease_keys(lease), args).await?;
+        let out = self.script_acked(Retry::No, &scripts::SETTLE, self.lease_keys(lease), args).await?;
         settled(&out)
     }
 
@@ -481,7 +486,7 @@ impl RedisStore {
                 script_keys.push(keys.idempotency(shard, &idempotency.scope));
             }
             let out = self
-                .script(
+                .script_acked(
                     Retry::Yes,
                     &scripts::CREATE,
                     script_keys,

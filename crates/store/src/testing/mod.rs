@@ -3,11 +3,13 @@
 //! the conformance suite every store implementation must pass.
 
 mod redis_cluster;
+mod redis_replicated;
 mod redis_sentinel;
 mod redis_server;
 mod suite;
 
 pub use redis_cluster::RedisCluster;
+pub use redis_replicated::RedisReplicated;
 pub use redis_sentinel::RedisSentinelSet;
 pub use redis_server::RedisServer;
 pub use suite::{run_pins_suite, run_suite};

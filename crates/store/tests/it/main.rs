@@ -3,7 +3,9 @@
 //! operation, recovery after a restart).
 
 mod at_rest;
+mod cluster_failover;
 mod drain;
 mod memory;
 mod redis;
+mod replicas_ack;
 mod sentinel;

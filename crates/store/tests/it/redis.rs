@@ -18,6 +18,8 @@ pub(crate) fn options(server: &RedisServer) -> RedisOptions {
         // past the migration window: every payload the store writes must be sealed.
         at_rest: Some(at_rest(true)),
         at_rest_window: Duration::ZERO,
+        replicas_ack: 0,
+        replicas_ack_timeout: Duration::ZERO,
     }
 }
 
@@ -65,6 +67,8 @@ fn cluster_options(urls: &str, at_rest: Option<std::sync::Arc<mcpgate_seal::AtRe
         command_timeout: Duration::from_secs(2),
         at_rest,
         at_rest_window: Duration::ZERO,
+        replicas_ack: 0,
+        replicas_ack_timeout: Duration::ZERO,
     }
 }
 
@@ -119,14 +123,14 @@ async fn replicas_sharing_a_prefix_all_connect() {
 
 /// Counts the commands clients send, and those run inside scripts, between markers, with
 /// `MONITOR` on its own connection.
-struct Monitor {
+pub(crate) struct Monitor {
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::net::TcpStream>>,
     marker: tokio::net::TcpStream,
     n: u32,
 }
 
 impl Monitor {
-    async fn start(port: u16) -> Self {
+    pub(crate) async fn start(port: u16) -> Self {
         use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
         stream.write_all(b"MONITOR\r\n").await.expect("monitor");
@@ -140,7 +144,7 @@ impl Monitor {
     }
 
     /// The client commands seen since the previous call.
-    async fn commands_since_last(&mut self) -> Vec<String> {
+    pub(crate) async fn commands_since_last(&mut self) -> Vec<String> {
         self.seen_since_last().await.0
     }
 
@@ -173,7 +177,7 @@ impl Monitor {
 
 /// Opens the job reader's own connection (once per replica, with its `CLIENT ID`), so the
 /// counts below are those of each operation, not of connection set-up.
-async fn warm_up_the_reader(store: &RedisStore) {
+pub(crate) async fn warm_up_the_reader(store: &RedisStore) {
     use mcpgate_store::JobQueue as _;
     let jobs = store.read("w", 1, Duration::from_millis(10)).await.expect("read");
     assert!(jobs.is_empty(), "no job yet: {jobs:?}");

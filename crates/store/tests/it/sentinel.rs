@@ -30,6 +30,8 @@ fn options(set: &RedisSentinelSet) -> RedisOptions {
         shards: 4,
         pool_size: 4,
         command_timeout: Duration::from_secs(1),
+        replicas_ack: 0,
+        replicas_ack_timeout: Duration::from_millis(500),
         at_rest: Some(at_rest(true)),
         at_rest_window: Duration::ZERO,
     }

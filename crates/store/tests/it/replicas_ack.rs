@@ -1,0 +1,153 @@
+//! `store.replicas_ack` against a real primary and its real replica: a relied-on write is
+//! answered once the replica holds it (one round trip: the script, the marker, `WAIT`), a
+//! write the frozen replica cannot confirm fails as `NotAcknowledged` and its retry (same
+//! idempotency key, same lease) succeeds once it can, and with 0 nothing waits.
+
+use std::time::Duration;
+
+use mcpgate_protocol::task::TaskStatus;
+use mcpgate_store::testing::{RedisReplicated, RedisServer};
+use mcpgate_store::{
+    Claim, Created, Idempotency, JobQueue as _, NewTask, RedisOptions, RedisStore, Settled, StoreError, TaskOutcome,
+    TaskStore as _,
+};
+
+use crate::redis::{Monitor, new_task, options, warm_up_the_reader};
+
+fn acked(server: &RedisServer, replicas: u32) -> RedisOptions {
+    RedisOptions { replicas_ack: replicas, replicas_ack_timeout: Duration::from_millis(300), ..options(server) }
+}
+
+/// A task with an idempotency key held for a minute (a retry must find it).
+pub(crate) fn keyed(owner: &str, scope: u8) -> NewTask {
+    NewTask {
+        idempotency: Some(Idempotency { scope: [scope; 32], call: [0; 32], window_ms: 60_000 }),
+        ..new_task(owner, [scope; 32])
+    }
+}
+
+/// Thaws the replica however the test ends (a frozen redis-server outlives nothing, but a
+/// panic must not leave it stopped while the next assertion runs).
+struct Thaw<'a>(&'a RedisServer);
+
+impl Drop for Thaw<'_> {
+    fn drop(&mut self) {
+        self.0.resume();
+    }
+}
+
+/// A field of a task record as the replica has it (read directly from the replica).
+async fn on_replica(replica: &RedisServer, key: &str, field: &str) -> Option<String> {
+    let mut conn =
+        redis::Client::open(replica.url()).expect("url").get_multiplexed_async_connection().await.expect("c");
+    redis::cmd("HGET").arg(key).arg(field).query_async(&mut conn).await.expect("hget")
+}
+
+/// The task record's key (as `keys.rs` lays it out).
+fn task_key(opts: &RedisOptions, record: &mcpgate_store::TaskRecord) -> String {
+    let p = &opts.prefix;
+    format!("{p}:{{{p}:{:02x}}}:task:{}", record.id.shard(), record.id)
+}
+
+#[tokio::test]
+async fn a_relied_on_write_is_answered_once_the_replica_holds_it() {
+    let set = RedisReplicated::start();
+    let opts = acked(set.primary(), 1);
+    let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    warm_up_the_reader(&store).await;
+    let mut monitor = Monitor::start(set.primary().port()).await;
+    let mut sent = async |what: &str| {
+        let seen: Vec<String> = monitor
+            .commands_since_last()
+            .await
+            .iter()
+            .map(|line| line.split('"').nth(1).unwrap_or_default().to_ascii_uppercase())
+            .collect();
+        (what.to_owned(), seen)
+    };
+    let waited = |what: &str| (what.to_owned(), vec!["EVALSHA".to_owned(), "SET".to_owned(), "WAIT".to_owned()]);
+
+    let record = store.create(keyed("ack", 1)).await.expect("create").record().expect("a task").clone();
+    assert_eq!(sent("create").await, waited("create"));
+    // WAIT answered 1: the replica holds the task now, not eventually.
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "status").await.as_deref(), Some("working"));
+
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    assert_eq!(sent("read").await.1.len(), 1, "a read waits for nothing");
+    let Claim::Run { lease, .. } = store.claim(&jobs[0], "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    assert_eq!(sent("claim").await, waited("claim"));
+    store.renew(&lease, Duration::from_secs(30), None).await.expect("renew");
+    assert_eq!(sent("renew").await, ("renew".to_owned(), vec!["EVALSHA".to_owned()]), "renewals wait for nothing");
+    let done = TaskOutcome::Result("{}".to_owned());
+    assert_eq!(
+        store.finish(&lease, &jobs[0], TaskStatus::Completed, done, false).await.expect("finish"),
+        Settled::Done
+    );
+    assert_eq!(sent("finish").await, waited("finish"));
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "status").await.as_deref(), Some("completed"));
+
+    // Redis lost its scripts (a restart, a promoted replica): the pipeline's NOSCRIPT loads
+    // the script and sends the write and its WAIT again.
+    let mut conn =
+        redis::Client::open(set.primary().url()).expect("url").get_multiplexed_async_connection().await.expect("c");
+    redis::cmd("SCRIPT").arg("FLUSH").query_async::<()>(&mut conn).await.expect("script flush");
+    let again = store.create(keyed("ack", 9)).await.expect("create after SCRIPT FLUSH");
+    let Created::New(again) = again else { panic!("a new task: {again:?}") };
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &again), "status").await.as_deref(), Some("working"));
+}
+
+#[tokio::test]
+async fn a_write_the_replica_cannot_confirm_fails_and_its_retry_gets_the_same_task() {
+    let set = RedisReplicated::start();
+    let opts = acked(set.primary(), 1);
+    let store = RedisStore::connect(opts.clone()).await.expect("connects");
+
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let refused = store.create(keyed("frozen", 2)).await;
+    assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    drop(thaw);
+
+    // The client retries with the same key: the task the first try created, acknowledged now.
+    let retried = store.create(keyed("frozen", 2)).await.expect("retry");
+    let Created::Existing(record) = retried else { panic!("the retry gets the first try's task: {retried:?}") };
+    let page = store.list("frozen", None, 10).await.expect("list");
+    assert_eq!(page.tasks.iter().map(|t| &t.id).collect::<Vec<_>>(), vec![&record.id], "one task, not two");
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "id").await, Some(record.id.to_string()));
+
+    // A result the replica cannot confirm: not a success; the worker's retry with the same
+    // lease finds it recorded and is confirmed once the replica answers.
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    let job = jobs.iter().find(|j| j.task == record.id).expect("the task's job");
+    let Claim::Run { lease, .. } = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    let done = TaskOutcome::Result("{}".to_owned());
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let unconfirmed = store.finish(&lease, job, TaskStatus::Completed, done.clone(), false).await;
+    assert_eq!(unconfirmed, Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    drop(thaw);
+    // The repeat finds the outcome recorded (its status terminal, as settle.lua answers a
+    // repeat), and the marker's write makes the replica's confirmation cover it.
+    let repeat = store.finish(&lease, job, TaskStatus::Completed, done, false).await.expect("retry");
+    assert_eq!(repeat, Settled::AlreadyTerminal);
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "status").await.as_deref(), Some("completed"));
+}
+
+#[tokio::test]
+async fn with_no_replicas_asked_nothing_waits() {
+    let set = RedisReplicated::start();
+    let store = RedisStore::connect(acked(set.primary(), 0)).await.expect("connects");
+    let mut monitor = Monitor::start(set.primary().port()).await;
+    set.replica().pause();
+    let _thaw = Thaw(set.replica());
+    // The frozen replica confirms nothing, and nothing asks it to.
+    let created = store.create(keyed("nowait", 3)).await.expect("create without waiting");
+    assert!(matches!(created, Created::New(_)), "{created:?}");
+    let seen = monitor.commands_since_last().await;
+    assert_eq!(seen.len(), 1, "only the script: {seen:#?}");
+    assert!(seen[0].to_ascii_uppercase().contains("EVALSHA"), "{seen:#?}");
+}
