@@ -166,8 +166,8 @@ impl TaskStore for RedisStore {
     async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
         let keys = &self.inner.keys;
         let shard = job.task.shard();
-        let mut out = reply(
-            self.script_acked(
+        let waited = self
+            .script_waited(
                 Retry::No,
                 &scripts::CLAIM,
                 vec![keys.task(&job.task), keys.jobs(shard), keys.dead(shard)],
@@ -179,9 +179,9 @@ impl TaskStore for RedisStore {
                     keys.channel(&job.task),
                 ],
             )
-            .await?,
-        )?;
-        Ok(match item(&out, 0).as_deref() {
+            .await?;
+        let mut out = reply(waited.value)?;
+        let claim = match item(&out, 0).as_deref() {
             Some("run") => {
                 let token = item(&out, 1)
                     .and_then(|t| t.parse().ok())
@@ -205,7 +205,17 @@ impl TaskStore for RedisStore {
             Some("busy") => Claim::Skip(Skip::Busy),
             Some("exhausted") => Claim::Exhausted { tool: item(&out, 1).unwrap_or_default() },
             _ => return Err(StoreError::Corrupt { detail: "unexpected claim reply".to_owned() }),
-        })
+        };
+        match (waited.unconfirmed, &claim) {
+            (None, _) => Ok(claim),
+            // The tool must not run on a claim a failover could undo: confirm it first.
+            (Some(e), Claim::Run { lease: held, .. }) => {
+                self.confirm_claim(held, lease, e).await?;
+                Ok(claim)
+            }
+            // Acknowledging a job that had nothing to do is repeated on redelivery.
+            (Some(_), _) => Ok(claim),
+        }
     }
 
     async fn renew(&self, lease: &Lease, duration: Duration, note: Option<&StatusNote>) -> Result<Renewal, StoreError> {
@@ -433,7 +443,7 @@ impl RedisStore {
     }
 
     /// The keys of a script run under a lease: the task, its shard's job stream and lease index.
-    fn lease_keys(&self, lease: &Lease) -> Vec<String> {
+    pub(super) fn lease_keys(&self, lease: &Lease) -> Vec<String> {
         let keys = &self.inner.keys;
         let shard = lease.task.shard();
         vec![keys.task(&lease.task), keys.jobs(shard), keys.leases(shard)]
