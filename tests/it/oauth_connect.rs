@@ -114,6 +114,7 @@ auth = "oauth"
             command_timeout: Duration::from_secs(2),
             at_rest: None,
             at_rest_window: Duration::from_secs(900),
+            tls_ca_pem: None,
         })
         .await?)
     }

@@ -187,6 +187,14 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
         sentinel_username: s.sentinel_username.clone(),
         sentinel_password: s.sentinel_password.as_ref().map(|p| p.expose().to_owned()),
     });
+    // Checked readable when the configuration was validated; read once, here.
+    let tls_ca_pem = config
+        .store
+        .tls_ca_file
+        .as_ref()
+        .map(std::fs::read)
+        .transpose()
+        .map_err(|e| StartupError::step_caused("reading store.tls_ca_file", "cannot read the CA bundle", e))?;
     let options = RedisOptions {
         // Empty with Sentinel (exclusive with redis_url): the sentinels name the server.
         url: config.redis_url.clone().unwrap_or_default(),
@@ -199,6 +207,7 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
         // Always there to open what was sealed, even once writing sealed values is turned off.
         at_rest: Some(Arc::new(AtRest::new(sealer, config.store.encrypt_at_rest))),
         at_rest_window: Duration::from_secs(config.store.at_rest_window_secs),
+        tls_ca_pem,
     };
     // A replica may start before Redis: keep trying for a while rather than crash-looping.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

@@ -471,6 +471,9 @@ pub struct StoreConfig {
     pub at_rest_window_secs: u64,
     /// `[store.sentinel]`: find the Redis primary through Sentinel (instead of `redis_url`).
     pub sentinel: Option<SentinelConfig>,
+    /// A PEM bundle of the CAs that TLS connections to Redis trust instead of the system
+    /// roots (a private CA); `None` = the system roots.
+    pub tls_ca_file: Option<String>,
 }
 
 /// `[store.sentinel]`: the Sentinel set that names the Redis primary.
@@ -504,6 +507,7 @@ impl Default for StoreConfig {
             encrypt_at_rest: true,
             at_rest_window_secs: 900,
             sentinel: None,
+            tls_ca_file: None,
         }
     }
 }

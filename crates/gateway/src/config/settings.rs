@@ -336,6 +336,13 @@ pub const SETTINGS: &[Setting] = &[
     secret("store.sentinel.password", Kind::Str, "Password on the Redis nodes"),
     s("store.sentinel.sentinel_username", Kind::Str, "ACL user on the sentinels"),
     secret("store.sentinel.sentinel_password", Kind::Str, "Password on the sentinels"),
+    s(
+        "store.tls_ca_file",
+        Kind::Str,
+        "PEM file of the CA certificates that TLS connections to Redis (rediss:// in redis_url, cluster seeds, \
+         store.sentinel.tls) verify the servers against, instead of the system roots (a private CA); read at start-up; \
+         absent = the system roots",
+    ),
     s("log.format", Kind::Str, "text or json"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info"),
     s(

@@ -360,6 +360,7 @@ mod tests {
                 command_timeout: Duration::from_millis(500),
                 at_rest: None,
                 at_rest_window: Duration::ZERO,
+                tls_ca_pem: None,
             })
             .await
             .expect("connects"),

@@ -54,6 +54,7 @@ async fn a_stopped_worker_takes_no_new_job_on_a_cluster() {
         command_timeout: Duration::from_secs(2),
         at_rest: None,
         at_rest_window: Duration::ZERO,
+        tls_ca_pem: None,
     })
     .await;
 }

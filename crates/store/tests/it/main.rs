@@ -7,3 +7,4 @@ mod drain;
 mod memory;
 mod redis;
 mod sentinel;
+mod tls;

@@ -18,6 +18,7 @@ pub(crate) fn options(server: &RedisServer) -> RedisOptions {
         // past the migration window: every payload the store writes must be sealed.
         at_rest: Some(at_rest(true)),
         at_rest_window: Duration::ZERO,
+        tls_ca_pem: None,
     }
 }
 
@@ -65,6 +66,7 @@ fn cluster_options(urls: &str, at_rest: Option<std::sync::Arc<mcpgate_seal::AtRe
         command_timeout: Duration::from_secs(2),
         at_rest,
         at_rest_window: Duration::ZERO,
+        tls_ca_pem: None,
     }
 }
 

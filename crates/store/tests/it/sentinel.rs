@@ -32,6 +32,7 @@ fn options(set: &RedisSentinelSet) -> RedisOptions {
         command_timeout: Duration::from_secs(1),
         at_rest: Some(at_rest(true)),
         at_rest_window: Duration::ZERO,
+        tls_ca_pem: None,
     }
 }
 
