@@ -116,6 +116,7 @@ auth = "oauth"
             at_rest_window: Duration::from_secs(900),
             replicas_ack: 0,
             replicas_ack_timeout: Duration::ZERO,
+            tls_ca_pem: None,
         })
         .await?)
     }

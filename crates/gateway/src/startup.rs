@@ -187,6 +187,14 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
         sentinel_username: s.sentinel_username.clone(),
         sentinel_password: s.sentinel_password.as_ref().map(|p| p.expose().to_owned()),
     });
+    // Checked readable when the configuration was validated; read once, here.
+    let tls_ca_pem = config
+        .store
+        .tls_ca_file
+        .as_ref()
+        .map(std::fs::read)
+        .transpose()
+        .map_err(|e| StartupError::step_caused("reading store.tls_ca_file", "cannot read the CA bundle", e))?;
     let options = RedisOptions {
         // Empty with Sentinel (exclusive with redis_url): the sentinels name the server.
         url: config.redis_url.clone().unwrap_or_default(),
@@ -201,6 +209,7 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
         at_rest_window: Duration::from_secs(config.store.at_rest_window_secs),
         replicas_ack: u32::try_from(config.store.replicas_ack).unwrap_or(u32::MAX),
         replicas_ack_timeout: Duration::from_millis(config.store.replicas_ack_timeout_ms),
+        tls_ca_pem,
     };
     // A replica may start before Redis: keep trying for a while rather than crash-looping.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

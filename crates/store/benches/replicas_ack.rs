@@ -55,6 +55,7 @@ async fn main() {
             at_rest_window: Duration::ZERO,
             replicas_ack: ack,
             replicas_ack_timeout: Duration::from_millis(1000),
+            tls_ca_pem: None,
             sentinel: None,
         })
         .await

@@ -282,6 +282,29 @@ fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), Startu
     Ok(())
 }
 
+/// `store.tls_ca_file`: only with a TLS connection to Redis to apply to (else the operator
+/// believes traffic is encrypted that is not), and a file that holds a PEM certificate.
+fn validate_tls_ca_file(c: &Config) -> Result<(), StartupError> {
+    let Some(path) = &c.store.tls_ca_file else { return Ok(()) };
+    let rediss = c.redis_url.as_deref().is_some_and(|u| u.split(',').any(|u| u.trim().starts_with("rediss://")));
+    let sentinel_tls = c.store.sentinel.as_ref().is_some_and(|s| s.tls);
+    if !rediss && !sentinel_tls {
+        return Err(invalid_key(
+            "store.tls_ca_file",
+            "set, but no Redis connection uses TLS: use a rediss:// redis_url or store.sentinel.tls = true",
+        ));
+    }
+    let pem = std::fs::read(path)
+        .map_err(|e| invalid_key_caused("store.tls_ca_file", &format!("cannot read {path:?}"), e))?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        return Err(invalid_key(
+            "store.tls_ca_file",
+            &format!("{path:?} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"),
+        ));
+    }
+    Ok(())
+}
+
 /// `[store.sentinel]`: exclusive with `redis_url` and `store.cluster`, a master name, and
 /// sentinel addresses that are `host:port`.
 fn validate_sentinel(c: &Config) -> Result<(), StartupError> {
@@ -517,6 +540,7 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
             ));
         }
     }
+    validate_tls_ca_file(c)?;
     if c.store.cluster && c.redis_url.is_none() {
         return Err(invalid_key("store.cluster", "needs redis_url (the cluster's seed nodes)"));
     }

@@ -476,6 +476,9 @@ pub struct StoreConfig {
     pub replicas_ack_timeout_ms: u64,
     /// `[store.sentinel]`: find the Redis primary through Sentinel (instead of `redis_url`).
     pub sentinel: Option<SentinelConfig>,
+    /// A PEM bundle of the CAs that TLS connections to Redis trust instead of the system
+    /// roots (a private CA); `None` = the system roots.
+    pub tls_ca_file: Option<String>,
 }
 
 /// `[store.sentinel]`: the Sentinel set that names the Redis primary.
@@ -511,6 +514,7 @@ impl Default for StoreConfig {
             replicas_ack: 0,
             replicas_ack_timeout_ms: 1_000,
             sentinel: None,
+            tls_ca_file: None,
         }
     }
 }

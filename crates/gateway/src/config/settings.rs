@@ -349,6 +349,13 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "With store.replicas_ack: how long a write waits for its replicas; below store.command_timeout_ms",
     ),
+    s(
+        "store.tls_ca_file",
+        Kind::Str,
+        "PEM file of the CA certificates that TLS connections to Redis (rediss:// in redis_url, cluster seeds, \
+         store.sentinel.tls) verify the servers against, instead of the system roots (a private CA); read at start-up; \
+         absent = the system roots",
+    ),
     s("log.format", Kind::Str, "text or json"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info"),
     s(

@@ -362,6 +362,7 @@ mod tests {
                 at_rest_window: Duration::ZERO,
                 replicas_ack: 0,
                 replicas_ack_timeout: Duration::ZERO,
+                tls_ca_pem: None,
             })
             .await
             .expect("connects"),

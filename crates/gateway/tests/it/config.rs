@@ -206,6 +206,7 @@ fn every_config_field_has_a_setting_and_every_setting_a_field() {
     c.auth.browser_login.client_id = Some(String::new());
     c.auth.browser_login.client_secret = Some(mcpgate::config::Secret::new(""));
     c.audit.path = Some(String::new());
+    c.store.tls_ca_file = Some(String::new());
     c.store.sentinel = Some(mcpgate::config::SentinelConfig {
         username: Some(String::new()),
         password: Some(mcpgate::config::Secret::new("")),

@@ -20,6 +20,7 @@ mod rate_limits;
 mod search;
 mod sentinel_config;
 mod servers;
+mod store_tls_config;
 mod streaming;
 mod support;
 mod task_admission;

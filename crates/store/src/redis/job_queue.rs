@@ -26,14 +26,15 @@ impl JobQueue for RedisStore {
         let inner = &self.inner;
         let source = match &inner.backend {
             Backend::Single { source, .. } => source,
-            Backend::Cluster { urls, .. } => {
+            Backend::Cluster { urls, trust, .. } => {
                 let reader = inner
                     .cluster_reader
                     .get_or_try_init(|| async {
                         let streams =
                             (0..inner.shards).map(|s| inner.keys.jobs(u8::try_from(s).unwrap_or(0))).collect();
                         // Its own client: a blocking read's reply may take `block` longer.
-                        let client = redis::cluster::ClusterClient::builder(urls.clone())
+                        let client = trust
+                            .cluster(urls.clone())?
                             .connection_timeout(inner.timeout)
                             .response_timeout(block + inner.timeout)
                             .build()?;

@@ -27,13 +27,14 @@ mod scripts;
 mod sentinel;
 mod subscriber;
 mod task_store;
+mod tls;
 mod vault;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use redis::Value;
 use redis::cluster_async::ClusterConnection;
-use redis::{Client, Value};
 use tokio::sync::Mutex;
 
 use mcpgate_protocol::Era;
@@ -50,6 +51,7 @@ use pool::{Connections, is_connection_failure};
 pub use sentinel::SentinelOptions;
 use sentinel::{NodeSource, Resolver};
 use subscriber::Subscriber;
+use tls::Trust;
 
 /// How to reach and lay out the Redis store.
 #[derive(Debug, Clone)]
@@ -84,6 +86,10 @@ pub struct RedisOptions {
     /// How long `WAIT` waits for those replicas (below the command timeout, so the call gets
     /// its answer rather than time out).
     pub replicas_ack_timeout: Duration,
+    /// The CA bundle (PEM) that TLS connections to Redis (`rediss://`, cluster seeds,
+    /// Sentinel with `tls`) verify the servers' certificates against, instead of the system
+    /// roots; `None` = the system roots.
+    pub tls_ca_pem: Option<Vec<u8>>,
 }
 
 /// The Redis implementation of the store contracts.
@@ -104,6 +110,8 @@ enum Backend {
     Cluster {
         /// Seed node URLs (for the readers' own connections).
         urls: Vec<String>,
+        /// What the readers' own connections trust (as the routing connection's).
+        trust: Trust,
         /// Routes every command to its slot's node; clones share it.
         conn: ClusterConnection,
     },
@@ -151,13 +159,15 @@ impl RedisStore {
             return Err(StoreError::Config { detail: "shards must be between 1 and 256".to_owned() });
         }
         let invalid = |e: redis::RedisError| StoreError::Config { detail: format!("invalid Redis URL: {e}") };
+        let trust = Trust::new(options.tls_ca_pem.clone())?;
         let (backend, sources) = if let Some(sentinel) = &options.sentinel {
             if options.cluster {
                 return Err(StoreError::Config {
                     detail: "a Sentinel set is one primary, not a cluster (store.cluster)".to_owned(),
                 });
             }
-            let source = Arc::new(NodeSource::Sentinel(Box::new(Resolver::new(sentinel, options.command_timeout)?)));
+            let source =
+                Arc::new(NodeSource::Sentinel(Box::new(Resolver::new(sentinel, &trust, options.command_timeout)?)));
             let pool = Arc::new(Connections::new(source.clone(), options.pool_size, options.command_timeout));
             (Backend::Single { source: source.clone(), pool }, vec![source])
         } else {
@@ -166,12 +176,13 @@ impl RedisStore {
             // Pub/sub reaches every node of a cluster, so the subscriber may use any seed.
             let sources = urls
                 .iter()
-                .map(|u| Client::open(u.as_str()).map(|c| Arc::new(NodeSource::Fixed(c))).map_err(invalid))
+                .map(|u| trust.client(u).map(|c| Arc::new(NodeSource::Fixed(Box::new(c)))))
                 .collect::<Result<Vec<_>, _>>()?;
             let first =
                 sources.first().cloned().ok_or_else(|| StoreError::Config { detail: "no Redis URL".to_owned() })?;
             let backend = if options.cluster {
-                let client = redis::cluster::ClusterClient::builder(urls.clone())
+                let client = trust
+                    .cluster(urls.clone())?
                     .connection_timeout(options.command_timeout)
                     .response_timeout(options.command_timeout)
                     .build()
@@ -179,7 +190,7 @@ impl RedisStore {
                 let conn = tokio::time::timeout(options.command_timeout * 3, client.get_async_connection())
                     .await
                     .map_err(|_| StoreError::Timeout { millis: millis(options.command_timeout * 3) })??;
-                Backend::Cluster { urls, conn }
+                Backend::Cluster { urls, conn, trust }
             } else {
                 if sources.len() > 1 {
                     return Err(StoreError::Config {

@@ -21,6 +21,7 @@ use std::time::Duration;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{Client, ConnectionAddr, TlsMode};
 
+use super::tls::Trust;
 use crate::error::StoreError;
 
 /// How to find the primary through Redis Sentinel.
@@ -30,7 +31,8 @@ pub struct SentinelOptions {
     pub addresses: Vec<String>,
     /// The name the sentinels monitor the primary under (`sentinel monitor <name> ...`).
     pub master_name: String,
-    /// TLS to the sentinels and to the data nodes.
+    /// TLS to the sentinels and to the data nodes (verified against `store.tls_ca_file` or
+    /// the system roots).
     pub tls: bool,
     /// The data nodes' ACL user.
     pub username: Option<String>,
@@ -67,8 +69,9 @@ pub(super) struct Node {
 
 /// Where the single-server connections come from.
 pub(super) enum NodeSource {
-    /// One fixed server (`redis_url`), or one seed of a cluster (for pub/sub).
-    Fixed(Client),
+    /// One fixed server (`redis_url`), or one seed of a cluster (for pub/sub). Boxed: a
+    /// client carrying TLS parameters is large.
+    Fixed(Box<Client>),
     /// The primary the sentinels name.
     Sentinel(Box<Resolver>),
 }
@@ -77,7 +80,7 @@ impl NodeSource {
     /// A client for the server to connect to now (resolving the primary if none is cached).
     pub(super) async fn node(&self) -> Result<Node, StoreError> {
         match self {
-            Self::Fixed(client) => Ok(Node { client: client.clone(), epoch: 0 }),
+            Self::Fixed(client) => Ok(Node { client: (**client).clone(), epoch: 0 }),
             // Boxed: the sentinel client's futures are deep, and every store call's future
             // would otherwise carry their layout (past rustc's query depth in callers).
             Self::Sentinel(resolver) => Box::pin(resolver.node()).await,
@@ -105,7 +108,7 @@ pub(super) struct Resolver {
 
 impl Resolver {
     /// Checks the options; contacts no sentinel yet.
-    pub(super) fn new(options: &SentinelOptions, timeout: Duration) -> Result<Self, StoreError> {
+    pub(super) fn new(options: &SentinelOptions, trust: &Trust, timeout: Duration) -> Result<Self, StoreError> {
         let invalid = |detail: String| StoreError::Config { detail };
         if options.master_name.is_empty() {
             return Err(invalid("store.sentinel.master_name is empty".to_owned()));
@@ -125,6 +128,12 @@ impl Resolver {
         if options.tls {
             builder =
                 builder.set_client_to_redis_tls_mode(TlsMode::Secure).set_client_to_sentinel_tls_mode(TlsMode::Secure);
+            // The sentinels and the primary they name are verified against the same trust.
+            if let Some(certificates) = trust.certificates() {
+                builder = builder
+                    .set_client_to_redis_certificates(certificates.clone())
+                    .set_client_to_sentinel_certificates(certificates);
+            }
         }
         if let Some(user) = &options.username {
             builder = builder.set_client_to_redis_username(user);

@@ -7,9 +7,11 @@ mod redis_replicated;
 mod redis_sentinel;
 mod redis_server;
 mod suite;
+mod test_ca;
 
 pub use redis_cluster::RedisCluster;
 pub use redis_replicated::RedisReplicated;
 pub use redis_sentinel::RedisSentinelSet;
-pub use redis_server::RedisServer;
+pub use redis_server::{RedisServer, RedisServerBuilder};
 pub use suite::{run_pins_suite, run_suite};
+pub use test_ca::TestCa;

@@ -1,5 +1,7 @@
 //! A real `redis-server` on an ephemeral loopback port, in its own temp dir, killed (and
 //! reaped) when dropped. The binary is `MCPGATE_REDIS_SERVER` or `redis-server` on `PATH`.
+//! With TLS (see [`RedisServerBuilder::tls`]) it serves TLS on a second port too; the plain
+//! port stays open for the harness's readiness probe.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -9,13 +11,58 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::TestCa;
+
 /// A running `redis-server`.
 #[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    /// The TLS port (0 = no TLS).
+    tls_port: u16,
     dir: tempfile::TempDir,
     extra: Vec<String>,
+    /// `--tls-*` arguments naming the certificate files (empty = no TLS).
+    tls: Vec<String>,
+}
+
+/// How to start a [`RedisServer`]: extra arguments, TLS.
+#[derive(Debug, Default)]
+pub struct RedisServerBuilder {
+    extra: Vec<String>,
+    tls: Vec<String>,
+}
+
+impl RedisServerBuilder {
+    /// Extra `redis-server` arguments (e.g. `["--appendonly", "yes"]`).
+    pub fn args(mut self, extra: &[&str]) -> Self {
+        self.extra.extend(extra.iter().map(|s| (*s).to_owned()));
+        self
+    }
+
+    /// Serves TLS (also) with `ca`'s server certificate; clients need not present one.
+    pub fn tls(mut self, ca: &TestCa) -> Self {
+        let path = |p: PathBuf| p.to_str().expect("a UTF-8 temp path").to_owned();
+        self.tls = vec![
+            "--tls-cert-file".to_owned(),
+            path(ca.server_cert_file()),
+            "--tls-key-file".to_owned(),
+            path(ca.server_key_file()),
+            "--tls-ca-cert-file".to_owned(),
+            path(ca.ca_file()),
+            "--tls-auth-clients".to_owned(),
+            "no".to_owned(),
+        ];
+        self
+    }
+
+    /// Starts the server (persistence off unless the arguments turn it on).
+    pub fn start(self) -> RedisServer {
+        let dir = tempfile::tempdir().expect("temp dir for redis-server");
+        let mut server = RedisServer { child: None, port: 0, tls_port: 0, dir, extra: self.extra, tls: self.tls };
+        server.spawn_on_free_port();
+        server
+    }
 }
 
 impl RedisServer {
@@ -26,10 +73,12 @@ impl RedisServer {
 
     /// Starts a server with extra arguments (e.g. `["--appendonly", "yes"]`).
     pub fn start_with(extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir for redis-server");
-        let mut server = Self { child: None, port: 0, dir, extra: extra.iter().map(|s| (*s).to_owned()).collect() };
-        server.spawn_on_free_port();
-        server
+        Self::builder().args(extra).start()
+    }
+
+    /// A server with more to set up than arguments (TLS).
+    pub fn builder() -> RedisServerBuilder {
+        RedisServerBuilder::default()
     }
 
     /// `redis://127.0.0.1:<port>`.
@@ -40,6 +89,17 @@ impl RedisServer {
     /// The port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS port (started with [`RedisServerBuilder::tls`]).
+    pub fn tls_port(&self) -> u16 {
+        assert!(self.tls_port != 0, "this redis-server was started without TLS");
+        self.tls_port
+    }
+
+    /// `rediss://127.0.0.1:<TLS port>`.
+    pub fn tls_url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls_port())
     }
 
     /// The server's log so far.
@@ -77,7 +137,7 @@ impl RedisServer {
         self.stop();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match self.spawn(self.port) {
+            match self.spawn(self.port, self.tls_port) {
                 Ok(()) => return,
                 Err(e) if Instant::now() < deadline => {
                     let _ = e;
@@ -92,8 +152,10 @@ impl RedisServer {
         let mut last = String::new();
         // Another process may take the port between our probe and redis binding it: retry.
         for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-            match self.spawn(port) {
+            let free = || TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+            let port = free();
+            let tls_port = if self.tls.is_empty() { 0 } else { free() };
+            match self.spawn(port, tls_port) {
                 Ok(()) => return,
                 Err(e) => last = e,
             }
@@ -101,7 +163,7 @@ impl RedisServer {
         panic!("redis-server did not start: {last}\n{}", self.log());
     }
 
-    fn spawn(&mut self, port: u16) -> Result<(), String> {
+    fn spawn(&mut self, port: u16, tls_port: u16) -> Result<(), String> {
         let binary: PathBuf =
             std::env::var_os("MCPGATE_REDIS_SERVER").map_or_else(|| "redis-server".into(), PathBuf::from);
         let mut cmd = Command::new(&binary);
@@ -113,6 +175,8 @@ impl RedisServer {
             .arg("--logfile")
             .arg(self.dir.path().join("redis.log"))
             .args(&self.extra)
+            .args(if tls_port == 0 { Vec::new() } else { vec!["--tls-port".to_owned(), tls_port.to_string()] })
+            .args(&self.tls)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -127,6 +191,7 @@ impl RedisServer {
             if ping(port) {
                 self.child = Some(child);
                 self.port = port;
+                self.tls_port = tls_port;
                 return Ok(());
             }
             if let Ok(Some(status)) = child.try_wait() {

@@ -48,6 +48,7 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
         at_rest_window: Duration::ZERO,
         replicas_ack: 1,
         replicas_ack_timeout: Duration::from_millis(500),
+        tls_ca_pem: None,
         sentinel: None,
     })
     .await

@@ -56,6 +56,7 @@ async fn a_stopped_worker_takes_no_new_job_on_a_cluster() {
         at_rest_window: Duration::ZERO,
         replicas_ack: 0,
         replicas_ack_timeout: Duration::ZERO,
+        tls_ca_pem: None,
     })
     .await;
 }

@@ -9,3 +9,4 @@ mod memory;
 mod redis;
 mod replicas_ack;
 mod sentinel;
+mod tls;

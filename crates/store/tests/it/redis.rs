@@ -20,6 +20,7 @@ pub(crate) fn options(server: &RedisServer) -> RedisOptions {
         at_rest_window: Duration::ZERO,
         replicas_ack: 0,
         replicas_ack_timeout: Duration::ZERO,
+        tls_ca_pem: None,
     }
 }
 
@@ -69,6 +70,7 @@ fn cluster_options(urls: &str, at_rest: Option<std::sync::Arc<mcpgate_seal::AtRe
         at_rest_window: Duration::ZERO,
         replicas_ack: 0,
         replicas_ack_timeout: Duration::ZERO,
+        tls_ca_pem: None,
     }
 }
 

@@ -34,6 +34,7 @@ fn options(set: &RedisSentinelSet) -> RedisOptions {
         replicas_ack_timeout: Duration::from_millis(500),
         at_rest: Some(at_rest(true)),
         at_rest_window: Duration::ZERO,
+        tls_ca_pem: None,
     }
 }
 
