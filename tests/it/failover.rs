@@ -54,8 +54,10 @@ fn fleet(topology: Topology, dir: &Path, counted: &HttpServer, ack: u32) -> anyh
     )?;
     let builder: ClusterBuilder = Cluster::builder(3)
         .args(&["--config", &config.to_string_lossy()])
-        // Short leases, so a run whose store vanished under it is taken over within the test.
-        .env("MCPGATE_TASKS_LEASE_MS", "3000")
+        // A lease long enough that a claim caught by the failover is retried under its claim id
+        // until the new primary confirms it (a third of the lease), short enough that a run
+        // whose claim never reached a replica is taken over within the test.
+        .env("MCPGATE_TASKS_LEASE_MS", "15000")
         .env("MCPGATE_STORE_COMMAND_TIMEOUT_MS", "1000")
         .env("MCPGATE_STORE_REPLICAS_ACK", &ack.to_string())
         .env("MCPGATE_STORE_REPLICAS_ACK_TIMEOUT_MS", "500");

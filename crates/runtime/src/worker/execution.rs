@@ -62,8 +62,9 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
             return;
         }
         // The job stays pending; it is reclaimed once it has been idle for a lease. A claim
-        // too few Redis replicas confirmed (`store.replicas_ack`) is not run either: a
-        // failover could hand the same job to another worker, running the tool twice.
+        // too few Redis replicas confirmed (`store.replicas_ack`, after the store's retries
+        // under the same claim id) is not run either: a failover could hand the same job to
+        // another worker, running the tool twice.
         Err(e @ StoreError::NotAcknowledged { .. }) => {
             tracing::warn!(task = %job.task, error = %e, "claim not confirmed by the Redis replicas; left to be reclaimed");
             return;

@@ -25,12 +25,8 @@
 
 use redis::{ErrorKind, ServerErrorKind, Value};
 
-use std::time::Duration;
-
-use super::record::item;
-use super::{RedisStore, Retry, millis, scripts};
+use super::{RedisStore, Retry, millis};
 use crate::error::StoreError;
-use crate::model::Lease;
 
 impl RedisStore {
     /// Invokes `script` (whose write a client or a worker relies on) and, with
@@ -42,25 +38,8 @@ impl RedisStore {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<Value, StoreError> {
-        let waited = self.script_waited(retry, script, keys, args).await?;
-        match waited.unconfirmed {
-            None => Ok(waited.value),
-            Some(e) => Err(e),
-        }
-    }
-
-    /// Like [`Self::script_acked`], but hands back the script's answer even when too few
-    /// replicas confirmed it (with the error beside it), for a caller that can confirm the
-    /// write later (a claim: see [`Self::confirm_claim`]).
-    pub(super) async fn script_waited(
-        &self,
-        retry: Retry,
-        script: &'static redis::Script,
-        keys: Vec<String>,
-        args: Vec<String>,
-    ) -> Result<Waited, StoreError> {
         let Some((wanted, wait)) = self.inner.ack else {
-            return Ok(Waited { value: self.script(retry, script, keys, args).await?, unconfirmed: None });
+            return self.script(retry, script, keys, args).await;
         };
         let mut evalsha = redis::cmd("EVALSHA");
         evalsha.arg(script.get_hash()).arg(keys.len()).arg(&keys).arg(&args);
@@ -90,61 +69,11 @@ impl RedisStore {
             })
             .await?;
         let got = u32::try_from(got).unwrap_or(0);
-        let unconfirmed = (got < wanted).then_some(StoreError::NotAcknowledged { wanted, got });
-        Ok(Waited { value, unconfirmed })
-    }
-
-    /// Confirms a claim the replicas did not acknowledge in time. It may well have reached
-    /// them (the primary died after replicating it but before `WAIT` answered, or a replica
-    /// was slow): dropping it would leave the task with a spent attempt and its job to be
-    /// reclaimed, which fails a tool that is not retry-safe without ever having run it. So
-    /// the lease is renewed, each renewal waiting for the replicas, until they confirm one
-    /// (the claim is then safe from a failover: the tool may run) or the lease turns out to
-    /// be someone else's or gone (the claim did not survive: its job is delivered again and
-    /// claimed afresh). Renewing keeps the lease alive meanwhile; after `2 × lease` (at least
-    /// 10 s) of replicas not answering it gives up with the last error.
-    pub(super) async fn confirm_claim(
-        &self,
-        lease: &Lease,
-        duration: Duration,
-        first: StoreError,
-    ) -> Result<(), StoreError> {
-        let give_up = tokio::time::Instant::now() + (duration * 2).max(Duration::from_secs(10));
-        let mut backoff = Duration::from_millis(50);
-        let mut last = first;
-        loop {
-            if tokio::time::Instant::now() + backoff >= give_up {
-                return Err(last);
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
-            let args = vec![
-                lease.token.to_string(),
-                millis(duration).to_string(),
-                "0".to_owned(),
-                String::new(),
-                lease.entry.clone(),
-                lease.worker.clone(),
-                String::new(),
-            ];
-            match self.script_waited(Retry::No, &scripts::RENEW, self.lease_keys(lease), args).await {
-                Ok(Waited { value, unconfirmed }) => match (item(&[value], 0).as_deref(), unconfirmed) {
-                    (Some("held"), None) => return Ok(()),
-                    (Some("held"), Some(e)) => last = e,
-                    // Lost, gone or cancelled: not ours to run.
-                    _ => return Err(last),
-                },
-                Err(e @ (StoreError::Unavailable { .. } | StoreError::Timeout { .. })) => last = e,
-                Err(e) => return Err(e),
-            }
+        if got < wanted {
+            return Err(StoreError::NotAcknowledged { wanted, got });
         }
+        Ok(value)
     }
-}
-
-/// A write's answer and, when too few replicas confirmed it, the error saying so.
-pub(super) struct Waited {
-    pub(super) value: Value,
-    pub(super) unconfirmed: Option<StoreError>,
 }
 
 /// The acknowledgement marker in the slot of `key` (`<prefix>:{<prefix>:<shard>}:acked`).

@@ -166,22 +166,44 @@ impl TaskStore for RedisStore {
     async fn claim(&self, job: &Job, worker: &str, lease: Duration, max_attempts: u32) -> Result<Claim, StoreError> {
         let keys = &self.inner.keys;
         let shard = job.task.shard();
-        let waited = self
-            .script_waited(
-                Retry::No,
-                &scripts::CLAIM,
-                vec![keys.task(&job.task), keys.jobs(shard), keys.dead(shard)],
-                vec![
-                    job.entry.clone(),
-                    millis(lease).to_string(),
-                    max_attempts.to_string(),
-                    worker.to_owned(),
-                    keys.channel(&job.task),
-                ],
-            )
-            .await?;
-        let mut out = reply(waited.value)?;
-        let claim = match item(&out, 0).as_deref() {
+        // A claim whose reply was lost (the primary died under it) or that the replicas did
+        // not confirm (`store.replicas_ack`) may still have landed, and survived a failover:
+        // dropping it would leave the task with an attempt spent on nothing, and a tool that
+        // is not retry-safe would then fail as interrupted without ever having run. So it is
+        // retried under the same claim id, which the script recognises (a fresh lease, no
+        // attempt spent), for a third of the lease: the worker counts the lease from before
+        // the first try, so most of it is still left when a retry lands.
+        let id = format!("{:016x}", rand::random::<u64>());
+        let args = vec![
+            job.entry.clone(),
+            millis(lease).to_string(),
+            max_attempts.to_string(),
+            worker.to_owned(),
+            keys.channel(&job.task),
+            id,
+        ];
+        let task_keys = vec![keys.task(&job.task), keys.jobs(shard), keys.dead(shard)];
+        let give_up = tokio::time::Instant::now() + lease / 3;
+        let mut backoff = Duration::from_millis(50);
+        let value = loop {
+            match self.script_acked(Retry::Yes, &scripts::CLAIM, task_keys.clone(), args.clone()).await {
+                Ok(value) => break value,
+                Err(
+                    e @ (StoreError::Unavailable { .. }
+                    | StoreError::Timeout { .. }
+                    | StoreError::NotAcknowledged { .. }),
+                ) => {
+                    if tokio::time::Instant::now() + backoff >= give_up {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let mut out = reply(value)?;
+        Ok(match item(&out, 0).as_deref() {
             Some("run") => {
                 let token = item(&out, 1)
                     .and_then(|t| t.parse().ok())
@@ -205,17 +227,7 @@ impl TaskStore for RedisStore {
             Some("busy") => Claim::Skip(Skip::Busy),
             Some("exhausted") => Claim::Exhausted { tool: item(&out, 1).unwrap_or_default() },
             _ => return Err(StoreError::Corrupt { detail: "unexpected claim reply".to_owned() }),
-        };
-        match (waited.unconfirmed, &claim) {
-            (None, _) => Ok(claim),
-            // The tool must not run on a claim a failover could undo: confirm it first.
-            (Some(e), Claim::Run { lease: held, .. }) => {
-                self.confirm_claim(held, lease, e).await?;
-                Ok(claim)
-            }
-            // Acknowledging a job that had nothing to do is repeated on redelivery.
-            (Some(_), _) => Ok(claim),
-        }
+        })
     }
 
     async fn renew(&self, lease: &Lease, duration: Duration, note: Option<&StatusNote>) -> Result<Renewal, StoreError> {
@@ -443,7 +455,7 @@ impl RedisStore {
     }
 
     /// The keys of a script run under a lease: the task, its shard's job stream and lease index.
-    pub(super) fn lease_keys(&self, lease: &Lease) -> Vec<String> {
+    fn lease_keys(&self, lease: &Lease) -> Vec<String> {
         let keys = &self.inner.keys;
         let shard = lease.task.shard();
         vec![keys.task(&lease.task), keys.jobs(shard), keys.leases(shard)]
@@ -542,6 +554,9 @@ impl RedisStore {
                     tracing::warn!(error = %e, "a quota place reserved for a task not created stays counted until checked");
                 }
             }
+            if let (Err(StoreError::NotAcknowledged { .. }), Some((worker, _))) = (&out, running) {
+                self.hand_back_unconfirmed(&id, binding, worker).await;
+            }
             let out = out?;
             match (item(&out, 0).as_deref(), item(&out, 1)) {
                 (Some("1"), Some(created)) => {
@@ -566,6 +581,20 @@ impl RedisStore {
 }
 
 impl RedisStore {
+    /// After a creation to run here that the replicas did not confirm (the caller is told it
+    /// failed, so this replica will not run it): the task may exist all the same, under a
+    /// lease nobody uses. Handing it back at once (attempt not spent, a fresh job) lets any
+    /// worker run it when the client's retry finds it; left alone it would be taken over only
+    /// once the lease lapsed, as a second attempt, which fails a tool that is not retry-safe
+    /// without it ever having run. Best effort: a task that does not exist answers "gone".
+    async fn hand_back_unconfirmed(&self, id: &TaskId, binding: mcpgate_seal::RecordBinding, worker: &str) {
+        let lease = Lease { task: id.clone(), token: 1, entry: String::new(), worker: worker.to_owned(), binding };
+        let job = Job { task: id.clone(), entry: String::new() };
+        if let Err(e) = self.release(&lease, &job).await {
+            tracing::warn!(task = %id, error = %e, "an unconfirmed task to run here could not be handed back; it is taken over once its lease lapses");
+        }
+    }
+
     /// What an idempotency key already names, read directly (for a creation refused by a
     /// quota): the task of the same call, [`Created::KeyReused`] for another call, or `None`.
     async fn find_idempotent(

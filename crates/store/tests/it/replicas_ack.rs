@@ -151,3 +151,52 @@ async fn with_no_replicas_asked_nothing_waits() {
     assert_eq!(seen.len(), 1, "only the script: {seen:#?}");
     assert!(seen[0].to_ascii_uppercase().contains("EVALSHA"), "{seen:#?}");
 }
+
+#[tokio::test]
+async fn a_claim_the_replica_confirms_late_spends_one_attempt() {
+    let set = RedisReplicated::start();
+    let opts = acked(set.primary(), 1);
+    let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    let created = store.create(keyed("late", 3)).await.expect("create");
+    let record = created.record().expect("a task").clone();
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    let job = jobs.iter().find(|j| j.task == record.id).expect("the task's job").clone();
+
+    // The replica is frozen while the claim is sent: its first try lands on the primary but is
+    // not confirmed. Thawed a little later (well within a third of the lease), a retry under
+    // the same claim id is confirmed and holds the lease: the task's first attempt, not a
+    // second one (a fresh claim would find the first try's live lease and be refused as busy).
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let claim = tokio::spawn({
+        let store = store.clone();
+        async move { store.claim(&job, "w", Duration::from_secs(6), 3).await }
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    drop(thaw);
+    let claimed = tokio::time::timeout(Duration::from_secs(10), claim).await.expect("bounded").expect("joined");
+    let Ok(Claim::Run { task, .. }) = claimed else { panic!("the retried claim runs the task: {claimed:?}") };
+    assert_eq!(task.attempts, 1, "the unconfirmed first try spent no attempt");
+    assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "attempts").await.as_deref(), Some("1"));
+}
+
+#[tokio::test]
+async fn an_unconfirmed_task_to_run_here_is_handed_back_unspent() {
+    let set = RedisReplicated::start();
+    let store = RedisStore::connect(acked(set.primary(), 1)).await.expect("connects");
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let refused = store.create_running(keyed("here", 4), "w-here", Duration::from_secs(30)).await;
+    assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    drop(thaw);
+
+    // The client's retry finds the task; it is not left under the creator's unused lease (30 s)
+    // but queued at once, and its claim is its first attempt.
+    let retried = store.create(keyed("here", 4)).await.expect("retry");
+    let Created::Existing(record) = retried else { panic!("the first try's task: {retried:?}") };
+    let jobs = store.read("w", 10, Duration::from_millis(500)).await.expect("read");
+    let job = jobs.iter().find(|j| j.task == record.id).expect("the handed-back task is queued now");
+    let claimed = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim");
+    let Claim::Run { task, .. } = claimed else { panic!("runs: {claimed:?}") };
+    assert_eq!(task.attempts, 1, "the creator's unconfirmed lease spent no attempt");
+}
