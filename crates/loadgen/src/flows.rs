@@ -2,12 +2,13 @@
 //! task that reaches the status it should, a task id never handed to two calls, and what
 //! became of every task whose id the client got back (ended, missing, or stuck).
 //!
-//! Retries: a task's creation is retried with the same JSON-RPC id after a transient failure
-//! (the server's idempotency returns the task the lost attempt created), requests about a
-//! created task are retried until the task's deadline (a failover makes the fleet unavailable
-//! for some seconds), and a multi-round call's round is retried (rounds carry their state, so
-//! a retry is the same round); a synchronous call is not retried, so its failure is reported
-//! as such.
+//! Retries: a task's creation is retried after a transient failure with the same JSON-RPC id
+//! (2025-11-25: the server's per-session idempotency) and the same idempotency key
+//! (2026-07-28: `_meta["io.mcpgate/idempotencyKey"]`), so the server returns the task the lost
+//! attempt created; requests about a created task are retried until the task's deadline (a
+//! failover makes the fleet unavailable for some seconds), and a multi-round call's round is
+//! retried (rounds carry their state, so a retry is the same round); a synchronous call is not
+//! retried, so its failure is reported as such.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -70,7 +71,7 @@ pub(crate) struct Shared {
     /// The tool the task scenarios call with a key when runs are counted (else `slow_compute`).
     pub(crate) counted_tool: Option<String>,
     /// Keys of the counted tasks whose ids the clients got back: the ledger is read for these.
-    pub(crate) counted_keys: Mutex<Vec<String>>,
+    pub(crate) counted_keys: Mutex<Vec<(String, String)>>,
     /// Task ids handed out so far (a second hand-out is a duplicate).
     pub(crate) seen: Mutex<HashSet<String>>,
 }
@@ -183,10 +184,14 @@ impl Client {
     async fn create_task(
         &mut self,
         shared: &Shared,
-        params: Value,
+        mut params: Value,
         retried: &mut u32,
     ) -> Result<(String, Duration), Failure> {
         let id = self.next_id();
+        // A 2026-07-28 request id identifies nothing: a retry after a lost or refused reply
+        // (e.g. 503 while Redis fails over) gets the task its first try created only by its
+        // idempotency key. The request id is unique in the run, so it serves as the key.
+        params["_meta"] = json!({"io.mcpgate/idempotencyKey": id});
         let answer =
             retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), true)).await?;
         let result = &answer.result;
@@ -262,7 +267,7 @@ impl Client {
         let call = self.task_call(shared, &format!("t{}-{}", self.tag, self.seq));
         let (task, poll) = self.create_task(shared, call.params.clone(), retried).await?;
         *created = true;
-        acknowledge_key(shared, &call);
+        acknowledge_key(shared, &call, &task);
         let deadline = Instant::now() + shared.deadline;
         let done = self.settle(shared, &task, poll, deadline, retried).await?;
         if done["status"] != "completed" {
@@ -374,7 +379,7 @@ impl Client {
             .to_owned();
         claim_id(shared, &task)?;
         *created = true;
-        acknowledge_key(shared, &call);
+        acknowledge_key(shared, &call, &task);
         let deadline = Instant::now() + shared.deadline;
         let id = self.next_id();
         // `tasks/result` blocks until the task ends: a task that never does is stuck at the
@@ -464,9 +469,13 @@ fn claim_id(shared: &Shared, task: &str) -> Result<(), Failure> {
 }
 
 /// Records the key of a counted task whose id the client got back (the ledger is read for it).
-fn acknowledge_key(shared: &Shared, call: &TaskCall) {
+fn acknowledge_key(shared: &Shared, call: &TaskCall, task: &str) {
     if let Some(key) = &call.key {
-        shared.counted_keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key.clone());
+        shared
+            .counted_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((key.clone(), task.to_owned()));
     }
 }
 

@@ -30,11 +30,17 @@ pub(crate) struct Runs {
     pub(crate) double_runs: u64,
     /// Why the ledger could not be read: then nothing was checked, and the run fails.
     pub(crate) error: Option<String>,
+    /// A few keys that ran more than once, with their task and run count (to look for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) examples: Vec<String>,
 }
+
+/// Double-run examples kept in the report.
+const EXAMPLES: usize = 5;
 
 /// Calls `tool` (a synchronous 2026-07-28 call with request id `id`, retried while failures
 /// are transient, within `within`) and counts the runs of `keys`.
-pub(crate) async fn read(mcp: &Mcp, id: &str, tool: &str, keys: &[String], within: Duration) -> Runs {
+pub(crate) async fn read(mcp: &Mcp, id: &str, tool: &str, keys: &[(String, String)], within: Duration) -> Runs {
     let mut retried = 0;
     let params = json!({"name": tool, "arguments": {}});
     let answer = retry(within, &mut retried, || mcp.modern(id, "tools/call", params.clone(), false)).await;
@@ -59,8 +65,9 @@ fn ledger(result: &Value) -> Result<&Map<String, Value>, String> {
     runs.ok_or_else(|| format!("the ledger's result has no structuredContent.runs object: {result}"))
 }
 
-/// Counts the runs of `keys` in `ledger` (a key may appear once in `keys`: each is one task).
-pub(crate) fn count(tool: &str, keys: &[String], ledger: &Map<String, Value>) -> Runs {
+/// Counts the runs of `keys` (each with its task id) in `ledger` (a key may appear once in
+/// `keys`: each is one task).
+pub(crate) fn count(tool: &str, keys: &[(String, String)], ledger: &Map<String, Value>) -> Runs {
     let runs_of = |key: &str| ledger.get(key).and_then(Value::as_u64).unwrap_or(0);
     let mut runs = Runs {
         tool: tool.to_owned(),
@@ -69,11 +76,14 @@ pub(crate) fn count(tool: &str, keys: &[String], ledger: &Map<String, Value>) ->
         keys: keys.len() as u64,
         ..Runs::default()
     };
-    for key in keys {
+    for (key, task) in keys {
         let n = runs_of(key);
         if n > 0 {
             runs.ran += 1;
             runs.double_runs += n - 1;
+        }
+        if n > 1 && runs.examples.len() < EXAMPLES {
+            runs.examples.push(format!("{key} (task {task}) ran {n} times"));
         }
     }
     runs
@@ -86,7 +96,8 @@ mod tests {
     #[test]
     fn only_runs_beyond_the_first_of_our_keys_count() {
         let ledger = json!({"a-0-0": 1, "a-0-3": 3, "a-1-0": 2, "other-0-0": 5});
-        let keys: Vec<String> = ["a-0-0", "a-0-3", "a-1-0", "a-1-4"].map(str::to_owned).to_vec();
+        let keys: Vec<(String, String)> =
+            ["a-0-0", "a-0-3", "a-1-0", "a-1-4"].map(|k| (k.to_owned(), format!("t-{k}"))).to_vec();
         let runs = count("ledger", &keys, ledger.as_object().expect("object"));
         assert_eq!(
             runs,
@@ -99,6 +110,10 @@ mod tests {
                 ran: 3,
                 double_runs: 3,
                 error: None,
+                examples: vec![
+                    "a-0-3 (task t-a-0-3) ran 3 times".to_owned(),
+                    "a-1-0 (task t-a-1-0) ran 2 times".to_owned()
+                ],
             }
         );
     }

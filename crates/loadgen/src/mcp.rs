@@ -120,10 +120,12 @@ impl Mcp {
         if tasks {
             caps["extensions"] = json!({TASKS_EXTENSION: {}});
         }
-        params["_meta"] = json!({
-            CLIENT_CAPABILITIES_KEY: caps,
-            CLIENT_INFO_KEY: {"name": "mcpgate-loadgen", "version": env!("CARGO_PKG_VERSION")},
-        });
+        // Added to the `_meta` the caller gave (e.g. an idempotency key), if any.
+        if !params["_meta"].is_object() {
+            params["_meta"] = json!({});
+        }
+        params["_meta"][CLIENT_CAPABILITIES_KEY] = caps;
+        params["_meta"][CLIENT_INFO_KEY] = json!({"name": "mcpgate-loadgen", "version": env!("CARGO_PKG_VERSION")});
         self.post(McpRequest::modern(id, method, params)).await
     }
 

@@ -163,10 +163,15 @@ impl Report {
             Some(Runs { tool, error: Some(error), .. }) => {
                 out.push_str(&format!("\nRun ledger `{tool}` unreadable: {}\n", error.replace('\n', " ")));
             }
-            Some(r) => out.push_str(&format!(
-                "\nRun ledger `{}`: {} keys, {} runs in all; this run's {} keys: {} ran, {} runs beyond the first.\n",
-                r.tool, r.ledger_keys, r.ledger_runs, r.keys, r.ran, r.double_runs
-            )),
+            Some(r) => {
+                out.push_str(&format!(
+                    "\nRun ledger `{}`: {} keys, {} runs in all; this run's {} keys: {} ran, {} runs beyond the first.\n",
+                    r.tool, r.ledger_keys, r.ledger_runs, r.keys, r.ran, r.double_runs
+                ));
+                for example in &r.examples {
+                    out.push_str(&format!("- {example}\n"));
+                }
+            }
             None => {}
         }
         if self.failures.is_empty() {

@@ -554,8 +554,12 @@ impl RedisStore {
                     tracing::warn!(error = %e, "a quota place reserved for a task not created stays counted until checked");
                 }
             }
-            if let (Err(StoreError::NotAcknowledged { .. }), Some((worker, _))) = (&out, running) {
-                self.hand_back_unconfirmed(&id, binding, worker).await;
+            if let (
+                Err(StoreError::NotAcknowledged { .. } | StoreError::Unavailable { .. } | StoreError::Timeout { .. }),
+                Some((worker, lease_ms)),
+            ) = (&out, running)
+            {
+                self.hand_back_unconfirmed(&id, binding, worker, Duration::from_millis(lease_ms));
             }
             let out = out?;
             match (item(&out, 0).as_deref(), item(&out, 1)) {
@@ -581,18 +585,35 @@ impl RedisStore {
 }
 
 impl RedisStore {
-    /// After a creation to run here that the replicas did not confirm (the caller is told it
-    /// failed, so this replica will not run it): the task may exist all the same, under a
-    /// lease nobody uses. Handing it back at once (attempt not spent, a fresh job) lets any
-    /// worker run it when the client's retry finds it; left alone it would be taken over only
-    /// once the lease lapsed, as a second attempt, which fails a tool that is not retry-safe
-    /// without it ever having run. Best effort: a task that does not exist answers "gone".
-    async fn hand_back_unconfirmed(&self, id: &TaskId, binding: mcpgate_seal::RecordBinding, worker: &str) {
-        let lease = Lease { task: id.clone(), token: 1, entry: String::new(), worker: worker.to_owned(), binding };
+    /// After a creation to run here that failed (the replicas did not confirm it, or its reply
+    /// was lost): the caller is told it failed, so this replica will not run it, but the task
+    /// may exist all the same, under a lease nobody uses. Handing it back (attempt not spent,
+    /// a fresh job) lets any worker run it when the client's retry finds it; left alone it
+    /// would be taken over only once the lease lapsed, as a second attempt, which fails a tool
+    /// that is not retry-safe without it ever having run. In the background, retried while
+    /// the store is unreachable for a third of the lease (a takeover is what remains after
+    /// that); a task that does not exist answers "gone".
+    fn hand_back_unconfirmed(&self, id: &TaskId, binding: mcpgate_seal::RecordBinding, worker: &str, lease: Duration) {
+        let lease_held = Lease { task: id.clone(), token: 1, entry: String::new(), worker: worker.to_owned(), binding };
         let job = Job { task: id.clone(), entry: String::new() };
-        if let Err(e) = self.release(&lease, &job).await {
-            tracing::warn!(task = %id, error = %e, "an unconfirmed task to run here could not be handed back; it is taken over once its lease lapses");
-        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            let give_up = tokio::time::Instant::now() + lease / 3;
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                match store.release(&lease_held, &job).await {
+                    Ok(_) => return,
+                    Err(e) if tokio::time::Instant::now() + backoff >= give_up => {
+                        tracing::warn!(task = %job.task, error = %e, "a task created to run here but not confirmed could not be handed back; it is taken over once its lease lapses");
+                        return;
+                    }
+                    Err(_) => {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                    }
+                }
+            }
+        });
     }
 
     /// What an idempotency key already names, read directly (for a creation refused by a
