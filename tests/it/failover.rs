@@ -1,10 +1,11 @@
 //! Losing a Redis node under load: nginx in front of three replicas, the load generator driving
 //! mixed traffic (sync calls, task lifecycles in both eras, tasks waiting for input,
 //! cancellations, and a non-idempotent upstream tool run as a task that counts its runs), and
-//! the Redis primary `kill -9`ed mid-load — behind Sentinel (the sentinels promote a replica)
-//! and in a Redis Cluster with a replica per primary (the cluster promotes it). With
-//! `store.replicas_ack = 1` no task a client was told exists is lost, none is stuck, none runs
-//! twice, and the fleet serves again within a bound.
+//! the Redis primary `kill -9`ed mid-load, a moment after its replication links were cut (its
+//! last writes reach no replica, as when the network fails just before the node does) —
+//! behind Sentinel (the sentinels promote a replica) and in a Redis Cluster with a replica per
+//! primary (the cluster promotes it). With `store.replicas_ack = 1` no task a client was told
+//! exists is lost, none is stuck, none runs twice, and the fleet serves again within a bound.
 //!
 //! `MCPGATE_E2E_REPLICAS_ACK=0` (what `scripts/bench-failover` sets) runs the same faults with
 //! asynchronous replication and reports what was lost instead of asserting that nothing was.
@@ -79,13 +80,32 @@ async fn create_task(client: &Client, url: &str) -> anyhow::Result<String> {
     created["result"]["taskId"].as_str().map(str::to_owned).ok_or_else(|| anyhow::anyhow!("no task: {created}"))
 }
 
-/// Kills the primary the load writes to, and returns how long until a replica was promoted
-/// and until the fleet created a task again.
+/// How long the primary keeps acknowledging writes its replicas do not get before it dies.
+const REPLICATION_CUT: Duration = Duration::from_millis(300);
+
+/// Cuts the replication links of the primary on `port` (`CLIENT KILL TYPE replica`): until its
+/// replicas reconnect (within a second) its writes reach no replica, as when the network
+/// between them fails just before the primary does. A write answered in that window is what
+/// asynchronous replication loses; with `replicas_ack` its `WAIT` cannot be satisfied.
+fn cut_replication(port: u16) {
+    let output = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "CLIENT", "KILL", "TYPE", "replica"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("redis-cli runs (Debian: redis-tools, installed with redis-server)");
+    let killed = String::from_utf8_lossy(&output.stdout);
+    assert!(killed.trim().parse::<u32>().is_ok_and(|n| n > 0), "no replication link to cut on {port}: {killed}");
+    std::thread::sleep(REPLICATION_CUT);
+}
+
+/// Cuts the primary's replication, kills it (the load writes to it), and returns how long
+/// until a replica was promoted and until the fleet created a task again.
 async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Client) -> (Duration, Duration) {
     let killed = Instant::now();
     let promoted = tokio::task::block_in_place(|| match topology {
         Topology::Sentinel => {
             let set = cluster.redis_sentinel().expect("a Sentinel set");
+            cut_replication(set.primary_port());
             set.kill_primary();
             set.wait_for_new_primary(SERVING_AGAIN_WITHIN);
             killed.elapsed()
@@ -94,6 +114,7 @@ async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Cl
             let redis = cluster.redis_cluster_mut().expect("a Redis Cluster");
             redis.wait_for_replicas(SERVING_AGAIN_WITHIN);
             let victim = redis.primary_of_slot(0).expect("a primary serves slot 0");
+            cut_replication(redis.nodes()[victim].port());
             redis.kill_node(victim);
             redis.wait_for_new_primary(0, victim, SERVING_AGAIN_WITHIN);
             let promoted = killed.elapsed();
