@@ -1,7 +1,7 @@
 //! Losing a Redis node under load: nginx in front of three replicas, the load generator driving
 //! mixed traffic (sync calls, task lifecycles in both eras, tasks waiting for input,
 //! cancellations, and a non-idempotent upstream tool run as a task that counts its runs), and
-//! the Redis primary `kill -9`ed mid-load, a moment after its replication links were cut (its
+//! the Redis primary `kill -9`ed mid-load, 300 ms after its replication links were cut (its
 //! last writes reach no replica, as when the network fails just before the node does) —
 //! behind Sentinel (the sentinels promote a replica) and in a Redis Cluster with a replica per
 //! primary (the cluster promotes it). With `store.replicas_ack = 1` no task a client was told
@@ -83,19 +83,44 @@ async fn create_task(client: &Client, url: &str) -> anyhow::Result<String> {
 /// How long the primary keeps acknowledging writes its replicas do not get before it dies.
 const REPLICATION_CUT: Duration = Duration::from_millis(300);
 
-/// Cuts the replication links of the primary on `port` (`CLIENT KILL TYPE replica`): until its
-/// replicas reconnect (within a second) its writes reach no replica, as when the network
-/// between them fails just before the primary does. A write answered in that window is what
-/// asynchronous replication loses; with `replicas_ack` its `WAIT` cannot be satisfied.
-fn cut_replication(port: u16) {
+/// `redis-cli -p port args...`'s output.
+fn redis_cli(port: u16, args: &[&str]) -> String {
     let output = std::process::Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "CLIENT", "KILL", "TYPE", "replica"])
+        .arg("-p")
+        .arg(port.to_string())
+        .args(args)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("redis-cli runs (Debian: redis-tools, installed with redis-server)");
-    let killed = String::from_utf8_lossy(&output.stdout);
-    assert!(killed.trim().parse::<u32>().is_ok_and(|n| n > 0), "no replication link to cut on {port}: {killed}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Cuts the replication links of the primary on `port` for [`REPLICATION_CUT`], as when the
+/// network between it and its replicas fails just before the primary does: its replicas are
+/// given a wrong `masterauth` (so they cannot reconnect) and their links are closed. A write
+/// answered in that window is what asynchronous replication loses; with `replicas_ack` its
+/// `WAIT` cannot be satisfied. Returns the replicas' ports, for [`heal_replication`].
+fn cut_replication(port: u16) -> Vec<u16> {
+    let info = redis_cli(port, &["INFO", "replication"]);
+    let replicas: Vec<u16> = info
+        .lines()
+        .filter(|l| l.starts_with("slave"))
+        .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("port="))?.parse().ok())
+        .collect();
+    assert!(!replicas.is_empty(), "the primary on {port} has no replica: {info}");
+    for replica in &replicas {
+        assert_eq!(redis_cli(*replica, &["CONFIG", "SET", "masterauth", "cut-by-the-test"]).trim(), "OK");
+    }
+    redis_cli(port, &["CLIENT", "KILL", "TYPE", "replica"]);
     std::thread::sleep(REPLICATION_CUT);
+    replicas
+}
+
+/// Lets the replicas cut by [`cut_replication`] connect to a primary again.
+fn heal_replication(replicas: &[u16]) {
+    for replica in replicas {
+        assert_eq!(redis_cli(*replica, &["CONFIG", "SET", "masterauth", ""]).trim(), "OK");
+    }
 }
 
 /// Cuts the primary's replication, kills it (the load writes to it), and returns how long
@@ -105,8 +130,9 @@ async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Cl
     let promoted = tokio::task::block_in_place(|| match topology {
         Topology::Sentinel => {
             let set = cluster.redis_sentinel().expect("a Sentinel set");
-            cut_replication(set.primary_port());
+            let cut = cut_replication(set.primary_port());
             set.kill_primary();
+            heal_replication(&cut);
             set.wait_for_new_primary(SERVING_AGAIN_WITHIN);
             killed.elapsed()
         }
@@ -114,8 +140,9 @@ async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Cl
             let redis = cluster.redis_cluster_mut().expect("a Redis Cluster");
             redis.wait_for_replicas(SERVING_AGAIN_WITHIN);
             let victim = redis.primary_of_slot(0).expect("a primary serves slot 0");
-            cut_replication(redis.nodes()[victim].port());
+            let cut = cut_replication(redis.nodes()[victim].port());
             redis.kill_node(victim);
+            heal_replication(&cut);
             redis.wait_for_new_primary(0, victim, SERVING_AGAIN_WITHIN);
             let promoted = killed.elapsed();
             // The dead node comes back (as an orchestrator would restart it) and rejoins as

@@ -530,6 +530,12 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
                 "needs a Redis store (redis_url or store.sentinel): the memory store has no replicas",
             ));
         }
+        if c.store.replicas_ack_timeout_ms == 0 {
+            return Err(invalid_key(
+                "store.replicas_ack_timeout_ms",
+                "must be at least 1 (Redis reads WAIT's 0 as \"wait for ever\")",
+            ));
+        }
         if c.store.replicas_ack_timeout_ms >= c.store.command_timeout_ms {
             return Err(invalid_key(
                 "store.replicas_ack_timeout_ms",

@@ -500,6 +500,11 @@ fn replicas_ack_is_validated() {
             "store.replicas_ack_timeout_ms",
             "below store.command_timeout_ms",
         ),
+        (
+            format!("{redis}[store]\nreplicas_ack = 1\nreplicas_ack_timeout_ms = 0\n"),
+            "store.replicas_ack_timeout_ms",
+            "at least 1",
+        ),
     ] {
         let err = error_text(load_from_str(&text).expect_err(&text));
         assert!(err.contains(named) && err.contains(says), "{named:?} / {says:?} not in {err}");

@@ -554,10 +554,14 @@ impl RedisStore {
                     tracing::warn!(error = %e, "a quota place reserved for a task not created stays counted until checked");
                 }
             }
+            // Only a creation a retry can find again (it has an idempotency key): without one
+            // a retry is a new task, and an adopted call already ran (or goes on running) as
+            // a call; handing such a task back would run the tool a second time.
             if let (
                 Err(StoreError::NotAcknowledged { .. } | StoreError::Unavailable { .. } | StoreError::Timeout { .. }),
                 Some((worker, lease_ms)),
-            ) = (&out, running)
+                Some(_),
+            ) = (&out, running, &task.idempotency)
             {
                 self.hand_back_unconfirmed(&id, binding, worker, Duration::from_millis(lease_ms));
             }
@@ -586,7 +590,8 @@ impl RedisStore {
 
 impl RedisStore {
     /// After a creation to run here that failed (the replicas did not confirm it, or its reply
-    /// was lost): the caller is told it failed, so this replica will not run it, but the task
+    /// was lost) and that the client's retry will find by its idempotency key: the caller is
+    /// told it failed, so this replica will not run it, but the task
     /// may exist all the same, under a lease nobody uses. Handing it back (attempt not spent,
     /// a fresh job) lets any worker run it when the client's retry finds it; left alone it
     /// would be taken over only once the lease lapsed, as a second attempt, which fails a tool
