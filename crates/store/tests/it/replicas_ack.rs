@@ -246,3 +246,42 @@ async fn a_waiting_write_does_not_hold_up_other_calls() {
     assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
     drop(thaw);
 }
+
+#[tokio::test]
+async fn a_hold_repeated_after_its_answer_asks_nothing_again() {
+    use mcpgate_store::{Answered, CheckedAnswer, RawAnswer, Renewal};
+    let set = RedisReplicated::start();
+    let store = RedisStore::connect(acked(set.primary(), 1)).await.expect("connects");
+    let record = store.create(keyed("asker", 7)).await.expect("create").record().expect("a task").clone();
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    let job = jobs.iter().find(|j| j.task == record.id).expect("the task's job");
+    let Claim::Run { lease, .. } = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    let confirm = r#"{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}"#;
+    let requests =
+        [("confirm".to_owned(), RawAnswer { method: "elicitation/create".to_owned(), json: confirm.to_owned() })]
+            .into_iter()
+            .collect();
+
+    // The hold lands on the primary, unconfirmed; the client sees the request and answers it,
+    // which resumes the task in place under the same lease.
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let unconfirmed = store.hold(&lease, &requests, None).await;
+    assert_eq!(unconfirmed, Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    drop(thaw);
+    let yes = r#"{"action":"accept","content":{"confirm":true}}"#;
+    let answers = [("confirm".to_owned(), CheckedAnswer { fits: vec!["elicitation/create"], json: yes.to_owned() })]
+        .into_iter()
+        .collect();
+    assert_eq!(store.answer(&record.id, &record.owner, &answers, 1 << 20).await.expect("answer"), Answered::Resumed);
+
+    // The run's repeat of the hold must not ask the answered key again: it holds nothing and
+    // says so, and the record keeps the task working with its answer for the run to read.
+    assert_eq!(store.hold(&lease, &requests, None).await.expect("repeat"), Renewal::Lost);
+    let after = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
+    assert_eq!(after.status, TaskStatus::Working);
+    assert!(after.input_requests.is_empty(), "asked again: {:?}", after.input_requests);
+    assert_eq!(after.input_responses.get("confirm").map(|a| a.json.as_str()), Some(yes));
+}
