@@ -108,6 +108,24 @@ def main() -> None:
     else:
         fail("the chart rendered without sealing keys")
     print("helm chart: refuses to render without sealing keys")
+    # Sentinel with the bundled single-pod Redis must refuse to render, naming both values.
+    try:
+        with helm.Chart.load(chart_dir) as chart:
+            chart.render(
+                {
+                    "secrets": {"sealKeys": "k1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},
+                    "redis": {"bundled": True},
+                    "sentinel": {"enabled": True, "addresses": ["s:26379"]},
+                },
+                name="gw",
+                namespace="mcpgate",
+            )
+    except helm.HelmError as e:
+        if "sentinel.enabled" not in str(e) or "redis.bundled" not in str(e):
+            fail(f"rendering Sentinel with the bundled Redis failed, but not naming both values: {e}")
+    else:
+        fail("the chart rendered Sentinel together with the bundled Redis")
+    print("helm chart: refuses Sentinel together with the bundled Redis")
 
 
 if __name__ == "__main__":

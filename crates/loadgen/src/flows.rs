@@ -33,6 +33,10 @@ pub(crate) enum Failure {
     Stuck(String),
     /// A task id was handed to two different calls.
     Duplicate(String),
+    /// A task whose id the client got back ended `failed`, visibly (with the task's error
+    /// message): not a wrong answer, and no loss (e.g. a run a failover interrupted whose tool
+    /// may not run twice).
+    TaskFailed(String),
 }
 
 impl Failure {
@@ -43,6 +47,7 @@ impl Failure {
             Self::Missing(_) => "acknowledged_missing".to_owned(),
             Self::Stuck(_) => "stuck".to_owned(),
             Self::Duplicate(_) => "duplicate".to_owned(),
+            Self::TaskFailed(_) => "task_failed".to_owned(),
         }
     }
 }
@@ -270,9 +275,7 @@ impl Client {
         acknowledge_key(shared, &call, &task);
         let deadline = Instant::now() + shared.deadline;
         let done = self.settle(shared, &task, poll, deadline, retried).await?;
-        if done["status"] != "completed" {
-            return Err(Failure::Wrong(format!("task {task} ended {}", done["status"])));
-        }
+        ended_completed(&task, &done)?;
         call.check(&done["result"])
     }
 
@@ -298,9 +301,7 @@ impl Client {
             return Err(Failure::Wrong(format!("tasks/update ack {}", ack.result)));
         }
         let done = self.settle(shared, &task, poll, deadline, retried).await?;
-        if done["status"] != "completed" {
-            return Err(Failure::Wrong(format!("answered task {task} ended {}", done["status"])));
-        }
+        ended_completed(&task, &done)?;
         expect_deleted(&done["result"], &table)
     }
 
@@ -313,7 +314,8 @@ impl Client {
                 let params = json!({"name": "slow_compute", "arguments": {"seconds": 0.0, "label": label}});
                 let (task, poll) = self.create_task(shared, params, retried).await?;
                 *created = true;
-                self.settle(shared, &task, poll, Instant::now() + shared.deadline, retried).await?;
+                let done = self.settle(shared, &task, poll, Instant::now() + shared.deadline, retried).await?;
+                ended_completed(&task, &done)?;
                 let finished = (task, format!("Computed {label} in 0 s"));
                 self.finished = Some(finished.clone());
                 finished
@@ -324,9 +326,7 @@ impl Client {
             retry(shared.deadline, retried, || shared.mcp.modern(&id, "tasks/get", json!({"taskId": task}), true))
                 .await
                 .map_err(|f| acknowledged(&task, f))?;
-        if answer.result["status"] != "completed" {
-            return Err(Failure::Wrong(format!("task {task} is {}", answer.result["status"])));
-        }
+        ended_completed(&task, &answer.result)?;
         expect_text(&answer.result["result"], &text)
     }
 
@@ -347,6 +347,8 @@ impl Client {
         let done = self.settle(shared, &task, poll.min(Duration::from_millis(100)), deadline, retried).await?;
         match done["status"].as_str() {
             Some("cancelled") => Ok(()),
+            // Cancellation is cooperative: the run may have ended first.
+            Some("failed") => Err(task_failed(&task, &done["error"]["message"])),
             other => Err(Failure::Wrong(format!("cancelled task {task} ended {other:?}"))),
         }
     }
@@ -393,13 +395,41 @@ impl Client {
         .await;
         let result = match waited {
             Ok(Ok(answer)) => answer.result,
-            Ok(Err(failure)) => return Err(acknowledged(&task, failure)),
+            // A failed task's `tasks/result` is its error; the task's status tells it from a
+            // request that failed.
+            Ok(Err(failure)) => {
+                if let Failure::Call(CallError::Rpc { message, .. }) = &failure
+                    && self.legacy_status(shared, &session, &task, deadline, retried).await.as_deref() == Some("failed")
+                {
+                    return Err(task_failed(&task, &Value::String(message.clone())));
+                }
+                return Err(acknowledged(&task, failure));
+            }
             Err(_) => return Err(Failure::Stuck(format!("task {task} not terminal within {:?}", shared.deadline))),
         };
         if result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] != task.as_str() {
             return Err(Failure::Wrong(format!("tasks/result without the related-task _meta: {result}")));
         }
         call.check(&result)
+    }
+
+    /// A 2025-11-25 task's status (`tasks/get`, retried through transient failures until
+    /// `deadline`), if it can be read.
+    async fn legacy_status(
+        &mut self,
+        shared: &Shared,
+        session: &str,
+        task: &str,
+        deadline: Instant,
+        retried: &mut u32,
+    ) -> Option<String> {
+        let id = self.next_id();
+        let params = json!({"taskId": task});
+        let answer =
+            retry(left(deadline), retried, || shared.mcp.legacy(&id, "tasks/get", params.clone(), Some(session)))
+                .await
+                .ok()?;
+        answer.result["status"].as_str().map(str::to_owned)
     }
 
     async fn mrtr2(&mut self, shared: &Shared, retried: &mut u32) -> Result<(), Failure> {
@@ -501,6 +531,21 @@ fn left(deadline: Instant) -> Duration {
 }
 
 /// `delete_records` confirmed: "Deleted N records older than D days from TABLE."
+/// A terminal task read back: completed, or a visible failure (`failed`, with its error), or
+/// a wrong answer.
+fn ended_completed(task: &str, done: &Value) -> Result<(), Failure> {
+    match done["status"].as_str() {
+        Some("completed") => Ok(()),
+        Some("failed") => Err(task_failed(task, &done["error"]["message"])),
+        _ => Err(Failure::Wrong(format!("task {task} ended {}", done["status"]))),
+    }
+}
+
+/// `task` ended `failed` with `message` (the task's error).
+fn task_failed(task: &str, message: &Value) -> Failure {
+    Failure::TaskFailed(format!("task {task} failed: {}", message.as_str().unwrap_or("(no message)")))
+}
+
 fn expect_deleted(result: &Value, table: &str) -> Result<(), Failure> {
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     if text.starts_with("Deleted ") && text.ends_with(&format!("from {table}.")) {
@@ -555,5 +600,23 @@ mod tests {
         // Other invalid params (e.g. an answer that does not fit) are what they are.
         assert_eq!(kind(rpc(-32602, "Invalid params: confirm must be a form answer", 200)), "rpc_-32602");
         assert_eq!(kind(Failure::Wrong("x".to_owned())), "wrong");
+    }
+
+    #[test]
+    fn a_task_that_failed_is_told_from_a_wrong_answer() {
+        let failed = json!({"status": "failed", "error": {"code": -32603, "message": "Task interrupted: stopped"}});
+        let Err(failure) = ended_completed("t-1", &failed) else { panic!("a failed task is no success") };
+        assert_eq!(failure.kind(), "task_failed");
+        assert!(describe_failure(&failure).contains("Task interrupted: stopped"), "{failure:?}");
+        let Err(failure) = ended_completed("t-1", &json!({"status": "cancelled"})) else { panic!("not completed") };
+        assert_eq!(failure.kind(), "wrong");
+        assert!(ended_completed("t-1", &json!({"status": "completed", "result": {}})).is_ok());
+    }
+
+    fn describe_failure(failure: &Failure) -> String {
+        match failure {
+            Failure::TaskFailed(s) | Failure::Wrong(s) => s.clone(),
+            other => format!("{other:?}"),
+        }
     }
 }

@@ -61,8 +61,8 @@ impl Stats {
             }
             Err(failure) => {
                 entry.failed += 1;
-                // A task that ended, but not as it should.
-                if done.created_task && matches!(failure, Failure::Wrong(_)) {
+                // A task that ended, but not as it should (wrongly, or failed visibly).
+                if done.created_task && matches!(failure, Failure::Wrong(_) | Failure::TaskFailed(_)) {
                     self.tasks_ended += 1;
                 }
                 let kind = failure.kind();
@@ -95,7 +95,8 @@ impl Stats {
         self.failures.get(kind).copied().unwrap_or(0)
     }
 
-    /// Failures that mean a result was lost (missing or stuck), duplicated or wrong.
+    /// Failures that mean a result was lost (missing or stuck), duplicated or wrong (a task
+    /// that failed visibly, `task_failed`, is none of these: its client was told).
     pub(crate) fn integrity_failures(&self) -> u64 {
         ["acknowledged_missing", "stuck", "duplicate", "wrong"].iter().map(|k| self.failed_with(k)).sum()
     }
@@ -112,7 +113,11 @@ impl Stats {
 fn describe(failure: &Failure) -> String {
     let text = match failure {
         Failure::Call(e) => e.to_string(),
-        Failure::Wrong(s) | Failure::Missing(s) | Failure::Stuck(s) | Failure::Duplicate(s) => s.clone(),
+        Failure::Wrong(s)
+        | Failure::Missing(s)
+        | Failure::Stuck(s)
+        | Failure::Duplicate(s)
+        | Failure::TaskFailed(s) => s.clone(),
     };
     text.chars().take(300).collect()
 }

@@ -9,7 +9,8 @@
 -- ARGV[4]  continuation: 'keep' (the state stays), 'none' (no state), or 'set' with the JSON in
 --          ARGV[5] (a round's continuation, not a checkpoint: the task stops being resumable)
 -- ARGV[6..] request key, method asked, request JSON, ...
--- returns  'held' | 'cancelled' | 'gone' | 'lost'  (a repeat of a hold that was applied: 'held')
+-- returns  'held' | 'cancelled' | 'gone' | 'lost'  (a repeat of a hold that was applied: 'held'
+--          while it waits, 'lost' once answered: the run then finds the answers in the record)
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -28,9 +29,14 @@ if f[1] == 'cancelled' then
 end
 if f[2] == ARGV[1] and f[1] == 'input_required' and redis.call('HGET', KEYS[1], 'reqkeys') == ARGV[3] then
   -- A repeat of this very hold (its first reply was lost, or too few replicas confirmed it):
-  -- under this lease only this hold records these requests. Nothing more to write. (Answered
-  -- meanwhile, the task is working again and the repeat answers 'lost'.)
+  -- under this lease only this hold records these requests. Nothing more to write.
   return 'held'
+end
+if f[2] == ARGV[1] and f[1] == 'working' and redis.call('HGET', KEYS[1], 'reqkeys') == ARGV[3] then
+  -- A repeat of this hold after the client answered it (answer.lua resumed the task in place
+  -- under this lease): holding again would ask keys already answered (keys are unique over a
+  -- task's life). 'lost', writing nothing: the run reads the answers recorded.
+  return 'lost'
 end
 if f[2] ~= ARGV[1] or f[1] ~= 'working' then
   return 'lost'

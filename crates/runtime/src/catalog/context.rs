@@ -23,7 +23,7 @@ use mcpgate_protocol::method::notification;
 use mcpgate_protocol::input::{InputRequests, InputResponse, InputResponses};
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::{
-    AnyStore, Change, EventBus as _, Lease, RawAnswer, RawRequests, Read, Renewal, StatusNote, TaskEvent,
+    AnyStore, Change, EventBus as _, Lease, RawAnswer, RawRequests, Read, Renewal, StatusNote, TaskEvent, TaskRecord,
     TaskStore as _,
 };
 
@@ -368,6 +368,17 @@ impl ToolContext {
         loop {
             match store.hold(lease, &raw, state.as_ref().map(Option::as_deref)).await {
                 Ok(Renewal::Held) => break,
+                // A repeat after an unconfirmed try that did land: the client may have seen the
+                // requests and answered them meanwhile (the task resumed in place, under this
+                // lease), and the repeat then finds it working. Its answers are in the record.
+                Ok(Renewal::Lost) if tries > 0 => {
+                    return match store.get(&lease.task, Read::Full).await {
+                        Ok(Some(record)) => answers_in(&record, requests)
+                            .unwrap_or_else(|| Err(unavailable("the task moved on (Lost)".to_owned()))),
+                        Ok(None) => Err(unavailable("the task ended".to_owned())),
+                        Err(e) => Err(store_down(e)),
+                    };
+                }
                 Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
                 Err(e @ mcpgate_store::StoreError::NotAcknowledged { .. }) if tries < HOLD_TRIES => {
                     tracing::warn!(error = %e, "input request not confirmed by the Redis replicas; recording it again");
@@ -401,19 +412,9 @@ impl ToolContext {
             if record.status.is_terminal() {
                 return Err(unavailable("the task ended".to_owned()));
             }
-            if record.status != TaskStatus::Working || !requests.keys().all(|k| record.input_responses.contains_key(k))
-            {
-                continue;
+            if let Some(answered) = answers_in(&record, requests) {
+                return answered;
             }
-            let mut answers = InputResponses::new();
-            for key in requests.keys() {
-                let Some(answer) = record.input_responses.get(key) else { continue };
-                let mut de = serde_json::Deserializer::from_str(&answer.json);
-                let decoded = InputResponse::decode_for(&answer.method, &mut de)
-                    .map_err(|_| Failure::InvalidParams(format!("the answer to {key:?} is not a valid result")))?;
-                answers.insert(key.clone(), decoded);
-            }
-            return Ok(answers);
         }
     }
 
@@ -444,6 +445,25 @@ impl ToolContext {
             }
         }
     }
+}
+
+/// The answers to `requests` once the task holding them in place has every one and is
+/// working again (`None`: not yet, or not in place); an answer that is no valid result of
+/// its request fails the round.
+fn answers_in(record: &TaskRecord, requests: &InputRequests) -> Option<Result<InputResponses, Failure>> {
+    if record.status != TaskStatus::Working || !requests.keys().all(|k| record.input_responses.contains_key(k)) {
+        return None;
+    }
+    let mut answers = InputResponses::new();
+    for key in requests.keys() {
+        let Some(answer) = record.input_responses.get(key) else { continue };
+        let mut de = serde_json::Deserializer::from_str(&answer.json);
+        let Ok(decoded) = InputResponse::decode_for(&answer.method, &mut de) else {
+            return Some(Err(Failure::InvalidParams(format!("the answer to {key:?} is not a valid result"))));
+        };
+        answers.insert(key.clone(), decoded);
+    }
+    Some(Ok(answers))
 }
 
 /// A progress report as a task's status note: the message (or the numbers), and the fraction

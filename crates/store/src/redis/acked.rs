@@ -19,13 +19,17 @@
 //! as [`StoreError::NotAcknowledged`] (the write may have landed: every such write is safe to
 //! repeat, and the repeat waits again).
 //!
+//! A connection blocked in `WAIT` is not read from by Redis until the `WAIT` returns, so
+//! every command pipelined behind it waits too: waited writes run on connections of their own
+//! (see `Lane`), and renewals, reads and reclaims never queue behind a missing replica.
+//!
 //! `WAITAOF` (Redis 7.2+) is not used: it also needs the AOF enabled on every replica, and
 //! what guards against a failover is the replicas holding the write in memory, which `WAIT`
 //! confirms; the Redis this project targets (7.0) does not have it anyway.
 
 use redis::{ErrorKind, ServerErrorKind, Value};
 
-use super::{RedisStore, Retry, millis};
+use super::{Lane, RedisStore, Retry, millis};
 use crate::error::StoreError;
 
 impl RedisStore {
@@ -53,7 +57,7 @@ impl RedisStore {
             .arg(wanted)
             .arg(millis(wait));
         let (value, got): (Value, i64) = self
-            .call(retry, &(pipe, script), |conn, (pipe, script)| {
+            .call_on(Lane::Acked, retry, &(pipe, script), |conn, (pipe, script)| {
                 Box::pin(async move {
                     match pipe.query_async(&mut *conn).await {
                         // Redis lost its scripts (restart, failover to a replica that never

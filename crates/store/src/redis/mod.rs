@@ -5,7 +5,8 @@
 //!
 //! Invariants: every Redis call is bounded by the command timeout (connect and response); a
 //! connection that fails at the connection level is replaced (see `pool`); the job
-//! reader and the event subscriber have their own connections and reconnect on their own.
+//! reader and the event subscriber have their own connections and reconnect on their own,
+//! and so do the writes that wait for replicas (`WAIT` blocks its connection; see `acked`).
 //! With Sentinel every single-server connection goes to the primary the sentinels name and
 //! follows a failover (see `sentinel`). Against a Redis Cluster every command touches one
 //! slot (see `conn`).
@@ -105,6 +106,10 @@ enum Backend {
         /// Where the reader's own connection goes (the pool's and the subscriber's too).
         source: Arc<NodeSource>,
         pool: Arc<Connections>,
+        /// The waited writes' own connections (with `replicas_ack` > 0; same source, same
+        /// size): Redis reads nothing more from a connection blocked in `WAIT`, so a waited
+        /// write on a shared connection would stall every call queued behind it.
+        acked: Option<Arc<Connections>>,
     },
     /// A Redis Cluster.
     Cluster {
@@ -114,6 +119,9 @@ enum Backend {
         trust: Trust,
         /// Routes every command to its slot's node; clones share it.
         conn: ClusterConnection,
+        /// The waited writes' own routing connection (with `replicas_ack` > 0): one
+        /// connection per node, so a `WAIT` would block every call routed to its node.
+        acked: Option<ClusterConnection>,
     },
 }
 
@@ -169,7 +177,8 @@ impl RedisStore {
             let source =
                 Arc::new(NodeSource::Sentinel(Box::new(Resolver::new(sentinel, &trust, options.command_timeout)?)));
             let pool = Arc::new(Connections::new(source.clone(), options.pool_size, options.command_timeout));
-            (Backend::Single { source: source.clone(), pool }, vec![source])
+            let acked = acked_pool(&options, &source);
+            (Backend::Single { source: source.clone(), pool, acked }, vec![source])
         } else {
             let urls: Vec<String> =
                 options.url.split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect();
@@ -190,7 +199,16 @@ impl RedisStore {
                 let conn = tokio::time::timeout(options.command_timeout * 3, client.get_async_connection())
                     .await
                     .map_err(|_| StoreError::Timeout { millis: millis(options.command_timeout * 3) })??;
-                Backend::Cluster { urls, conn, trust }
+                let acked = if options.replicas_ack > 0 {
+                    Some(
+                        tokio::time::timeout(options.command_timeout * 3, client.get_async_connection())
+                            .await
+                            .map_err(|_| StoreError::Timeout { millis: millis(options.command_timeout * 3) })??,
+                    )
+                } else {
+                    None
+                };
+                Backend::Cluster { urls, conn, trust, acked }
             } else {
                 if sources.len() > 1 {
                     return Err(StoreError::Config {
@@ -198,7 +216,8 @@ impl RedisStore {
                     });
                 }
                 let pool = Arc::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
-                Backend::Single { source: first, pool }
+                let acked = acked_pool(&options, &first);
+                Backend::Single { source: first, pool, acked }
             };
             (backend, sources)
         };
@@ -280,26 +299,48 @@ impl RedisStore {
         data: &D,
         f: impl for<'c> Fn(&'c mut Conn, &'c D) -> Op<'c, T>,
     ) -> Result<T, StoreError> {
+        self.call_on(Lane::Shared, retry, data, f).await
+    }
+
+    /// [`Self::call`] on the connections of `lane` (the shared ones when the waited writes
+    /// have none of their own: `replicas_ack` = 0).
+    async fn call_on<D: Sync + ?Sized, T>(
+        &self,
+        lane: Lane,
+        retry: Retry,
+        data: &D,
+        f: impl for<'c> Fn(&'c mut Conn, &'c D) -> Op<'c, T>,
+    ) -> Result<T, StoreError> {
         let inner = &self.inner;
+        let route = match (&inner.backend, lane) {
+            (Backend::Single { acked: Some(acked), .. }, Lane::Acked) => Route::Pool(acked),
+            (Backend::Single { pool, .. }, _) => Route::Pool(pool),
+            (Backend::Cluster { acked: Some(acked), .. }, Lane::Acked) => Route::Cluster(acked),
+            (Backend::Cluster { conn, .. }, _) => Route::Cluster(conn),
+        };
+        let pool = match route {
+            Route::Pool(pool) => Some(pool),
+            Route::Cluster(_) => None,
+        };
         // The connection in use, so a timeout can be charged to it.
         let used: std::sync::Mutex<Option<(u64, redis::aio::MultiplexedConnection)>> = std::sync::Mutex::new(None);
         let work = async {
             let mut attempt = 0;
             loop {
-                let (generation, mut conn) = match &inner.backend {
-                    Backend::Single { pool, .. } => {
+                let (generation, mut conn) = match route {
+                    Route::Pool(pool) => {
                         let pooled = pool.get().await?;
                         *used.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                             Some((pooled.generation, pooled.conn.clone()));
                         (Some(pooled.generation), Conn::Single(pooled.conn))
                     }
-                    Backend::Cluster { conn, .. } => (None, Conn::Cluster(conn.clone())),
+                    Route::Cluster(conn) => (None, Conn::Cluster(conn.clone())),
                 };
                 match f(&mut conn, data).await {
                     Ok(v) => return Ok(v),
                     Err(e) if e.is_timeout() => return Err(StoreError::Timeout { millis: millis(inner.timeout) }),
                     Err(e) if is_connection_failure(&e) => {
-                        if let (Some(generation), Backend::Single { pool, .. }) = (generation, &inner.backend) {
+                        if let (Some(generation), Some(pool)) = (generation, pool) {
                             pool.retire(generation);
                         }
                         attempt += 1;
@@ -321,7 +362,7 @@ impl RedisStore {
             Err(StoreError::Timeout { .. }) => CallOutcome::Timeout,
             Err(_) => CallOutcome::Error,
         };
-        if let Backend::Single { pool, .. } = &inner.backend {
+        if let Some(pool) = pool {
             match outcome {
                 CallOutcome::Timeout => {
                     let used = used.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
@@ -413,6 +454,31 @@ impl RedisStore {
 
 /// One Redis operation on a borrowed connection.
 type Op<'c, T> = std::pin::Pin<Box<dyn Future<Output = redis::RedisResult<T>> + Send + 'c>>;
+
+/// Which connections a call runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// The connections every call shares.
+    Shared,
+    /// The waited writes' own (a `WAIT` blocks its connection until it returns).
+    Acked,
+}
+
+/// The connections one call draws from.
+#[derive(Clone, Copy)]
+enum Route<'a> {
+    /// A pool of connections to one server.
+    Pool(&'a Arc<Connections>),
+    /// A cluster's routing connection.
+    Cluster(&'a ClusterConnection),
+}
+
+/// The waited writes' own pool, with `replicas_ack` > 0: the same node source (so it follows
+/// a Sentinel failover as the shared pool does) and the same size.
+fn acked_pool(options: &RedisOptions, source: &Arc<NodeSource>) -> Option<Arc<Connections>> {
+    (options.replicas_ack > 0)
+        .then(|| Arc::new(Connections::new(source.clone(), options.pool_size, options.command_timeout)))
+}
 
 /// Whether an operation may run twice when its first try met a dead connection (it may have
 /// executed before the connection broke).

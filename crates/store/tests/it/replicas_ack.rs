@@ -8,8 +8,8 @@ use std::time::Duration;
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::testing::{RedisReplicated, RedisServer};
 use mcpgate_store::{
-    Claim, Created, Idempotency, JobQueue as _, NewTask, RedisOptions, RedisStore, Settled, StoreError, TaskOutcome,
-    TaskStore as _,
+    Claim, Created, Idempotency, JobQueue as _, NewTask, Read, RedisOptions, RedisStore, Settled, StoreError,
+    TaskOutcome, TaskStore as _,
 };
 
 use crate::redis::{Monitor, new_task, options, warm_up_the_reader};
@@ -199,4 +199,89 @@ async fn an_unconfirmed_task_to_run_here_is_handed_back_unspent() {
     let claimed = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim");
     let Claim::Run { task, .. } = claimed else { panic!("runs: {claimed:?}") };
     assert_eq!(task.attempts, 1, "the creator's unconfirmed lease spent no attempt");
+}
+
+/// Whether a client of `server` is blocked in `WAIT` now (`CLIENT LIST`: flag `b`, last
+/// command `wait`).
+async fn blocked_in_wait(server: &RedisServer) -> bool {
+    let mut conn = redis::Client::open(server.url()).expect("url").get_multiplexed_async_connection().await.expect("c");
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut conn).await.expect("client list");
+    clients.lines().any(|client| {
+        let field = |name: &str| client.split(' ').find_map(|f| f.strip_prefix(name)).unwrap_or_default();
+        field("cmd=") == "wait" && field("flags=").contains('b')
+    })
+}
+
+#[tokio::test]
+async fn a_waiting_write_does_not_hold_up_other_calls() {
+    let set = RedisReplicated::start();
+    // One shared connection: without a lane of their own, every call would queue behind the
+    // WAIT on it. The acknowledgement timeout is long, so "still waiting" is unambiguous.
+    let opts = RedisOptions {
+        pool_size: 1,
+        replicas_ack_timeout: Duration::from_millis(1500),
+        command_timeout: Duration::from_secs(3),
+        ..acked(set.primary(), 1)
+    };
+    let store = RedisStore::connect(opts).await.expect("connects");
+    let other = store.create(keyed("lane", 5)).await.expect("create").record().expect("a task").clone();
+
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        async move { store.create(keyed("lane", 6)).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !blocked_in_wait(set.primary()).await {
+        assert!(tokio::time::Instant::now() < deadline, "the create's WAIT never blocked on the primary within 5 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let read = store.get(&other.id, Read::Control).await.expect("get").expect("found");
+    assert_eq!(read.id, other.id);
+    assert!(blocked_in_wait(set.primary()).await, "the get was answered only once the create's WAIT had returned");
+
+    let refused =
+        tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("the create ends").expect("joined");
+    assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    drop(thaw);
+}
+
+#[tokio::test]
+async fn a_hold_repeated_after_its_answer_asks_nothing_again() {
+    use mcpgate_store::{Answered, CheckedAnswer, RawAnswer, Renewal};
+    let set = RedisReplicated::start();
+    let store = RedisStore::connect(acked(set.primary(), 1)).await.expect("connects");
+    let record = store.create(keyed("asker", 7)).await.expect("create").record().expect("a task").clone();
+    let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
+    let job = jobs.iter().find(|j| j.task == record.id).expect("the task's job");
+    let Claim::Run { lease, .. } = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim") else {
+        panic!("runs")
+    };
+    let confirm = r#"{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}"#;
+    let requests =
+        [("confirm".to_owned(), RawAnswer { method: "elicitation/create".to_owned(), json: confirm.to_owned() })]
+            .into_iter()
+            .collect();
+
+    // The hold lands on the primary, unconfirmed; the client sees the request and answers it,
+    // which resumes the task in place under the same lease.
+    set.replica().pause();
+    let thaw = Thaw(set.replica());
+    let unconfirmed = store.hold(&lease, &requests, None).await;
+    assert_eq!(unconfirmed, Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    drop(thaw);
+    let yes = r#"{"action":"accept","content":{"confirm":true}}"#;
+    let answers = [("confirm".to_owned(), CheckedAnswer { fits: vec!["elicitation/create"], json: yes.to_owned() })]
+        .into_iter()
+        .collect();
+    assert_eq!(store.answer(&record.id, &record.owner, &answers, 1 << 20).await.expect("answer"), Answered::Resumed);
+
+    // The run's repeat of the hold must not ask the answered key again: it holds nothing and
+    // says so, and the record keeps the task working with its answer for the run to read.
+    assert_eq!(store.hold(&lease, &requests, None).await.expect("repeat"), Renewal::Lost);
+    let after = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
+    assert_eq!(after.status, TaskStatus::Working);
+    assert!(after.input_requests.is_empty(), "asked again: {:?}", after.input_requests);
+    assert_eq!(after.input_responses.get("confirm").map(|a| a.json.as_str()), Some(yes));
 }
