@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use mcpgate_e2e::{Client, Cluster, ClusterBuilder, HttpServer, Load, LoadReport};
+use mcpgate_e2e::{COUNTED_RUNS, Client, Cluster, ClusterBuilder, HttpServer, Load, LoadReport, counted_runs_config};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -44,15 +44,7 @@ fn replicas_ack() -> u32 {
 /// Three replicas on `topology`, serving the built-in toolsets and the counted-runs FastMCP
 /// server as upstream `c` (its `count_run` a task when the client declares tasks).
 fn fleet(topology: Topology, dir: &Path, counted: &HttpServer, ack: u32) -> anyhow::Result<Cluster> {
-    let config = dir.join("mcpgate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "toolset = [\"demo\", \"conformance\"]\n\n[[upstream]]\nname = \"c\"\ntransport = \"http\"\nurl = \"{}\"\n\
-             tool_task = {{ count_run = \"optional\" }}\n",
-            counted.url()
-        ),
-    )?;
+    let config = counted_runs_config(dir, counted)?;
     let builder: ClusterBuilder = Cluster::builder(3)
         .args(&["--config", &config.to_string_lossy()])
         // A lease long enough that a claim caught by the failover is retried under its claim id
@@ -174,27 +166,22 @@ async fn failover_under_load(topology: Topology) -> anyhow::Result<()> {
     let counted = HttpServer::fastmcp_script("counted_runs_server.py", dir.path())?;
     let mut cluster = fleet(topology, dir.path(), &counted, ack)?;
     let client = Client::new()?;
-    let load = Load::start(
-        &cluster.url(),
-        &[
-            "--clients",
-            "8",
-            "--duration",
-            "14",
-            "--poll-ms",
-            "50",
-            "--task-seconds",
-            "0.2",
-            "--task-deadline",
-            "90",
-            "--mix",
-            "sync=25,task=25,legacy_task=15,task_input=20,cancel=15",
-            "--counted-tool",
-            "c_count_run",
-            "--run-ledger-tool",
-            "c_run_ledger",
-        ],
-    )?;
+    let mut args = vec![
+        "--clients",
+        "8",
+        "--duration",
+        "14",
+        "--poll-ms",
+        "50",
+        "--task-seconds",
+        "0.2",
+        "--task-deadline",
+        "90",
+        "--mix",
+        "sync=25,task=25,legacy_task=15,task_input=20,cancel=15",
+    ];
+    args.extend(COUNTED_RUNS);
+    let load = Load::start(&cluster.url(), &args)?;
     // The load runs a while before the fault (pacing, not waiting for anything).
     tokio::time::sleep(Duration::from_secs(4)).await;
     let (promoted, serving) = kill_the_primary(&mut cluster, topology, &client).await;

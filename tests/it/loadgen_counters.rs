@@ -10,25 +10,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use mcpgate_e2e::{Client, Cluster, HttpServer, Load, LoadReport, PATIENCE};
+use mcpgate_e2e::{COUNTED_RUNS, Client, Cluster, HttpServer, Load, LoadReport, PATIENCE, counted_runs_config};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// The counted tool and its ledger, as the gateway exposes them (upstream `c`).
-const COUNTED: [&str; 4] = ["--counted-tool", "c_count_run", "--run-ledger-tool", "c_run_ledger"];
 
 /// Two replicas serving the built-in toolsets the scenarios call, plus `counted` as upstream
 /// `c`, its `count_run` a task whenever the client declares the tasks extension.
 fn cluster(dir: &Path, counted: &HttpServer) -> anyhow::Result<Cluster> {
-    let config = dir.join("mcpgate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "toolset = [\"demo\", \"conformance\"]\n\n[[upstream]]\nname = \"c\"\ntransport = \"http\"\nurl = \"{}\"\n\
-             tool_task = {{ count_run = \"optional\" }}\n",
-            counted.url()
-        ),
-    )?;
+    let config = counted_runs_config(dir, counted)?;
     Cluster::builder(2).args(&["--config", &config.to_string_lossy()]).start()
 }
 
@@ -52,7 +41,7 @@ async fn a_mixed_load_loses_no_task_and_runs_none_twice() -> anyhow::Result<()> 
         "--mix",
         "sync=20,task=20,legacy_task=20,task_input=20,mrtr2=10,cancel=10",
     ];
-    args.extend(COUNTED);
+    args.extend(COUNTED_RUNS);
     let LoadReport { code, report } =
         Load::start(&cluster.url(), &args)?.finish_with_code(Duration::from_secs(120)).await?;
     let tasks = &report["tasks"];
@@ -90,7 +79,7 @@ async fn a_key_run_twice_is_a_double_run() -> anyhow::Result<()> {
     assert_eq!(before["result"]["content"][0]["text"], "ran twice-0-0", "{before}");
 
     let mut args = vec!["--clients", "1", "--flows", "1", "--mix", "task=1", "--poll-ms", "50", "--run-tag", "twice"];
-    args.extend(COUNTED);
+    args.extend(COUNTED_RUNS);
     let LoadReport { code, report } =
         Load::start(&cluster.url(), &args)?.finish_with_code(Duration::from_secs(90)).await?;
     assert_eq!(report["flows_ok"], 1, "the task itself succeeded: {report:#}");

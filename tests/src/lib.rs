@@ -19,7 +19,7 @@ mod wait;
 pub use client::{Client, EventStream};
 pub use cluster::{CLUSTER_SEAL_KEYS, Cluster, ClusterBuilder};
 pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binary, run_to_end};
-pub use load::{Load, LoadReport};
+pub use load::{COUNTED_RUNS, Load, LoadReport, counted_runs_config};
 pub use mcpgate_client::Reply;
 pub use nginx::Nginx;
 pub use oauth_servers::{OAuthServers, UserAgent};

@@ -3,7 +3,7 @@
 //!
 //! Invariant: the process is killed and reaped if the run is dropped before it ended.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use crate::gateway::loadgen_binary;
+use crate::upstreams::HttpServer;
 use crate::wait::wait_for;
 
 /// A running `mcpgate-loadgen`, killed if dropped early.
@@ -82,4 +83,24 @@ impl Drop for Load {
             let _ = child.wait();
         }
     }
+}
+
+/// The load generator's options that make its task scenarios call the counted-runs fixture's
+/// tool and read its run ledger, as [`counted_runs_config`] exposes them (upstream `c`).
+pub const COUNTED_RUNS: [&str; 4] = ["--counted-tool", "c_count_run", "--run-ledger-tool", "c_run_ledger"];
+
+/// Writes, in `dir`, a gateway config serving the built-in toolsets the load scenarios call
+/// and `counted` (`tests/interop/counted_runs_server.py`) as upstream `c`, its `count_run` a
+/// task whenever the client declares the tasks extension; returns its path (for `--config`).
+pub fn counted_runs_config(dir: &Path, counted: &HttpServer) -> anyhow::Result<PathBuf> {
+    let config = dir.join("mcpgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "toolset = [\"demo\", \"conformance\"]\n\n[[upstream]]\nname = \"c\"\ntransport = \"http\"\nurl = \"{}\"\n\
+             tool_task = {{ count_run = \"optional\" }}\n",
+            counted.url()
+        ),
+    )?;
+    Ok(config)
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::RedisServer;
-use super::redis_server::ping;
+use super::redis_server::answering;
 
 /// The name the sentinels monitor the primary under.
 const MASTER_NAME: &str = "mcpgate-primary";
@@ -236,21 +236,8 @@ fn spawn(dir: &Path, port: u16, primary: u16) -> Result<Child, String> {
     let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| {
         format!("cannot run a sentinel: {e}. Install the Debian package redis-sentinel (./scripts/test does)")
     })?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if ping(port) {
-            return Ok(child);
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("the sentinel exited with {status}"));
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("the sentinel did not answer PING within 10 s".to_owned());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    answering(&mut child, port, "the sentinel")?;
+    Ok(child)
 }
 
 fn on_path(name: &str) -> Option<PathBuf> {

@@ -186,24 +186,31 @@ impl RedisServer {
                 binary.display()
             )
         })?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if ping(port) {
-                self.child = Some(child);
-                self.port = port;
-                self.tls_port = tls_port;
-                return Ok(());
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!("redis-server exited with {status}"));
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("redis-server did not answer PING within 10 s".to_owned());
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        answering(&mut child, port, "redis-server")?;
+        self.child = Some(child);
+        self.port = port;
+        self.tls_port = tls_port;
+        Ok(())
+    }
+}
+
+/// Waits (up to 10 s) until the process `child`, listening on `port`, answers `PING`; kills it
+/// and says why when it exits first or stays silent.
+pub(super) fn answering(child: &mut Child, port: u16, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if ping(port) {
+            return Ok(());
         }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{what} exited with {status}"));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{what} did not answer PING within 10 s"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
