@@ -131,6 +131,9 @@ async fn payloads_planted_or_reowned_in_redis_are_refused_after_the_cutover_and_
     let mut cluster = crate::jwt::with_jwt(Cluster::builder(1).env("MCPGATE_TOOLSET", "conformance"))
         .env("MCPGATE_STORE_ENCRYPT_AT_REST", "false")
         .env("MCPGATE_STORE_AT_REST_WINDOW_SECS", "0")
+        // What a read from Redis refuses is tested: a finished record a replica kept from
+        // before the plant would be served instead (the true one).
+        .env("MCPGATE_STORE_TERMINAL_CACHE_ENTRIES", "0")
         .start()?;
     let client = Client::new()?;
     let url = cluster.replica_url(0);

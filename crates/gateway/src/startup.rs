@@ -21,7 +21,7 @@ use mcpgate_runtime::task_metrics::TaskMetrics;
 use mcpgate_runtime::toolsets;
 use mcpgate_runtime::worker::{WorkerOptions, Workers};
 use mcpgate_seal::{AtRest, KeyRing, Sealer};
-use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore, SentinelOptions};
+use mcpgate_store::{AnyStore, MemoryStore, RedisOptions, RedisStore, SentinelOptions, TerminalCacheLimits};
 use mcpgate_upstream::Federation;
 
 use crate::audit::Audit;
@@ -215,7 +215,15 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         match RedisStore::connect(options.clone()).await {
-            Ok(store) => return Ok(AnyStore::Redis(store)),
+            Ok(store) => {
+                let bytes = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+                store.set_terminal_cache(TerminalCacheLimits {
+                    entries: bytes(config.store.terminal_cache_entries),
+                    bytes: bytes(config.store.terminal_cache_bytes),
+                    record_bytes: bytes(config.store.terminal_cache_record_bytes),
+                });
+                return Ok(AnyStore::Redis(store));
+            }
             Err(e) if tokio::time::Instant::now() < deadline => {
                 tracing::warn!(error = %e, "cannot reach Redis yet; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;

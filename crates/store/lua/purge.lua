@@ -6,6 +6,8 @@
 -- KEYS[1]  task record (hash)
 -- ARGV[1]  statuses that may be deleted, as ",completed,failed,cancelled,"
 -- ARGV[2]  delete only if its last change is at least this many ms old (0 = any age)
+-- ARGV[3]  event channel of the task: 'purged' is published there on a delete, so every
+--          replica drops the record from its cache of finished tasks (and waiters re-read)
 -- returns  {'deleted', issuer, subject}  deleted (its creator, for the quotas it counted in)
 --          {'live', status}              not ended: kept
 --          {'skipped'}                   another status, or changed too recently: kept
@@ -35,4 +37,7 @@ if older > 0 and now - tonumber(f[2]) < older then
   return {'skipped'}
 end
 redis.call('DEL', KEYS[1])
+if ARGV[3] then
+  redis.call('PUBLISH', ARGV[3], 'purged')
+end
 return {'deleted', f[5] or '', f[6] or ''}

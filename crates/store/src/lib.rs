@@ -39,5 +39,5 @@ pub use model::*;
 pub use pins::{Approval, Approved, MAX_DEFINITION_BYTES, MAX_PINNED_TOOLS, Observation, Observed, Withheld};
 pub use quota::{Quota, QuotaKind};
 pub use rate::{Admission, Bucket};
-pub use redis::{RedisOptions, RedisStore, SentinelOptions};
+pub use redis::{RedisOptions, RedisStore, SentinelOptions, TerminalCacheLimits, TerminalCacheStats};
 pub use vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultListing, VaultPage};

@@ -490,6 +490,9 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
         ("store.shards", c.store.shards, 256),
         ("store.at_rest_window_secs", c.store.at_rest_window_secs, 30 * 86_400),
         ("store.replicas_ack", c.store.replicas_ack, 16),
+        ("store.terminal_cache_entries", c.store.terminal_cache_entries, 10_000_000),
+        ("store.terminal_cache_bytes", c.store.terminal_cache_bytes, 1 << 40),
+        ("store.terminal_cache_record_bytes", c.store.terminal_cache_record_bytes, c.store.terminal_cache_bytes),
         ("tasks.max_attempts", c.tasks.max_attempts, 100),
         ("tasks.max_running", c.tasks.max_running, 100_000),
     ] {

@@ -479,6 +479,13 @@ pub struct StoreConfig {
     /// A PEM bundle of the CAs that TLS connections to Redis trust instead of the system
     /// roots (a private CA); `None` = the system roots.
     pub tls_ca_file: Option<String>,
+    /// Finished task records each replica keeps to answer `tasks/get` without a round trip
+    /// (0 = none); dropped when purged on any replica or expired.
+    pub terminal_cache_entries: u64,
+    /// Bytes those records may take.
+    pub terminal_cache_bytes: u64,
+    /// A finished record larger than this (e.g. a big result) is not kept.
+    pub terminal_cache_record_bytes: u64,
 }
 
 /// `[store.sentinel]`: the Sentinel set that names the Redis primary.
@@ -515,6 +522,9 @@ impl Default for StoreConfig {
             replicas_ack_timeout_ms: 1_000,
             sentinel: None,
             tls_ca_file: None,
+            terminal_cache_entries: 10_000,
+            terminal_cache_bytes: 64 << 20,
+            terminal_cache_record_bytes: 64 << 10,
         }
     }
 }

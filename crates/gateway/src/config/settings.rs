@@ -356,6 +356,20 @@ pub const SETTINGS: &[Setting] = &[
          store.sentinel.tls) verify the servers against, instead of the system roots (a private CA); read at start-up; \
          absent = the system roots",
     ),
+    s(
+        "store.terminal_cache_entries",
+        Kind::Int,
+        "Finished (completed, failed, cancelled) task records each replica keeps in memory after reading one, so \
+         tasks/get of a finished task needs no Redis round trip (a record never changes once finished); dropped at \
+         the task's expiry and when it is purged on any replica (within the pub/sub delivery time); 0 = keep none, \
+         at most 10000000",
+    ),
+    s("store.terminal_cache_bytes", Kind::Int, "Bytes the finished task records kept by a replica may take"),
+    s(
+        "store.terminal_cache_record_bytes",
+        Kind::Int,
+        "A finished task record larger than this (its result, mostly) is not kept; at most store.terminal_cache_bytes",
+    ),
     s("log.format", Kind::Str, "text or json"),
     s("log.level", Kind::Str, "Log filter, e.g. info or mcpgate=debug,info"),
     s(

@@ -26,6 +26,7 @@ mod support;
 mod task_admission;
 mod task_input;
 mod tasks;
+mod terminal_cache;
 mod transport;
 mod unreadable_tasks;
 mod waiters;

@@ -1,7 +1,8 @@
 //! The admin view on Redis (see `TaskAdmin`): scans with `SCAN` (on one server, one cursor
 //! over the keyspace; on a cluster, shard by shard, each on the node that owns the shard's
 //! slot), reads the control fields of what it found in one batch, and purges ended tasks with
-//! `purge.lua`. `SCAN` walks the whole keyspace, which is why this is for operators only: no
+//! `purge.lua` (which tells every replica, so none answers from its cache of finished records
+//! a task purged). `SCAN` walks the whole keyspace, which is why this is for operators only: no
 //! request path scans.
 
 use redis::Value;
@@ -55,9 +56,13 @@ impl TaskAdmin for RedisStore {
                 Retry::Yes,
                 &scripts::PURGE,
                 vec![self.inner.keys.task(id)],
-                vec![statuses, filter.older_than_ms.to_string()],
+                vec![statuses, filter.older_than_ms.to_string(), self.inner.keys.channel(id)],
             )
-            .await?;
+            .await;
+        // Gone here at once whatever the reply (a lost reply may hide a delete); the other
+        // replicas drop it on the `purged` event the script published.
+        self.inner.terminal.invalidate(id);
+        let out = out?;
         let out = match out {
             Value::Array(items) => items,
             other => return Err(StoreError::Corrupt { detail: format!("unexpected purge reply {other:?}") }),

@@ -28,6 +28,7 @@ mod scripts;
 mod sentinel;
 mod subscriber;
 mod task_store;
+mod terminal_cache;
 mod tls;
 mod vault;
 
@@ -52,6 +53,8 @@ use pool::{Connections, is_connection_failure};
 pub use sentinel::SentinelOptions;
 use sentinel::{NodeSource, Resolver};
 use subscriber::Subscriber;
+use terminal_cache::TerminalCache;
+pub use terminal_cache::{TerminalCacheLimits, TerminalCacheStats};
 use tls::Trust;
 
 /// How to reach and lay out the Redis store.
@@ -146,6 +149,9 @@ struct Inner {
     /// Where the next reclaim scan resumes: the shard, and the `XAUTOCLAIM` cursor of each.
     reclaim: std::sync::Mutex<ReclaimCursor>,
     subscriber: Arc<Subscriber>,
+    /// Finished records read here, answered again without a round trip (see
+    /// `terminal_cache`); the subscriber drops what is purged anywhere.
+    terminal: Arc<TerminalCache>,
 }
 
 /// Progress of the reclaim scan over the shards' pending entries.
@@ -223,7 +229,8 @@ impl RedisStore {
         };
         let keys = Keys::new(&options.prefix);
         let hub = Hub::new();
-        let subscriber = Subscriber::start(sources, keys.clone(), hub, options.command_timeout);
+        let terminal = Arc::new(TerminalCache::default());
+        let subscriber = Subscriber::start(sources, keys.clone(), hub, terminal.clone(), options.command_timeout);
         let store = Self {
             inner: Arc::new(Inner {
                 backend,
@@ -242,6 +249,7 @@ impl RedisStore {
                     starts: vec!["0-0".to_owned(); usize::from(options.shards)],
                 }),
                 subscriber,
+                terminal,
             }),
         };
         store.prepare().await?;
@@ -395,6 +403,17 @@ impl RedisStore {
             })))
         })
         .await
+    }
+
+    /// Bounds this replica's cache of finished task records (on by default, with
+    /// [`TerminalCacheLimits::default`]; `entries: 0` turns it off).
+    pub fn set_terminal_cache(&self, limits: TerminalCacheLimits) {
+        self.inner.terminal.set_limits(limits);
+    }
+
+    /// What this replica's cache of finished task records holds now.
+    pub fn terminal_cache(&self) -> TerminalCacheStats {
+        self.inner.terminal.stats()
     }
 
     /// Call latency and failures.

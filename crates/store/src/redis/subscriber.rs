@@ -11,6 +11,10 @@
 //! (events published while disconnected are lost, so waiters read their task again). A lost
 //! connection retires its node source's resolution, so with Sentinel the reconnect goes to
 //! the primary named after a failover.
+//!
+//! It also keeps the replica's cache of finished task records honest (see `terminal_cache`):
+//! a `purged` event drops the task from it, and the cache is served only while the
+//! subscriptions are confirmed, and emptied whenever the connection is lost or made again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +25,7 @@ use tokio::sync::{mpsc, watch};
 use super::keys::Keys;
 use super::record::parse_status;
 use super::sentinel::NodeSource;
+use super::terminal_cache::TerminalCache;
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
 use crate::model::{TaskEvent, TaskId};
@@ -38,10 +43,17 @@ pub(super) struct Subscriber {
 impl Subscriber {
     /// Starts the subscriber task (it connects on its own and keeps reconnecting, moving to
     /// the next of `sources` after a failure: a cluster's nodes all carry every message).
-    pub(super) fn start(sources: Vec<Arc<NodeSource>>, keys: Keys, hub: Hub, timeout: Duration) -> Arc<Self> {
+    pub(super) fn start(
+        sources: Vec<Arc<NodeSource>>,
+        keys: Keys,
+        hub: Hub,
+        terminal: Arc<TerminalCache>,
+        timeout: Duration,
+    ) -> Arc<Self> {
         let (stop, stopped) = mpsc::channel(1);
         let (ready_tx, ready) = watch::channel(false);
-        tokio::spawn(run(sources, keys, hub.clone(), stopped, ready_tx, timeout));
+        let listener = Listener { keys, hub: hub.clone(), terminal, ready: ready_tx };
+        tokio::spawn(run(sources, listener, stopped, timeout));
         Arc::new(Self { hub, ready, _stop: stop, timeout })
     }
 
@@ -81,21 +93,37 @@ impl Watcher for Subscriber {
 /// silently would otherwise stop delivering events without any error.
 const PING_EVERY: Duration = Duration::from_secs(10);
 
-async fn run(
-    sources: Vec<Arc<NodeSource>>,
+/// What the subscriber task delivers to, and tells when it is (not) listening.
+struct Listener {
     keys: Keys,
     hub: Hub,
-    mut stopped: mpsc::Receiver<()>,
+    terminal: Arc<TerminalCache>,
+    /// Whether the subscriptions are confirmed on a live connection.
     ready: watch::Sender<bool>,
-    timeout: Duration,
-) {
+}
+
+impl Listener {
+    /// Confirmed on a new connection, or lost it: either way events may have been missed.
+    fn set_ready(&self, ready: bool) {
+        self.terminal.set_live(ready);
+        self.ready.send_replace(ready);
+        if ready {
+            self.hub.resync_all();
+        }
+    }
+}
+
+/// The payload `purge.lua` publishes on a task's channel.
+const PURGED: &[u8] = b"purged";
+
+async fn run(sources: Vec<Arc<NodeSource>>, listener: Listener, mut stopped: mpsc::Receiver<()>, timeout: Duration) {
     let mut backoff = Duration::from_millis(100);
     let mut next = 0;
     loop {
         let Some(source) = sources.get(next % sources.len().max(1)) else { return };
         let served = match source.node().await {
             Ok(node) => {
-                let served = serve(&node.client, &keys, &hub, &mut stopped, &ready, timeout).await;
+                let served = serve(&node.client, &listener, &mut stopped, timeout).await;
                 if matches!(served, Served::Lost { .. }) {
                     source.retire(node.epoch);
                 }
@@ -106,7 +134,7 @@ async fn run(
                 Served::Lost { healthy: false }
             }
         };
-        ready.send_replace(false);
+        listener.set_ready(false);
         match served {
             Served::Stopped => return,
             Served::Lost { healthy } => {
@@ -138,12 +166,11 @@ enum Served {
 /// by `timeout`.
 async fn serve(
     client: &redis::Client,
-    keys: &Keys,
-    hub: &Hub,
+    listener: &Listener,
     stopped: &mut mpsc::Receiver<()>,
-    ready: &watch::Sender<bool>,
     timeout: Duration,
 ) -> Served {
+    let (keys, hub) = (&listener.keys, &listener.hub);
     let pubsub = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
@@ -169,9 +196,8 @@ async fn serve(
         }
         Err(_) => return Served::Lost { healthy: false },
     }
-    ready.send_replace(true);
     // Whatever happened while we were away was not delivered.
-    hub.resync_all();
+    listener.set_ready(true);
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ping.reset();
@@ -190,6 +216,9 @@ async fn serve(
                         continue;
                     }
                     let Some(id) = keys.task_of_channel(channel) else { continue };
+                    if message.get_payload_bytes() == PURGED {
+                        listener.terminal.invalidate(&id);
+                    }
                     // Most events are for tasks nobody here waits on: skip decoding them.
                     if !hub.is_watched(&id) {
                         continue;

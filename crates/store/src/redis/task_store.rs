@@ -54,6 +54,11 @@ impl TaskStore for RedisStore {
         if read == Read::Full {
             return self.read_whole(&key).await;
         }
+        // A finished task read here before: no round trip (see `terminal_cache`).
+        if let Some(record) = self.inner.terminal.get(id, read, crate::memory::now_ms()) {
+            return Ok(Some(record));
+        }
+        let ticket = self.inner.terminal.ticket();
         let fields = if read == Read::WithOutcome { OUTCOME_FIELDS } else { CONTROL_FIELDS };
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(&key).arg(fields);
@@ -72,9 +77,14 @@ impl TaskStore for RedisStore {
             cmd.arg(&key).arg(&names);
             self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?
         };
-        self.inner
+        let record = self
+            .inner
             .payloads
-            .open_found(decode_named(decode_fields(fields, values).chain(decode_fields(&names, requests)))?)
+            .open_found(decode_named(decode_fields(fields, values).chain(decode_fields(&names, requests)))?)?;
+        if let (Some(ticket), Some(record)) = (ticket, &record) {
+            self.inner.terminal.insert(ticket, read, record);
+        }
+        Ok(record)
     }
 
     async fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Result<Page, StoreError> {

@@ -306,6 +306,9 @@ async fn a_sealed_result_does_not_open_once_its_owner_era_tool_or_error_flag_is_
     let mut conn = raw(&server).await;
     set_cutover(&mut conn, &prefix, 1).await;
     let store = RedisStore::connect(opts).await.expect("connects");
+    // What a read from Redis opens is tested here: a finished record kept from before the
+    // rewrite would be served instead (the true one, as read before the rewrite).
+    store.set_terminal_cache(mcpgate_store::TerminalCacheLimits { entries: 0, ..Default::default() });
     let id = completed(&store, r#"{"content":[{"type":"text","text":"alice's result"}]}"#).await;
     let key = task_key(&mut conn, &prefix, id.as_str()).await;
 

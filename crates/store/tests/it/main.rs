@@ -9,4 +9,5 @@ mod memory;
 mod redis;
 mod replicas_ack;
 mod sentinel;
+mod terminal_cache;
 mod tls;
