@@ -361,8 +361,8 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "Finished (completed, failed, cancelled) task records each replica keeps in memory after reading one, so \
          tasks/get of a finished task needs no Redis round trip (a record never changes once finished); dropped at \
-         the task's expiry and when it is purged on any replica (within the pub/sub delivery time); 0 = keep none, \
-         at most 10000000",
+         the task's expiry, 60 s after it was kept at the latest, and when it is purged on any replica (within the \
+         pub/sub delivery time); 0 = keep none, at most 10000000",
     ),
     s("store.terminal_cache_bytes", Kind::Int, "Bytes the finished task records kept by a replica may take"),
     s(

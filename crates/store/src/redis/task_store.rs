@@ -55,7 +55,8 @@ impl TaskStore for RedisStore {
             return self.read_whole(&key).await;
         }
         // A finished task read here before: no round trip (see `terminal_cache`).
-        if let Some(record) = self.inner.terminal.get(id, read, crate::memory::now_ms()) {
+        let now = crate::memory::now_ms();
+        if let Some(record) = self.inner.terminal.get(id, read, now) {
             return Ok(Some(record));
         }
         let ticket = self.inner.terminal.ticket();
@@ -82,7 +83,7 @@ impl TaskStore for RedisStore {
             .payloads
             .open_found(decode_named(decode_fields(fields, values).chain(decode_fields(&names, requests)))?)?;
         if let (Some(ticket), Some(record)) = (ticket, &record) {
-            self.inner.terminal.insert(ticket, read, record);
+            self.inner.terminal.insert(ticket, id, read, record, now);
         }
         Ok(record)
     }

@@ -3,7 +3,9 @@
 //! A terminal record never changes (every script refuses to write one), so what is kept can
 //! only be stale in being gone: purged by an operator on some replica (`purge.lua` publishes
 //! `purged` on the task's event channel, which every replica's subscriber acts on), or expired
-//! (an entry is dropped at the record's `createdAt + ttl`, by this replica's clock).
+//! (an entry is dropped at the record's `createdAt + ttl`, by this replica's clock), and at
+//! the latest [`MAX_AGE_MS`] after it was kept, which bounds whatever invalidation this
+//! replica could miss without noticing. A hit is shared (`Arc`) and copied outside the lock.
 //!
 //! Invariants: only terminal records are kept, opened (as a store read hands them out), never
 //! with more than their read fetched (no arguments, state or credential); an entry serves a
@@ -17,7 +19,7 @@
 //! exactly as to one read from Redis.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::model::{Read, TaskId, TaskOutcome, TaskRecord};
 
@@ -49,20 +51,36 @@ pub struct TerminalCacheStats {
     pub hits: u64,
 }
 
-/// Bytes counted for a record beyond its fields' lengths (the struct, the map and queue slots).
-const OVERHEAD: usize = 256;
+/// Bytes counted for a record beyond its fields' lengths: the record struct and its `Arc`, the
+/// entry, the map's slot and the id kept in the map and twice in the order queue (measured
+/// around 1–1.5 KiB for a small record; counted high so `bytes` bounds real memory).
+const OVERHEAD: usize = 1536;
+
+/// Longest an entry is kept whatever the record's own expiry: the backstop for every
+/// invalidation this replica may miss without noticing (a notice lost between cluster nodes,
+/// a failover that loses a settle before it reached a replica, a purge by a replica of an
+/// older release that publishes nothing, a clock behind Redis's).
+pub(super) const MAX_AGE_MS: u64 = 60_000;
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct TerminalCache {
     state: Mutex<State>,
+}
+
+/// Counts only: the entries hold opened results, which must never reach a log.
+impl std::fmt::Debug for TerminalCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stats = self.stats();
+        f.debug_struct("TerminalCache").field("entries", &stats.entries).field("bytes", &stats.bytes).finish()
+    }
 }
 
 /// A permission to insert what a read issued now returns (see [`TerminalCache::ticket`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ticket(u64);
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     limits: TerminalCacheLimits,
     /// Whether the subscriber's subscriptions are confirmed on a live connection.
@@ -79,13 +97,14 @@ struct State {
     hits: u64,
 }
 
-#[derive(Debug)]
 struct Entry {
-    record: TaskRecord,
+    /// Shared, so a hit copies it after the lock is released.
+    record: Arc<TaskRecord>,
     /// How much of the record it holds: [`Read::Control`] or [`Read::WithOutcome`].
     read: Read,
-    /// Store-clock ms at which the record expires (`None`: it does not).
-    expires_ms: Option<u64>,
+    /// Ms (this replica's clock) at which the entry goes: the record's expiry, or
+    /// [`MAX_AGE_MS`] after it was kept, whichever is first.
+    expires_ms: u64,
     bytes: usize,
     seq: u64,
 }
@@ -104,26 +123,30 @@ impl TerminalCache {
         if read == Read::Full {
             return None;
         }
-        let mut state = self.lock();
-        if !state.live {
-            return None;
-        }
-        let entry = state.entries.get(id)?;
-        if entry.expires_ms.is_some_and(|at| now_ms >= at) {
-            state.remove(id);
-            return None;
-        }
-        if read == Read::WithOutcome && entry.read != Read::WithOutcome {
-            return None;
-        }
-        let record = if read == Read::Control && entry.record.outcome.is_some() {
-            // A control read renders no outcome: not copied.
-            clone_without_outcome(&entry.record)
-        } else {
-            entry.record.clone()
+        let record = {
+            let mut state = self.lock();
+            if !state.live {
+                return None;
+            }
+            let entry = state.entries.get(id)?;
+            if now_ms >= entry.expires_ms {
+                state.remove(id);
+                return None;
+            }
+            if read == Read::WithOutcome && entry.read != Read::WithOutcome {
+                return None;
+            }
+            let record = entry.record.clone();
+            state.hits += 1;
+            record
         };
-        state.hits += 1;
-        Some(record)
+        // Copied outside the lock: a big result must not hold up every other read.
+        Some(if read == Read::Control && record.outcome.is_some() {
+            // A control read renders no outcome: not copied.
+            clone_without_outcome(&record)
+        } else {
+            TaskRecord::clone(&record)
+        })
     }
 
     /// Taken before a read is issued: what it returns may be kept only if nothing was
@@ -133,13 +156,19 @@ impl TerminalCache {
         (state.live && state.limits.entries > 0).then_some(Ticket(state.epoch))
     }
 
-    /// Keeps `record`, just read with `read` under `ticket`, if it is terminal, fits, and
-    /// nothing was invalidated since the ticket was taken.
-    pub(super) fn insert(&self, ticket: Ticket, read: Read, record: &TaskRecord) {
-        if read == Read::Full || !record.status.is_terminal() {
+    /// Keeps `record`, just read for task `id` with `read` under `ticket` at `now_ms`, if it
+    /// is terminal, is the record of `id` (a hash copied under another key by someone with
+    /// Redis access is answered, not kept under the id it names), fits, and nothing was
+    /// invalidated since the ticket was taken.
+    pub(super) fn insert(&self, ticket: Ticket, id: &TaskId, read: Read, record: &TaskRecord, now_ms: u64) {
+        if read == Read::Full || !record.status.is_terminal() || record.id != *id {
             return;
         }
         let bytes = size_of(record);
+        let kept_until = now_ms.saturating_add(MAX_AGE_MS);
+        let expires_ms = record.ttl_ms.map_or(kept_until, |ttl| record.created_ms.saturating_add(ttl).min(kept_until));
+        // Copied before the lock is taken.
+        let record = Arc::new(record.clone());
         let mut state = self.lock();
         if !state.live || state.epoch != ticket.0 || bytes > state.limits.record_bytes || state.limits.entries == 0 {
             return;
@@ -150,7 +179,6 @@ impl TerminalCache {
         state.remove(&record.id);
         state.seq += 1;
         let seq = state.seq;
-        let expires_ms = record.ttl_ms.map(|ttl| record.created_ms.saturating_add(ttl));
         state.entries.insert(record.id.clone(), Entry { record: record.clone(), read, expires_ms, bytes, seq });
         state.order.push_back((record.id.clone(), seq));
         state.bytes += bytes;
@@ -168,12 +196,15 @@ impl TerminalCache {
     /// The subscriber is confirmed on a new connection (`true`) or lost its connection
     /// (`false`): either way messages may have been missed, so everything kept goes.
     pub(super) fn set_live(&self, live: bool) {
-        let mut state = self.lock();
-        state.live = live;
-        state.epoch += 1;
-        state.entries.clear();
-        state.order.clear();
-        state.bytes = 0;
+        let (entries, order) = {
+            let mut state = self.lock();
+            state.live = live;
+            state.epoch += 1;
+            state.bytes = 0;
+            (std::mem::take(&mut state.entries), std::mem::take(&mut state.order))
+        };
+        // Freed after the lock is released: a big cache must not stall every read meanwhile.
+        drop((entries, order));
     }
 
     pub(super) fn stats(&self) -> TerminalCacheStats {

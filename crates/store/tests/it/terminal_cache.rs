@@ -153,7 +153,7 @@ async fn the_cache_stays_within_its_bounds() {
     let server = RedisServer::start();
     let store = RedisStore::connect(options(&server)).await.expect("connects");
     subscribed(&store).await;
-    let limits = TerminalCacheLimits { entries: 100, bytes: 4_000, record_bytes: 1_500 };
+    let limits = TerminalCacheLimits { entries: 100, bytes: 12_000, record_bytes: 3_000 };
     store.set_terminal_cache(limits);
     let result = format!(r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#, "x".repeat(600));
     let mut ids = Vec::new();
@@ -174,7 +174,7 @@ async fn the_cache_stays_within_its_bounds() {
     assert_eq!(store.terminal_cache().hits, hits + 1, "the oldest was evicted");
 
     // A record over the per-record bound is not kept.
-    let big = format!(r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#, "y".repeat(2_000));
+    let big = format!(r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#, "y".repeat(4_000));
     let id = finished(&store, "alice", &big, 60_000).await;
     let before = store.terminal_cache();
     store.get(&id, Read::WithOutcome).await.expect("get").expect("the task");
@@ -187,4 +187,35 @@ async fn the_cache_stays_within_its_bounds() {
     store.get(&ids[9], Read::WithOutcome).await.expect("get");
     store.get(&ids[9], Read::WithOutcome).await.expect("get");
     assert_eq!(store.terminal_cache().hits, hits + 1);
+}
+
+/// What redis-cli prints for one command on `server`.
+fn redis_cli(server: &RedisServer, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .arg("-p")
+        .arg(server.port().to_string())
+        .args(args)
+        .output()
+        .expect("redis-cli runs (Debian package redis-tools)");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn a_record_found_under_another_tasks_key_is_not_kept_under_the_id_it_names() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(options(&server)).await.expect("connects");
+    subscribed(&store).await;
+    let a = finished(&store, "alice", r#"{"content":[]}"#, 60_000).await;
+    let b = finished(&store, "alice", r#"{"content":[{"type":"text","text":"b"}]}"#, 60_000).await;
+    // Someone with Redis access copies b's hash over a's key.
+    let key_a = redis_cli(&server, &["KEYS", &format!("*:task:{a}")]);
+    let key_b = redis_cli(&server, &["KEYS", &format!("*:task:{b}")]);
+    assert!(!key_a.is_empty() && !key_b.is_empty(), "both task keys found: {key_a:?} {key_b:?}");
+    assert_eq!(redis_cli(&server, &["COPY", &key_b, &key_a, "REPLACE"]), "1", "copied");
+    let hits = store.terminal_cache().hits;
+    // Whatever the read of a answers, it does not become b's entry.
+    let _ = store.get(&a, Read::WithOutcome).await;
+    assert_eq!(store.terminal_cache().entries, 0, "a record read under another id is not kept");
+    store.get(&b, Read::WithOutcome).await.expect("get").expect("the task");
+    assert_eq!(store.terminal_cache().hits, hits, "b's first read goes to Redis");
 }
