@@ -29,6 +29,8 @@ fn redis_config(server: &RedisServer) -> Config {
     c.store.prefix = PREFIX.to_owned();
     c.store.encrypt_at_rest = true;
     c.store.at_rest_window_secs = 0;
+    // Every task is one to read back (none answered with its result at creation).
+    c.tasks.answer_within_ms = 0;
     c
 }
 
