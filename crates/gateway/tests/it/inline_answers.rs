@@ -2,7 +2,8 @@
 //! 2026-07-28 call whose task ends within the window is answered with its outcome, and the
 //! task stays stored (listed, found again by an idempotent retry); a task slower than the
 //! window, a window of 0 and a 2025-11-25 call get the task; a task that asks for input gets
-//! the task at once; a request cancelled during the window leaves its task to complete.
+//! the task at once; a request cancelled during the window leaves its task to complete; and a
+//! 2025-11-25 `tasks/result` of a running task waits for it, woken by its event.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -249,4 +250,37 @@ async fn a_task_asking_for_input_answers_with_the_task_at_once() {
     assert_eq!(created["resultType"], "task", "{created}");
     // Told by the run that it parked (not the window passing, which would still say working).
     assert_eq!(created["status"], "input_required", "{created}");
+}
+
+async fn legacy_result_waits(store: Store) {
+    let (app, _server, started, gate) = gateway(store, 1_000).await;
+    let session = session(&app).await;
+    let legacy = |method: &str, params: Value| {
+        Req::legacy(method, params, Some(&session))
+            .header("authorization", &alice())
+            .header("accept", "application/json")
+    };
+    let created = legacy("tools/call", json!({"name": "gated", "arguments": {}, "task": {}})).send(&app).await.result();
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    tokio::time::timeout(LIVENESS, started.notified()).await.expect("the task's tool started");
+    let waiting = tokio::spawn({
+        let (app, request) = (app.clone(), legacy("tasks/result", json!({"taskId": id})));
+        async move { request.send(&app).await }
+    });
+    // Pacing, not a wait for anything: the request is in before the gate opens. Until then
+    // the task cannot end, so a tasks/result that did not wait could not answer its result.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gate.add_permits(1);
+    let result = tokio::time::timeout(LIVENESS, waiting).await.expect("answered once the task ended").expect("ran");
+    assert_eq!(result.result()["content"][0]["text"], "let through");
+}
+
+#[tokio::test]
+async fn a_legacy_tasks_result_waits_for_its_running_task() {
+    legacy_result_waits(Store::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_tasks_result_waits_for_its_running_task_on_redis() {
+    legacy_result_waits(Store::Redis).await;
 }
