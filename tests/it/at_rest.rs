@@ -90,9 +90,10 @@ async fn call(
     Ok((reply.status, reply.json()?))
 }
 
-/// A `slow_compute` task of `auth` labelled `label`, run to completion: its id and its result.
+/// A `slow_compute` task of `auth` labelled `label`, run to completion: its id and its result
+/// (0.2 s, past the answer window, so the call answers with the task).
 async fn completed(client: &Client, url: &str, auth: &str, label: &str) -> anyhow::Result<(String, serde_json::Value)> {
-    let args = json!({"name": "slow_compute", "arguments": {"seconds": 0.05, "label": label}});
+    let args = json!({"name": "slow_compute", "arguments": {"seconds": 0.2, "label": label}});
     let (_, created) = call(client, url, auth, "tools/call", args).await?;
     let id = created["result"]["taskId"].as_str().ok_or_else(|| anyhow::anyhow!("no task: {created}"))?.to_owned();
     let task = TaskPoll::new(client, url).auth(auth).until(&id, Until::Status("completed")).await;

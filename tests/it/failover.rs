@@ -61,11 +61,12 @@ fn fleet(topology: Topology, dir: &Path, counted: &HttpServer, ack: u32) -> anyh
     .start()
 }
 
-/// Creates a task through the load balancer (one try).
+/// Creates a task through the load balancer (one try): one of 0.2 s, past the gateway's
+/// answer window, so the reply is the task (durably created) rather than its result.
 async fn create_task(client: &Client, url: &str) -> anyhow::Result<String> {
     let params = json!({
         "name": "slow_compute",
-        "arguments": {"seconds": 0, "label": "probe"},
+        "arguments": {"seconds": 0.2, "label": "probe"},
         "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
     });
     let created: Value = client.modern(url, "tools/call", params).await?.json()?;

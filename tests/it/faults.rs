@@ -112,8 +112,9 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
     let client = Client::new()?;
     let lb = cluster.url();
 
-    // A result completed before the outage.
-    let call = json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "before"}, "_meta": tasks_meta()});
+    // A result completed before the outage (a task of 0.2 s, past the answer window: a task
+    // to read back, not a result in the call's answer).
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 0.2, "label": "before"}, "_meta": tasks_meta()});
     let created = client.modern(&lb, "tools/call", call).await?.json()?;
     let before = created["result"]["taskId"].as_str().context("a task")?.to_owned();
     poll_task(&client, &lb, &before, Until::Status("completed")).await;
@@ -153,7 +154,7 @@ async fn a_redis_restart_under_load_loses_no_task() -> anyhow::Result<()> {
     let report = load.finish(Duration::from_secs(150)).await?;
     assert_nothing_lost(&report);
     let survived = client.modern(&lb, "tasks/get", json!({"taskId": before, "_meta": tasks_meta()})).await?.json()?;
-    assert_eq!(survived["result"]["result"]["content"][0]["text"], "Computed before in 0 s", "{survived}");
+    assert_eq!(survived["result"]["result"]["content"][0]["text"], "Computed before in 0.2 s", "{survived}");
     Ok(())
 }
 
@@ -325,7 +326,7 @@ async fn a_redis_stall_under_load_loses_no_task() -> anyhow::Result<()> {
     let resumed = tokio::time::Instant::now();
     let done = wait_for("a task created after the stall to complete", PATIENCE, async || {
         let call =
-            json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "after"}, "_meta": tasks_meta()});
+            json!({"name": "slow_compute", "arguments": {"seconds": 0.2, "label": "after"}, "_meta": tasks_meta()});
         let reply = client.modern(&lb, "tools/call", call).await?;
         if reply.status != 200 {
             return Ok(Look::NotYet(format!("tools/call: HTTP {} {}", reply.status, reply.body)));
@@ -338,7 +339,7 @@ async fn a_redis_stall_under_load_loses_no_task() -> anyhow::Result<()> {
     })
     .await;
     println!("a task completed {:?} after Redis came back", resumed.elapsed());
-    assert_eq!(done["result"]["result"]["content"][0]["text"], "Computed after in 0 s", "{done}");
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "Computed after in 0.2 s", "{done}");
 
     let report = load.finish(Duration::from_secs(150)).await?;
     assert_nothing_lost(&report);

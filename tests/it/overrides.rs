@@ -38,7 +38,8 @@ defaults = {{ a = 2 }}
     );
     let path = dir.join("mcpgate.toml");
     std::fs::write(&path, config)?;
-    Cluster::builder(3).args(&["--config", &path.to_string_lossy()]).start()
+    // Tasks are answered as tasks (none with its result at creation): the test reads one back.
+    Cluster::builder(3).args(&["--config", &path.to_string_lossy()]).env("MCPGATE_TASKS_ANSWER_WITHIN_MS", "0").start()
 }
 
 async fn modern(client: &Client, url: &str, method: &str, mut params: Value, tasks: bool) -> anyhow::Result<Value> {

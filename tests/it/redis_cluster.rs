@@ -33,7 +33,7 @@ async fn tasks_run_end_to_end_on_a_redis_cluster() -> anyhow::Result<()> {
     // replica and read on another.
     let mut ids = Vec::new();
     for n in 0..24 {
-        let call = json!({"name": "slow_compute", "arguments": {"seconds": 0.05, "label": format!("n{n}")}});
+        let call = json!({"name": "slow_compute", "arguments": {"seconds": 0.2, "label": format!("n{n}")}});
         let created = modern(&client, &a, "tools/call", call, true).await?;
         ids.push(created["result"]["taskId"].as_str().expect("a task").to_owned());
     }
@@ -41,7 +41,7 @@ async fn tasks_run_end_to_end_on_a_redis_cluster() -> anyhow::Result<()> {
     assert!(shards.len() >= 6, "tasks spread over shards: {shards:?}");
     for (n, id) in ids.iter().enumerate() {
         let done = poll_task(&client, &b, id, Until::Terminal).await;
-        assert_eq!(done["result"]["content"][0]["text"], format!("Computed n{n} in 0.05 s"));
+        assert_eq!(done["result"]["content"][0]["text"], format!("Computed n{n} in 0.2 s"));
     }
 
     // Input on one replica, answered on another, resumed anywhere.

@@ -11,7 +11,7 @@ use mcpgate_e2e::{Client, Cluster, Until, poll_task};
 async fn create_task(client: &Client, url: &str, label: &str) -> anyhow::Result<String> {
     let params = json!({
         "name": "slow_compute",
-        "arguments": {"seconds": 0.05, "label": label},
+        "arguments": {"seconds": 0.2, "label": label},
         "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
     });
     let created: Value = client.modern(url, "tools/call", params).await?.json()?;
@@ -31,7 +31,7 @@ async fn replicas_behind_sentinel_share_tasks_and_follow_a_failover() -> anyhow:
 
     let id = create_task(&client, &a, "before").await?;
     let done = poll_task(&client, &b, &id, Until::Terminal).await;
-    assert_eq!(done["result"]["content"][0]["text"], "Computed before in 0.05 s");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed before in 0.2 s");
 
     let set = cluster.redis_sentinel().expect("a Sentinel set");
     set.kill_primary();
@@ -48,6 +48,6 @@ async fn replicas_behind_sentinel_share_tasks_and_follow_a_failover() -> anyhow:
         }
     };
     let done = poll_task(&client, &b, &id, Until::Terminal).await;
-    assert_eq!(done["result"]["content"][0]["text"], "Computed after in 0.05 s");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed after in 0.2 s");
     Ok(())
 }

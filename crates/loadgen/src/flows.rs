@@ -62,6 +62,29 @@ pub(crate) struct Done {
     pub(crate) retried: u32,
     /// Whether the flow created a task (so it counts in created/ended).
     pub(crate) created_task: bool,
+    /// Whether the server answered the task's creation with its result (2026-07-28: a task
+    /// that ended within the server's answer window): a whole lifecycle in one request.
+    pub(crate) answered_inline: bool,
+}
+
+/// What a 2026-07-28 task creation answered.
+#[derive(Debug)]
+enum Creation {
+    /// A task to follow: its id, and how often to poll it.
+    Task(String, Duration),
+    /// The task ended at once and the server answered with its result (`resultType:
+    /// "complete"`): nothing to follow.
+    Inline(Value),
+}
+
+impl Creation {
+    /// The task, for flows that need one to follow (an inline answer is a wrong one there).
+    fn task(self) -> Result<(String, Duration), Failure> {
+        match self {
+            Self::Task(task, poll) => Ok((task, poll)),
+            Self::Inline(result) => Err(Failure::Wrong(format!("expected a task, got a result: {result}"))),
+        }
+    }
 }
 
 /// What every flow of a run shares.
@@ -140,9 +163,10 @@ impl Client {
         let started = Instant::now();
         let mut retried = 0;
         let mut created_task = false;
+        let mut answered_inline = false;
         let outcome = match scenario {
             Scenario::Sync => self.sync(shared).await,
-            Scenario::Task => self.task(shared, &mut retried, &mut created_task).await,
+            Scenario::Task => self.task(shared, &mut retried, &mut created_task, &mut answered_inline).await,
             Scenario::LegacyTask => self.legacy_task(shared, &mut retried, &mut created_task).await,
             Scenario::TaskInput => self.task_input(shared, &mut retried, &mut created_task).await,
             Scenario::Mrtr2 => self.mrtr2(shared, &mut retried).await,
@@ -150,7 +174,7 @@ impl Client {
             Scenario::Cancel => self.cancel(shared, &mut retried, &mut created_task).await,
             Scenario::Get => self.get(shared, &mut retried, &mut created_task).await,
         };
-        Done { scenario, elapsed: started.elapsed(), outcome, retried, created_task }
+        Done { scenario, elapsed: started.elapsed(), outcome, retried, created_task, answered_inline }
     }
 
     async fn sync(&mut self, shared: &Shared) -> Result<(), Failure> {
@@ -191,7 +215,7 @@ impl Client {
         shared: &Shared,
         mut params: Value,
         retried: &mut u32,
-    ) -> Result<(String, Duration), Failure> {
+    ) -> Result<Creation, Failure> {
         let id = self.next_id();
         // A 2026-07-28 request id identifies nothing: a retry after a lost or refused reply
         // (e.g. 503 while Redis fails over) gets the task its first try created only by its
@@ -200,13 +224,16 @@ impl Client {
         let answer =
             retry(shared.deadline, retried, || shared.mcp.modern(&id, "tools/call", params.clone(), true)).await?;
         let result = &answer.result;
+        if result["resultType"] == "complete" {
+            return Ok(Creation::Inline(answer.result));
+        }
         if result["resultType"] != "task" {
             return Err(Failure::Wrong(format!("expected a task, got {result}")));
         }
         let task = result["taskId"].as_str().ok_or_else(|| Failure::Wrong(format!("no taskId in {result}")))?;
         let poll = shared.poll.unwrap_or(Duration::from_millis(result["pollIntervalMs"].as_u64().unwrap_or(1000)));
         claim_id(shared, task)?;
-        Ok((task.to_owned(), poll))
+        Ok(Creation::Task(task.to_owned(), poll))
     }
 
     /// Polls `tasks/get` until the task is terminal or the deadline passes.
@@ -268,9 +295,27 @@ impl Client {
         }
     }
 
-    async fn task(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
+    /// A task's lifecycle: created, polled until terminal, its result checked; or, when the
+    /// server answers the creation with the result (the task ended at once), that result
+    /// checked: the lifecycle in one request.
+    async fn task(
+        &mut self,
+        shared: &Shared,
+        retried: &mut u32,
+        created: &mut bool,
+        inline: &mut bool,
+    ) -> Result<(), Failure> {
         let call = self.task_call(shared, &format!("t{}-{}", self.tag, self.seq));
-        let (task, poll) = self.create_task(shared, call.params.clone(), retried).await?;
+        let (task, poll) = match self.create_task(shared, call.params.clone(), retried).await? {
+            Creation::Task(task, poll) => (task, poll),
+            Creation::Inline(result) => {
+                *created = true;
+                *inline = true;
+                // Its key ran (the result says so): the ledger must show it once.
+                acknowledge_key(shared, &call, "(answered inline)");
+                return call.check(&result);
+            }
+        };
         *created = true;
         acknowledge_key(shared, &call, &task);
         let deadline = Instant::now() + shared.deadline;
@@ -284,7 +329,7 @@ impl Client {
     async fn task_input(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
         let table = format!("tbl_{}_{}", self.tag, self.seq);
         let params = json!({"name": "delete_records", "arguments": {"table": table, "older_than_days": 1}});
-        let (task, poll) = self.create_task(shared, params, retried).await?;
+        let (task, poll) = self.create_task(shared, params, retried).await?.task()?;
         *created = true;
         let deadline = Instant::now() + shared.deadline;
         let parked = self.watch(shared, &task, poll, deadline, retried, |s| s == "input_required").await?;
@@ -305,18 +350,21 @@ impl Client {
         expect_deleted(&done["result"], &table)
     }
 
-    /// One `tasks/get` of this client's completed no-op task (created and settled first).
+    /// One `tasks/get` of this client's completed task (created and settled first: it runs
+    /// for [`GET_TASK_SECONDS`], longer than a server's default answer window, so the
+    /// creation answers with a task to read, not with its result).
     async fn get(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
         let (task, text) = match &self.finished {
             Some(finished) => finished.clone(),
             None => {
                 let label = format!("g{}-{}", self.tag, self.seq);
-                let params = json!({"name": "slow_compute", "arguments": {"seconds": 0.0, "label": label}});
-                let (task, poll) = self.create_task(shared, params, retried).await?;
+                let params =
+                    json!({"name": "slow_compute", "arguments": {"seconds": GET_TASK_SECONDS, "label": label}});
+                let (task, poll) = self.create_task(shared, params, retried).await?.task()?;
                 *created = true;
                 let done = self.settle(shared, &task, poll, Instant::now() + shared.deadline, retried).await?;
                 ended_completed(&task, &done)?;
-                let finished = (task, format!("Computed {label} in 0 s"));
+                let finished = (task, format!("Computed {label} in {GET_TASK_SECONDS} s"));
                 self.finished = Some(finished.clone());
                 finished
             }
@@ -333,7 +381,7 @@ impl Client {
     async fn cancel(&mut self, shared: &Shared, retried: &mut u32, created: &mut bool) -> Result<(), Failure> {
         let label = format!("x{}-{}", self.tag, self.seq);
         let params = json!({"name": "slow_compute", "arguments": {"seconds": 600.0, "label": label}});
-        let (task, poll) = self.create_task(shared, params, retried).await?;
+        let (task, poll) = self.create_task(shared, params, retried).await?.task()?;
         *created = true;
         let deadline = Instant::now() + shared.deadline;
         let id = self.next_id();
@@ -487,6 +535,10 @@ impl Client {
             .ok_or_else(|| Failure::Wrong(format!("{tool} gave no requestState")))
     }
 }
+
+/// How long the get scenario's task runs: longer than mcpgate's default answer window
+/// (`tasks.answer_within_ms`, 50 ms), so it is a task to read.
+const GET_TASK_SECONDS: f64 = 0.2;
 
 /// Records a task id; a second hand-out of the same id is a duplicate.
 fn claim_id(shared: &Shared, task: &str) -> Result<(), Failure> {

@@ -33,6 +33,9 @@ pub(crate) struct ScenarioReport {
 pub(crate) struct Tasks {
     pub(crate) created: u64,
     pub(crate) ended: u64,
+    /// Created tasks whose creation the server answered with the result (2026-07-28: ended
+    /// within its answer window), each a whole lifecycle in one request.
+    pub(crate) answered_inline: u64,
     /// `acknowledged_missing + stuck`.
     pub(crate) lost: u64,
     /// The client got the task's id, and later "task not found".
@@ -116,6 +119,7 @@ impl Report {
             tasks: Tasks {
                 created: stats.tasks_created,
                 ended: stats.tasks_ended,
+                answered_inline: stats.tasks_answered_inline,
                 lost: missing + stuck,
                 acknowledged_missing: missing,
                 stuck,
@@ -156,8 +160,8 @@ impl Report {
         }
         let t = &self.tasks;
         out.push_str(&format!(
-            "\nTasks: {} created, {} ended, {} acknowledged then missing, {} stuck, {} duplicated, {} run twice.\n",
-            t.created, t.ended, t.acknowledged_missing, t.stuck, t.duplicated, t.double_runs
+            "\nTasks: {} created ({} answered inline), {} ended, {} acknowledged then missing, {} stuck, {} duplicated, {} run twice.\n",
+            t.created, t.answered_inline, t.ended, t.acknowledged_missing, t.stuck, t.duplicated, t.double_runs
         ));
         match &self.runs {
             Some(Runs { tool, error: Some(error), .. }) => {

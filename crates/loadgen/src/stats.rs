@@ -41,6 +41,8 @@ pub(crate) struct Stats {
     /// Tasks created, and how many of them ended (missing and stuck ones are failure kinds).
     pub(crate) tasks_created: u64,
     pub(crate) tasks_ended: u64,
+    /// Of the created tasks, those whose creation the server answered with the result.
+    pub(crate) tasks_answered_inline: u64,
 }
 
 impl Stats {
@@ -49,6 +51,9 @@ impl Stats {
         self.retried += u64::from(done.retried);
         if done.created_task {
             self.tasks_created += 1;
+        }
+        if done.answered_inline {
+            self.tasks_answered_inline += 1;
         }
         match done.outcome {
             Ok(()) => {
@@ -88,6 +93,7 @@ impl Stats {
         self.retried += other.retried;
         self.tasks_created += other.tasks_created;
         self.tasks_ended += other.tasks_ended;
+        self.tasks_answered_inline += other.tasks_answered_inline;
     }
 
     /// Flows that failed with `kind`.

@@ -1,5 +1,6 @@
 //! Task counters by tool and event, for `/metrics`: what was created, how tasks ended, how
-//! many were taken over from a dead replica, and how often a lease could not be renewed.
+//! many were taken over from a dead replica, how many calls were answered with their task's
+//! outcome, and how often a lease could not be renewed.
 //!
 //! Invariant: the tool label comes from the catalog's fixed set (anything else is "other"),
 //! so no client input can grow the number of series; counting is a lookup and a relaxed
@@ -24,15 +25,19 @@ pub enum TaskMetric {
     Expired,
     /// Run again by another replica after its executor stopped renewing its lease.
     Reclaimed,
+    /// Ended within `tasks.answer_within_ms` of its creation, and its call (2026-07-28) was
+    /// answered with its outcome instead of the task.
+    AnsweredInline,
 }
 
-const EVENTS: [(TaskMetric, &str); 6] = [
+const EVENTS: [(TaskMetric, &str); 7] = [
     (TaskMetric::Created, "created"),
     (TaskMetric::Completed, "completed"),
     (TaskMetric::Failed, "failed"),
     (TaskMetric::Cancelled, "cancelled"),
     (TaskMetric::Expired, "expired"),
     (TaskMetric::Reclaimed, "reclaimed"),
+    (TaskMetric::AnsweredInline, "answered_inline"),
 ];
 
 /// Counters of one replica.

@@ -332,6 +332,9 @@ pub struct TasksConfig {
     pub allow_unlimited_ttl: bool,
     /// Suggested poll interval.
     pub poll_interval_ms: u64,
+    /// How long a 2026-07-28 call whose task runs on this replica waits for the run to end,
+    /// to answer with its outcome instead of the task (0: always answer with the task).
+    pub answer_within_ms: u64,
     /// How long a retried call is recognised as the same call.
     pub idempotency_window_ms: u64,
     /// Largest single answer to an input request (`tasks/update`, a legacy response).
@@ -435,6 +438,7 @@ impl Default for TasksConfig {
             max_ttl_ms: 86_400_000,
             allow_unlimited_ttl: false,
             poll_interval_ms: 1_000,
+            answer_within_ms: 50,
             idempotency_window_ms: 300_000,
             max_answer_bytes: 1_048_576,
             max_task_answer_bytes: 4_194_304,

@@ -215,6 +215,11 @@ pub const SETTINGS: &[Setting] = &[
     ),
     s("tasks.poll_interval_ms", Kind::Int, "Poll interval suggested to clients"),
     s(
+        "tasks.answer_within_ms",
+        Kind::Int,
+        "How long a 2026-07-28 tools/call whose task starts on the replica that created it waits for the run to end: a task that ends within it is answered with its result (or its error) instead of CreateTaskResult, and stays readable; at most 1000; 0 = always answer with the task",
+    ),
+    s(
         "tasks.idempotency_window_ms",
         Kind::Int,
         "How long a repeated task call returns the task it created: 2025-11-25, the same session, request id, tool and arguments; 2026-07-28, the same Idempotency-Key",

@@ -7,7 +7,7 @@
 //! an idempotent retry found again; an adopted task is never deduplicated (its call ran before
 //! it existed, so a retry of the call is a new call).
 
-use mcpgate_runtime::worker::Slot;
+use mcpgate_runtime::worker::{RunWatch, Slot};
 use mcpgate_store::{Created, Job, Lease, NewTask, RawAnswer, RawAnswers, TaskRecord, TaskStore as _};
 
 use super::TaskService;
@@ -35,19 +35,31 @@ impl TaskService {
     /// slot here the task runs on this replica at once (run where created: no queue round
     /// trips); otherwise it is enqueued for any replica.
     pub async fn create(&self, cx: &CallContext, plan: TaskPlan) -> Result<TaskRecord, GatewayError> {
+        Ok(self.create_here(cx, plan).await?.0)
+    }
+
+    /// [`Self::create`], with a watch of the run when the task is new and runs here now.
+    pub(super) async fn create_here(
+        &self,
+        cx: &CallContext,
+        plan: TaskPlan,
+    ) -> Result<(TaskRecord, Option<RunWatch>), GatewayError> {
         let task = self.record_for(cx, plan)?;
         let created = match self.admit(cx, Way::Created).await? {
             Some(slot) => {
                 let sent_at = tokio::time::Instant::now();
                 let (created, run) =
                     self.store.create_running(task, self.workers.worker_id(), self.workers.lease()).await?;
-                if let (Created::New(record), Some((lease, job))) = (&created, run) {
-                    // Counted (and audited) before its run can report that it started.
-                    self.book.created(record);
-                    self.workers.run_created(slot, lease, job, record.clone(), sent_at);
-                    return Ok(record.clone());
+                match (created, run) {
+                    (Created::New(record), Some((lease, job))) => {
+                        // Counted (and audited) before its run can report that it started.
+                        self.book.created(&record);
+                        let watch = self.workers.run_created(slot, lease, job, record.clone(), sent_at);
+                        return Ok((record, Some(watch)));
+                    }
+                    // Found again by an idempotent retry: nothing runs here for it.
+                    (created, _) => created,
                 }
-                created
             }
             None => self.store.create(task).await?,
         };
@@ -61,7 +73,7 @@ impl TaskService {
         if new {
             self.book.created(&record);
         }
-        Ok(record)
+        Ok((record, None))
     }
 
     /// Creates a task of a call already running, which runs on this replica from now on (a

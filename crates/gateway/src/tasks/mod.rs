@@ -4,10 +4,12 @@
 //! API go through it, never straight to the store for these.
 //!
 //! Invariants: see each part — `admission` (what a new task costs), `create` (counted once,
-//! durable before anyone hears of it), `book` (the one owner check; every cancellation that
-//! ends a task is counted).
+//! durable before anyone hears of it), `answer` (a task that ends at once may answer its
+//! 2026-07-28 call with its outcome; it stays stored), `book` (the one owner check; every
+//! cancellation that ends a task is counted).
 
 mod admission;
+mod answer;
 mod book;
 pub(crate) mod companions;
 mod create;
@@ -26,6 +28,7 @@ use crate::config::{AuthMode, Config, LimitsConfig, TasksConfig};
 use crate::limits::Limits;
 
 pub(crate) use admission::call_charge;
+pub(crate) use answer::CallAnswer;
 pub(crate) use book::TaskBook;
 pub(crate) use create::Adoption;
 pub(crate) use plan::{TaskPlan, TtlRequest};

@@ -7,6 +7,7 @@ mod auth;
 mod background;
 mod config;
 mod connect_asking;
+mod inline_answers;
 mod legacy;
 mod library;
 mod listen_limits;

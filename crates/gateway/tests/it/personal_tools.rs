@@ -48,7 +48,10 @@ impl ToolResolver for AlicesTools {
 }
 
 async fn gateway() -> Router {
-    let (app, _) = app_with(hs256_config(), |b| {
+    let mut config = hs256_config();
+    // The task is one to read back (not answered with its result at creation).
+    config.tasks.answer_within_ms = 0;
+    let (app, _) = app_with(config, |b| {
         let stand_in = ToolDescriptor::new("own_connect", "Connect", json!({"type": "object"}));
         b.tool(FnTool::new(stand_in, |_, _| Outcome::Complete(CallToolResult::error("connect first"))));
         b.resolver(Arc::new(AlicesTools));

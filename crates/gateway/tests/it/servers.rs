@@ -280,6 +280,8 @@ async fn the_audit_trail_names_the_server_of_a_call_and_of_its_task() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("audit.jsonl");
     let mut c = with_servers(config());
+    // The task is one with an id to find in the trail (not answered with its result).
+    c.tasks.answer_within_ms = 0;
     c.audit = mcpgate::config::AuditConfig {
         enabled: true,
         sink: mcpgate::config::AuditSink::File,

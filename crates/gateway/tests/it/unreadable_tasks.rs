@@ -32,6 +32,8 @@ fn redis_config(server: &RedisServer) -> Config {
     // What a read from Redis refuses is tested here: a finished record kept from before the
     // plant would be served instead (the true one).
     c.store.terminal_cache_entries = 0;
+    // Every task is one to read back (none answered with its result at creation).
+    c.tasks.answer_within_ms = 0;
     c
 }
 

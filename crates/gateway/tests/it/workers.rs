@@ -213,7 +213,10 @@ impl Tool for Scopes {
 
 #[tokio::test]
 async fn a_task_runs_with_its_creators_scopes() {
-    let (app, _state) = app_with(hs256_config(), |b| {
+    let mut config = hs256_config();
+    // A task to read back: its run, not the answer to its call, shows the scopes.
+    config.tasks.answer_within_ms = 0;
+    let (app, _state) = app_with(config, |b| {
         b.tool(Scopes(
             ToolDescriptor::new("scopes", "Lists the caller's scopes.", json!({"type": "object"}))
                 .task_policy(TaskPolicy::Optional),

@@ -19,6 +19,7 @@ use mcpgate_store::{
 };
 
 use super::Shared;
+use super::run_end::{RunEnd, Teller};
 use super::watchdog::{Stop, watch};
 use crate::Principal;
 use crate::catalog::{Checkpoints, Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
@@ -81,7 +82,7 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
     if let (Some(link), Some(parent)) = (&options.trace_link, &task.trace) {
         (link.0)(&span, parent);
     }
-    execute(shared, job, lease, task, claimed_at + options.lease).await;
+    execute(shared, job, lease, task, claimed_at + options.lease, Teller::default()).await;
 }
 
 /// Pause before giving a task with an unknown tool back, so replicas that do not know it do
@@ -113,13 +114,14 @@ async fn defer_unknown(shared: &Shared, job: &Job, lease: &Lease, task: &TaskRec
 }
 
 /// Runs a claimed task (or one created running here) under `lease`, held surely until
-/// `held_until`.
+/// `held_until`; `teller` tells the task's creator how it ended, if it listens.
 pub(super) async fn execute(
     shared: &Shared,
     job: Job,
     lease: Lease,
     task: TaskRecord,
     held_until: tokio::time::Instant,
+    mut teller: Teller,
 ) {
     // Subscribe before the tool starts, so a cancel between now and then is not missed.
     let events = match shared.store.subscribe(&task.id).await {
@@ -146,13 +148,13 @@ pub(super) async fn execute(
         // may have acted, and running it again could act twice. (A run that left a checkpoint
         // is resumed from it instead: the checkpoint says what not to redo.)
         tracing::warn!("task run interrupted earlier; the tool is not retry-safe, so the task fails");
-        settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task).await;
+        settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task, &mut teller).await;
         return;
     }
     let call = match build_call(&task) {
         Ok(call) => call,
         Err(failure) => {
-            settle(shared, &job, &lease, Outcome::Failed(failure), &task).await;
+            settle(shared, &job, &lease, Outcome::Failed(failure), &task, &mut teller).await;
             return;
         }
     };
@@ -165,7 +167,7 @@ pub(super) async fn execute(
         .with_checkpoints(Checkpoints::new(shared.store.clone(), lease.clone(), checkpointed.clone()));
     tracing::debug!("task run started");
     shared.options.report(&TransitionNote::of(&task, TaskTransition::Working));
-    let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed };
+    let run = Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed, teller };
     supervise(shared, run, tool.call(call, &cx)).await;
 }
 
@@ -185,6 +187,8 @@ pub(super) struct Run {
     /// Set once the run's tool recorded a checkpoint (or the run resumed from one): it can then
     /// be handed back on shutdown even when the tool is not retry-safe.
     pub(super) checkpointed: Arc<AtomicBool>,
+    /// Tells the task's creator how the run ended, if it listens.
+    pub(super) teller: Teller,
 }
 
 /// How long a cancelled (or expired) task's tool may go on to see its cancellation (and start
@@ -198,7 +202,8 @@ pub(super) async fn supervise(
     run: Run,
     tool: impl std::future::Future<Output = Outcome<mcpgate_protocol::tool::CallToolResult>>,
 ) {
-    let Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed } = run;
+    let Run { job, lease, task, held_until, events, status: status_rx, cancel, retry_safe, checkpointed, mut teller } =
+        run;
     let resumable = || retry_safe || checkpointed.load(Ordering::Acquire);
     let expires = task.ttl_ms.map(|ttl| {
         let left = task.created_ms.saturating_add(ttl).saturating_sub(wall_clock_ms());
@@ -225,11 +230,11 @@ pub(super) async fn supervise(
         other => other,
     };
     match ended {
-        Ok(outcome) => settle(shared, &job, &lease, outcome, &task).await,
+        Ok(outcome) => settle(shared, &job, &lease, outcome, &task, &mut teller).await,
         // Shutting down mid-call with a tool that must not run twice: the call was stopped
         // and may have acted, so the task ends here.
         Err(Stop::Shutdown) if !resumable() => {
-            settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task).await;
+            settle(shared, &job, &lease, Outcome::Failed(interrupted(&task.tool)), &task, &mut teller).await;
         }
         // Shutting down: hand the task back so another replica runs it now, not once the
         // lease has lapsed, and without spending one of its attempts.
@@ -297,16 +302,18 @@ fn build_call(task: &TaskRecord) -> Result<ToolCall, Failure> {
     Ok(ToolCall { arguments, input_responses, state })
 }
 
-/// Records the outcome of a run under its lease, in a `settle` span of the run's.
+/// Records the outcome of a run under its lease, in a `settle` span of the run's, then tells
+/// the task's creator (if it listens) how the run ended, once the store recorded it.
 async fn settle(
     shared: &Shared,
     job: &Job,
     lease: &Lease,
     outcome: Outcome<mcpgate_protocol::tool::CallToolResult>,
     task: &TaskRecord,
+    teller: &mut Teller,
 ) {
     let span = tracing::info_span!("settle", task = %task.id);
-    tracing::Instrument::instrument(settle_in_span(shared, job, lease, outcome, task), span).await;
+    tracing::Instrument::instrument(settle_in_span(shared, job, lease, outcome, task, teller), span).await;
 }
 
 async fn settle_in_span(
@@ -315,9 +322,10 @@ async fn settle_in_span(
     lease: &Lease,
     outcome: Outcome<mcpgate_protocol::tool::CallToolResult>,
     task: &TaskRecord,
+    teller: &mut Teller,
 ) {
     let store = &shared.store;
-    let (settled, ended) = match outcome {
+    let (settled, ended, end) = match outcome {
         Outcome::Complete(mut result) => {
             // Stored era-neutral; each era's reader adds its own envelope fields.
             result.result_type = None;
@@ -332,15 +340,19 @@ async fn settle_in_span(
                     if matches!(settled, Ok(Settled::Done)) && shared.options.count_stored_bytes {
                         charge_result(shared, task, json.len()).await;
                     }
-                    (settled, Some(TaskTransition::Completed { tool_error }))
+                    (settled, Some(TaskTransition::Completed { tool_error }), RunEnd::Completed(Box::new(result)))
                 }
-                Err(e) => (
-                    failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await,
-                    Some(TaskTransition::Failed),
-                ),
+                Err(e) => {
+                    let (settled, error) =
+                        failed(shared, job, lease, &Failure::Internal(format!("unserializable result: {e}"))).await;
+                    (settled, Some(TaskTransition::Failed), RunEnd::Failed(error))
+                }
             }
         }
-        Outcome::Failed(failure) => (failed(shared, job, lease, &failure).await, Some(TaskTransition::Failed)),
+        Outcome::Failed(failure) => {
+            let (settled, error) = failed(shared, job, lease, &failure).await;
+            (settled, Some(TaskTransition::Failed), RunEnd::Failed(error))
+        }
         Outcome::NeedInput { requests, state } => {
             let capabilities: ClientCapabilities = serde_json::from_str(&task.capabilities).unwrap_or_default();
             let refuse = if let Some(failure) = missing_capabilities(&capabilities, &requests) {
@@ -365,16 +377,24 @@ async fn settle_in_span(
                 })
             });
             match refuse {
-                Some(failure) => (failed(shared, job, lease, &failure).await, Some(TaskTransition::Failed)),
+                Some(failure) => {
+                    let (settled, error) = failed(shared, job, lease, &failure).await;
+                    (settled, Some(TaskTransition::Failed), RunEnd::Failed(error))
+                }
                 None => {
                     let state = state.map(|s| s.to_string());
                     let parked = persist(shared, || store.park(lease, job, &raw, state.as_deref())).await;
-                    (parked, Some(TaskTransition::InputRequired))
+                    (parked, Some(TaskTransition::InputRequired), RunEnd::Parked)
                 }
             }
         }
     };
+    let stored = matches!(settled, Ok(Settled::Done));
+    // Counted and audited before its creator can answer with it.
     record(shared, task, settled, ended);
+    if stored {
+        teller.tell(end);
+    }
 }
 
 /// Counts a recorded result against its creator's stored-bytes quota (the creator's key as
@@ -424,20 +444,25 @@ fn record(
     }
 }
 
+/// Records `failure` as the task's outcome; returns how that went and the JSON-RPC error
+/// recorded.
 async fn failed(
     shared: &Shared,
     job: &Job,
     lease: &Lease,
     failure: &Failure,
-) -> Result<Settled, mcpgate_store::StoreError> {
+) -> (Result<Settled, mcpgate_store::StoreError>, mcpgate_protocol::ErrorObject) {
     if let Failure::Internal(detail) = failure {
         tracing::error!(%detail, "task failed internally");
     }
     let error = (shared.errors)(failure);
     let json =
         serde_json::to_string(&error).unwrap_or_else(|_| r#"{"code":-32603,"message":"Internal error"}"#.to_owned());
-    persist(shared, || shared.store.finish(lease, job, TaskStatus::Failed, TaskOutcome::Error(json.clone()), false))
-        .await
+    let settled = persist(shared, || {
+        shared.store.finish(lease, job, TaskStatus::Failed, TaskOutcome::Error(json.clone()), false)
+    })
+    .await;
+    (settled, error)
 }
 
 /// Longest time an outcome's write is retried while the store does not answer: past it the

@@ -15,7 +15,10 @@
 //! are reclaimed.
 
 mod execution;
+mod run_end;
 mod watchdog;
+
+pub use run_end::{RunEnd, RunWatch};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -230,6 +233,8 @@ impl Workers {
                     cancel: adopted.cancel,
                     retry_safe: adopted.retry_safe,
                     checkpointed: adopted.checkpointed,
+                    // Its call answered the client already (with its task).
+                    teller: run_end::Teller::default(),
                 };
                 shared.options.report(&TransitionNote::of(&run.task, TaskTransition::Working));
                 execution::supervise(&shared, run, call).await;
@@ -255,7 +260,8 @@ impl Workers {
 
     /// Runs a task this replica just created running on `slot` (sent at `sent_at`), like a
     /// claimed job: its lease renewed, cancellation, expiry and shutdown obeyed, its outcome
-    /// recorded.
+    /// recorded. The watch says how the run ended once its outcome is stored (dropping it
+    /// changes nothing for the run).
     pub fn run_created(
         &self,
         slot: Slot,
@@ -263,19 +269,21 @@ impl Workers {
         job: Job,
         task: mcpgate_store::TaskRecord,
         sent_at: tokio::time::Instant,
-    ) {
+    ) -> RunWatch {
+        let (teller, watch) = run_end::Teller::pair();
         let shared = self.shared.clone();
         let counted = Counted::new(shared.running.clone());
         let span = tracing::info_span!("task", task = %task.id, tool = %task.tool, attempt = 1);
         self.shared.runs.spawn(tracing::Instrument::instrument(
             async move {
                 let held_until = sent_at + shared.options.lease;
-                execution::execute(&shared, job, lease, task, held_until).await;
+                execution::execute(&shared, job, lease, task, held_until, teller).await;
                 drop(counted);
                 drop(slot);
             },
             span,
         ));
+        watch
     }
 
     /// Drains this replica (`true`): it claims no more jobs (from the queue, by takeover, or

@@ -35,7 +35,7 @@ use crate::mcp::request_state::MAX_ANSWERS;
 use crate::mcp::work::{Prepared, Work};
 use crate::mcp::{answers, task_input, task_view};
 use crate::state::AppState;
-use crate::tasks::TaskPlan;
+use crate::tasks::{CallAnswer, TaskPlan};
 use crate::time::now_ms;
 
 /// Tasks per `tasks/list` page.
@@ -47,9 +47,14 @@ const LIST_PAGE: usize = 50;
 const RECHECK_MAX: Duration = Duration::from_secs(30);
 const RECHECK_MIN: Duration = Duration::from_secs(1);
 
-/// Creates the task and answers with `CreateTaskResult` in the request's era.
+/// Creates the task and answers with `CreateTaskResult` in the request's era, or with the
+/// task's outcome when it ended at once (2026-07-28; see `crate::tasks::CallAnswer`).
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
-    render_created(cx, &state.tasks.create(cx, plan).await?)
+    match state.tasks.create_for_call(cx, plan).await? {
+        CallAnswer::Task(record) => render_created(cx, &record),
+        CallAnswer::Result(result) => render::complete(cx, *result),
+        CallAnswer::Error(error) => Err(GatewayError::TaskFailed { error }),
+    }
 }
 
 /// `CreateTaskResult` for a task just created, in the request's era.
