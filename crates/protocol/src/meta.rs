@@ -22,6 +22,9 @@ pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key (mcpgate's own): the idempotency key of a task-creating call, for clients that
 /// cannot set the `Idempotency-Key` header.
 pub const IDEMPOTENCY_KEY: &str = "io.mcpgate/idempotencyKey";
+/// Result `_meta` key: the task a 2026-07-28 `tools/call` created and was answered with the
+/// result of (the server ran the call as a task that ended at once).
+pub const TASK_ID_KEY: &str = "io.mcpgate/taskId";
 /// Legacy `_meta` key tying a message to a task.
 pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 

@@ -110,6 +110,15 @@ struct Peek {
     /// 2025-11-25 `CreateTaskResult`.
     #[serde(default)]
     task: Option<PeekTask>,
+    /// A 2026-07-28 call answered with the result of the task it created.
+    #[serde(rename = "_meta", default)]
+    meta: Option<PeekMeta>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta {
+    #[serde(rename = "io.mcpgate/taskId", default)]
+    task_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -131,7 +140,7 @@ fn classify(result: &[u8]) -> Ended {
         _ if peek.is_error == Some(true) => "tool_error",
         _ => "ok",
     };
-    Ended::Result { outcome, task_id: None }
+    Ended::Result { outcome, task_id: peek.meta.and_then(|m| m.task_id) }
 }
 
 #[cfg(test)]
@@ -148,5 +157,14 @@ mod tests {
         assert_eq!(classify(br#"{"resultType":"task","taskId":"t01-a","status":"working"}"#), task("t01-a"));
         assert_eq!(classify(br#"{"task":{"taskId":"t02-b","status":"working"}}"#), task("t02-b"));
         assert_eq!(classify(br#"{"messages":[]}"#), ok("ok"));
+        let answered = |outcome, id: &str| Ended::Result { outcome, task_id: Some(id.to_owned()) };
+        assert_eq!(
+            classify(br#"{"content":[],"resultType":"complete","_meta":{"io.mcpgate/taskId":"t03-c"}}"#),
+            answered("ok", "t03-c")
+        );
+        assert_eq!(
+            classify(br#"{"content":[],"isError":true,"_meta":{"io.mcpgate/taskId":"t04-d"}}"#),
+            answered("tool_error", "t04-d")
+        );
     }
 }

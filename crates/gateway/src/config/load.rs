@@ -495,7 +495,7 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
         ("store.terminal_cache_record_bytes", c.store.terminal_cache_record_bytes, c.store.terminal_cache_bytes),
         ("tasks.max_attempts", c.tasks.max_attempts, 100),
         ("tasks.max_running", c.tasks.max_running, 100_000),
-        ("tasks.answer_within_ms", c.tasks.answer_within_ms, 1_000),
+        ("tasks.answer_within_ms", c.tasks.answer_within_ms, 250),
     ] {
         if value > max {
             return Err(invalid_key(key, &format!("must be at most {max}")));

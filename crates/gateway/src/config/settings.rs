@@ -217,7 +217,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "tasks.answer_within_ms",
         Kind::Int,
-        "How long a 2026-07-28 tools/call whose task starts on the replica that created it waits for the run to end: a task that ends within it is answered with its result (or its error) instead of CreateTaskResult, and stays readable; at most 1000; 0 = always answer with the task",
+        "How long a 2026-07-28 tools/call whose task starts on the replica that created it waits for the run to end: a task that completes within it is answered with its result (its id in _meta io.mcpgate/taskId) instead of CreateTaskResult, and stays readable; at most 250; 0 = always answer with the task",
     ),
     s(
         "tasks.idempotency_window_ms",

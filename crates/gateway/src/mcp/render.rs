@@ -9,8 +9,12 @@ use bytes::Bytes;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::elicitation::ElicitParams;
 use mcpgate_protocol::input::{InputRequest, InputRequests, InputRequiredResult};
+use mcpgate_protocol::meta::TASK_ID_KEY;
 use mcpgate_protocol::result::{McpResult, ResultMeta, ResultType};
+use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_runtime::catalog::missing_capabilities;
+use mcpgate_store::TaskId;
+use serde_json::Value;
 
 use crate::call_context::CallContext;
 use crate::error::GatewayError;
@@ -24,6 +28,20 @@ pub(super) fn complete<T: McpResult>(cx: &CallContext, mut result: T) -> Result<
         }
         Era::Legacy => result.set_result_type(None),
     }
+    to_bytes(&result)
+}
+
+/// [`complete`] for a 2026-07-28 call answered with the result of the task it created (see
+/// `crate::tasks::CallAnswer`): the task's id goes in `_meta` under [`TASK_ID_KEY`].
+pub(super) fn complete_of_task(
+    cx: &CallContext,
+    mut result: CallToolResult,
+    task: &TaskId,
+) -> Result<Bytes, GatewayError> {
+    let mut meta = ResultMeta::server(cx.endpoint.server_info().clone());
+    meta.other.insert(TASK_ID_KEY.to_owned(), Value::String(task.as_str().to_owned()));
+    result.set_result_type(Some(ResultType::Complete));
+    result.set_meta(Some(meta));
     to_bytes(&result)
 }
 

@@ -1,6 +1,7 @@
 //! Inline answers (`tasks.answer_within_ms`), on the memory store and a real `redis-server`: a
-//! 2026-07-28 call whose task ends within the window is answered with its outcome, and the
-//! task stays stored (listed, found again by an idempotent retry); a task slower than the
+//! 2026-07-28 call whose task completes within the window is answered with its result and its
+//! task's id (one that fails, with the failed task), and the task stays stored (listed, found
+//! again by an idempotent retry); a task slower than the
 //! window, a window of 0 and a 2025-11-25 call get the task; a task that asks for input gets
 //! the task at once; a request cancelled during the window leaves its task to complete; and a
 //! 2025-11-25 `tasks/result` of a running task waits for it, woken by its event.
@@ -19,7 +20,7 @@ use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_store::testing::RedisServer;
 
-use crate::support::{Req, app_with, assert_error, claims, hs, hs256_config};
+use crate::support::{Req, app_with, claims, hs, hs256_config};
 
 /// How long a test waits for something that should happen at once: liveness, not speed.
 const LIVENESS: Duration = Duration::from_secs(20);
@@ -142,13 +143,14 @@ async fn gateway(store: Store, window_ms: u64) -> (Router, Option<RedisServer>, 
 }
 
 async fn ends_at_once_with_its_result(store: Store) {
-    let (app, _server, ..) = gateway(store, 1_000).await;
+    let (app, _server, ..) = gateway(store, 250).await;
     let key = "inline-1";
     let answer = call("slow_compute", json!({"seconds": 0, "label": "now"})).header("idempotency-key", key).send(&app);
     let result = answer.await.result();
     assert_eq!(result["resultType"], "complete", "{result}");
     assert_eq!(result["content"][0]["text"], "Computed now in 0 s", "{result}");
     assert!(result.get("taskId").is_none(), "{result}");
+    let linked = result["_meta"]["io.mcpgate/taskId"].clone();
     assert_eq!(metric(&app, "mcpgate_tasks_total{tool=\"slow_compute\",event=\"answered_inline\"}").await, 1);
     // The task stays: stored completed, and an idempotent retry finds it (answered as a task).
     let task = one_task(&app, "completed").await;
@@ -156,6 +158,7 @@ async fn ends_at_once_with_its_result(store: Store) {
     let retried = retried.send(&app).await.result();
     assert_eq!(retried["resultType"], "task", "{retried}");
     assert_eq!(retried["taskId"], task["taskId"], "{retried}");
+    assert_eq!(linked, task["taskId"], "the inline answer names its task in _meta");
     let id = task["taskId"].as_str().expect("id");
     let got = Req::modern_with("tasks/get", json!({"taskId": id}), with_ext()).header("authorization", &alice());
     let got = got.send(&app).await.result();
@@ -173,25 +176,32 @@ async fn a_task_that_ends_at_once_answers_with_its_result_and_stays_stored_on_re
     ends_at_once_with_its_result(Store::Redis).await;
 }
 
-async fn fails_at_once_with_its_error(store: Store) {
-    let (app, _server, ..) = gateway(store, 1_000).await;
-    let json = assert_error(&call("refuses", json!({})).send(&app).await, 200, -32602);
-    assert!(json["error"]["message"].as_str().expect("message").contains("could not read its input"), "{json}");
-    one_task(&app, "failed").await;
+/// A protocol error from inside a run is the task's, read with `tasks/get`: answered as the
+/// call's own error it would read as a call refused before anything ran.
+async fn fails_at_once_as_a_failed_task(store: Store) {
+    let (app, _server, ..) = gateway(store, 250).await;
+    let created = call("refuses", json!({})).send(&app).await.result();
+    assert_eq!((&created["resultType"], &created["status"]), (&json!("task"), &json!("failed")), "{created}");
+    let id = created["taskId"].as_str().expect("a task id");
+    let got = Req::modern_with("tasks/get", json!({"taskId": id}), with_ext()).header("authorization", &alice());
+    let got = got.send(&app).await.result();
+    assert_eq!((&got["status"], &got["error"]["code"]), (&json!("failed"), &json!(-32602)), "{got}");
+    assert!(got["error"]["message"].as_str().expect("message").contains("could not read its input"), "{got}");
+    assert_eq!(metric(&app, "mcpgate_tasks_total{tool=\"refuses\",event=\"answered_inline\"}").await, 0);
 }
 
 #[tokio::test]
-async fn a_protocol_error_within_the_window_is_the_calls_error() {
-    fails_at_once_with_its_error(Store::Memory).await;
+async fn a_protocol_error_within_the_window_answers_with_the_failed_task() {
+    fails_at_once_as_a_failed_task(Store::Memory).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_protocol_error_within_the_window_is_the_calls_error_on_redis() {
-    fails_at_once_with_its_error(Store::Redis).await;
+async fn a_protocol_error_within_the_window_answers_with_the_failed_task_on_redis() {
+    fails_at_once_as_a_failed_task(Store::Redis).await;
 }
 
 async fn cancelled_during_the_window(store: Store) {
-    let (app, _server, started, gate) = gateway(store, 1_000).await;
+    let (app, _server, started, gate) = gateway(store, 250).await;
     let request = tokio::spawn({
         let app = app.clone();
         async move { call("gated", json!({})).send(&app).await }
@@ -253,7 +263,7 @@ async fn a_task_asking_for_input_answers_with_the_task_at_once() {
 }
 
 async fn legacy_result_waits(store: Store) {
-    let (app, _server, started, gate) = gateway(store, 1_000).await;
+    let (app, _server, started, gate) = gateway(store, 250).await;
     let session = session(&app).await;
     let legacy = |method: &str, params: Value| {
         Req::legacy(method, params, Some(&session))

@@ -280,8 +280,6 @@ async fn the_audit_trail_names_the_server_of_a_call_and_of_its_task() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("audit.jsonl");
     let mut c = with_servers(config());
-    // The task is one with an id to find in the trail (not answered with its result).
-    c.tasks.answer_within_ms = 0;
     c.audit = mcpgate::config::AuditConfig {
         enabled: true,
         sink: mcpgate::config::AuditSink::File,
@@ -294,14 +292,18 @@ async fn the_audit_trail_names_the_server_of_a_call_and_of_its_task() {
     echo("/mcp").send(&app).await.result();
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 0}});
     let created = Req::modern_with("tools/call", call, json!({"extensions": {EXT: {}}})).at(DOCS).send(&app).await;
-    let id = created.result()["taskId"].as_str().expect("a task").to_owned();
+    // Answered with its result (it ended within tasks.answer_within_ms), the task's id beside it.
+    let answered = created.result();
+    assert_eq!(answered["resultType"], "complete", "{answered}");
+    let id = answered["_meta"]["io.mcpgate/taskId"].as_str().expect("the task's id in _meta").to_owned();
     // Bounded wait for the lines (the trail is written off the request path).
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     let lines = loop {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         let created = lines.iter().any(|l| l["event"] == "task.created" && l["task_id"] == id.as_str());
-        if lines.iter().filter(|l| l["name"] == "echo").count() == 2 && created {
+        let call = lines.iter().any(|l| l["name"] == "slow_compute" && l["task_id"] == id.as_str());
+        if lines.iter().filter(|l| l["name"] == "echo").count() == 2 && created && call {
             break lines;
         }
         assert!(tokio::time::Instant::now() < deadline, "audit lines within 10 s: {lines:#?}");
@@ -311,6 +313,9 @@ async fn the_audit_trail_names_the_server_of_a_call_and_of_its_task() {
     assert_eq!(servers, [&json!("ops"), &json!("")], "{lines:#?}");
     let task = lines.iter().find(|l| l["event"] == "task.created" && l["task_id"] == id.as_str()).expect("its line");
     assert_eq!(task["server"], "docs", "{task}");
+    // The call's own line names the task it was answered from.
+    let call = lines.iter().find(|l| l["name"] == "slow_compute" && l["task_id"] == id.as_str()).expect("its line");
+    assert_eq!((&call["outcome"], &call["server"]), (&json!("ok"), &json!("docs")), "{call}");
 }
 
 #[test]

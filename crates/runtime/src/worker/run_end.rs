@@ -4,9 +4,10 @@
 //!
 //! Invariant: the signal is sent only once the store recorded the outcome (`Settled::Done`,
 //! after every retry and replica acknowledgement the write needs), so whatever the creator
-//! answers with is what any later read of the task finds; a run that ends any other way
-//! (stopped, handed back, its lease lost, its write failed) sends nothing, and its receiver
-//! reads `None`. The outcome is moved to the receiver, never copied.
+//! answers with is what any later read of the task finds (a run stopped by shutdown whose
+//! tool may not run again is stored as failed, "interrupted", and tells that); a run that
+//! ends any other way (handed back, its lease lost, its write failed) sends nothing, and its
+//! receiver reads `None`. The outcome is moved to the receiver, never copied.
 
 use tokio::sync::oneshot;
 

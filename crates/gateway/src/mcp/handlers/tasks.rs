@@ -52,8 +52,7 @@ const RECHECK_MIN: Duration = Duration::from_secs(1);
 pub(in crate::mcp) async fn create(state: &AppState, cx: &CallContext, plan: TaskPlan) -> Result<Bytes, GatewayError> {
     match state.tasks.create_for_call(cx, plan).await? {
         CallAnswer::Task(record) => render_created(cx, &record),
-        CallAnswer::Result(result) => render::complete(cx, *result),
-        CallAnswer::Error(error) => Err(GatewayError::TaskFailed { error }),
+        CallAnswer::Result { task, result } => render::complete_of_task(cx, *result, &task),
     }
 }
 
