@@ -201,7 +201,8 @@ impl Http {
         }
         let bearer = if self.config.is_oauth() { ex.bearer.clone() } else { None };
         let session =
-            tokio::time::timeout(self.config.connect_timeout(), self.negotiate(bearer)).await.unwrap_or_else(|_| {
+            // Boxed: the handshake's future is large and rarely run; calls should not carry it.
+            tokio::time::timeout(self.config.connect_timeout(), Box::pin(self.negotiate(bearer))).await.unwrap_or_else(|_| {
                 Err(UpstreamError::Unreachable {
                     detail: format!("no handshake within {} s", self.config.connect_timeout_secs),
                 })
@@ -477,8 +478,22 @@ impl Http {
                 Err(problem) => Err(UpstreamError::Protocol { detail: problem }),
             }));
         }
-        // A 2025-11-25 stream that ends before the answer is resumed (SEP-1699): after the
-        // `retry` delay it asked for, a GET with `Last-Event-ID` carries on where it stopped.
+        // Boxed: a stream's reading (and resuming) is the bulk of this future's size, which
+        // every plain JSON answer would otherwise carry (and copy) too.
+        Box::pin(self.read_stream(session, response, id, ex)).await
+    }
+
+    /// Reads the answer to request `id` from an SSE stream. A 2025-11-25 stream that ends
+    /// before the answer is resumed (SEP-1699): after the `retry` delay it asked for, a GET
+    /// with `Last-Event-ID` carries on where it stopped.
+    async fn read_stream(
+        &self,
+        session: &Session,
+        mut response: Reply<'_>,
+        id: u64,
+        ex: &Exchange,
+    ) -> Result<Posted, UpstreamError> {
+        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         let (mut last_id, mut retry_ms) = (None::<String>, None::<u64>);
         let mut resumed = 0;
         loop {
@@ -593,7 +608,7 @@ impl Http {
                                 let refusal = rpc::reply_to_server_request(&request.id, &request.method);
                                 // For the caller whose request the stream answers.
                                 let reply = Exchange { bearer: ex.bearer.clone(), ..response_exchange() };
-                                if let Err(e) = self.send(session, refusal, &reply).await {
+                                if let Err(e) = Box::pin(self.send(session, refusal, &reply)).await {
                                     tracing::debug!(upstream = %self.config.name, error = %e, "refusal not delivered");
                                 }
                             }

@@ -119,7 +119,8 @@ impl Pool {
         *request.headers_mut() = headers;
         let mut conn = match self.take() {
             Some(conn) => conn,
-            None => self.open().await?,
+            // Boxed (here and below): opening is rare, and a call's future should not carry it.
+            None => Box::pin(self.open()).await?,
         };
         for fresh in [false, true] {
             let outcome = exchange(&mut conn, request).await;
@@ -138,7 +139,7 @@ impl Pool {
                     // Never written: the kept connection was closed under it. Once more, anew.
                     Some(unsent) if !fresh => {
                         request = unsent;
-                        conn = self.open().await?;
+                        conn = Box::pin(self.open()).await?;
                     }
                     _ => return Err(Failed(describe(&e.into_error()))),
                 },
