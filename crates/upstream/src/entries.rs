@@ -46,12 +46,19 @@ async fn forward(
     request: Request,
     cx: &ToolContext,
 ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
-    let (sink, mut progress) = mpsc::channel::<Progress>(16);
-    let (taker, mut questions) = mpsc::channel::<rpc::ServerRequest>(4);
+    // A progress token makes many servers stream their answer: only when progress goes
+    // somewhere. Channels only where they are used (most calls need neither).
+    let (sink, mut progress) = channel_if::<Progress>(cx.wants_progress(), 16);
+    let (taker, mut questions) = channel_if::<rpc::ServerRequest>(cx.can_checkpoint(), 4);
     let cancel = CancellationToken::new();
-    // A progress token makes many servers stream their answer: only when progress goes somewhere.
-    let request = if cx.wants_progress() { request.progress(sink) } else { request };
-    let request = if cx.can_checkpoint() { request.questions(taker) } else { request };
+    let request = match sink {
+        Some(sink) => request.progress(sink),
+        None => request,
+    };
+    let request = match taker {
+        Some(taker) => request.questions(taker),
+        None => request,
+    };
     // For the caller: an upstream with token exchange gets this caller's exchanged token, an
     // `auth = "oauth"` one the caller's own connection's token.
     let request = request.caller(cx.principal());
@@ -61,10 +68,11 @@ async fn forward(
     loop {
         tokio::select! {
             outcome = &mut call => return outcome,
-            Some(p) = progress.recv() => cx.progress(p.progress, p.total, p.message.as_deref()).await,
-            Some(asked) = questions.recv() => {
+            Some(p) = receive(&mut progress) => cx.progress(p.progress, p.total, p.message.as_deref()).await,
+            Some(asked) = receive(&mut questions) => {
                 // Unanswered, it was refused upstream: the server decides how its call ends.
-                if let Err(failure) = task_relay::answer_in_place(upstream, &asked, cx).await {
+                // Boxed (as the task paths below): rare, and large; a plain call need not carry it.
+                if let Err(failure) = Box::pin(task_relay::answer_in_place(upstream, &asked, cx)).await {
                     tracing::debug!(upstream = upstream.name(), ?failure, "an upstream's question went unanswered");
                 }
             }
@@ -73,6 +81,23 @@ async fn forward(
                 cancel.cancel();
             }
         }
+    }
+}
+
+/// A channel when `wanted`.
+fn channel_if<T>(wanted: bool, size: usize) -> (Option<mpsc::Sender<T>>, Option<mpsc::Receiver<T>>) {
+    if !wanted {
+        return (None, None);
+    }
+    let (tx, rx) = mpsc::channel(size);
+    (Some(tx), Some(rx))
+}
+
+/// The next message of a channel that may not exist (`None` at once then: the branch is off).
+async fn receive<T>(receiver: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => None,
     }
 }
 
@@ -172,7 +197,7 @@ impl Tool for UpstreamTool {
                 // Tracking an upstream task (a resumed run, or answers to its input round).
                 Ok(Some(Continuation::Task { task_id, legacy, keys, round, .. })) => {
                     let task = UpstreamTask { id: task_id, legacy, poll: Duration::from_millis(100) };
-                    return task_relay::track(&self.upstream, task, &keys, round, &call, cx).await;
+                    return Box::pin(task_relay::track(&self.upstream, task, &keys, round, &call, cx)).await;
                 }
                 // The caller was asked to connect: unless they declined, the call goes on anew.
                 Ok(Some(Continuation::Connect { key, .. })) => {
@@ -302,7 +327,7 @@ impl UpstreamTool {
         };
         if let Some(task) = UpstreamTask::created(r.result_type.as_deref(), &r.members) {
             return match task {
-                Ok(task) => task_relay::track(&self.upstream, task, &[], rounds, call, cx).await,
+                Ok(task) => Box::pin(task_relay::track(&self.upstream, task, &[], rounds, call, cx)).await,
                 Err(why) => Outcome::Complete(CallToolResult::error(format!("Upstream {name} answered with {why}"))),
             };
         }

@@ -335,12 +335,14 @@ impl Upstream {
         mut request: Request,
         cancel: &CancellationToken,
     ) -> Result<Box<RawValue>, UpstreamError> {
+        // Boxed, these and the exchange below: each holds a whole `send` or an HTTP request of
+        // its own, which every other call's future would otherwise carry (and copy).
         if self.config.is_oauth() {
-            return self.request_for_principal(request, cancel).await;
+            return Box::pin(self.request_for_principal(request, cancel)).await;
         }
         if let (Some(exchanger), OnBehalf::Caller(_)) = (&self.exchanger, &request.on_behalf) {
             let token = tokio::select! {
-                token = exchanger.token(request.credential()) => token?,
+                token = Box::pin(exchanger.token(request.credential())) => token?,
                 () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
             request.exchange.bearer = Some(token);

@@ -25,13 +25,17 @@ use std::time::Duration;
 
 use mcpgate_protocol::headers::{LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use mcpgate_protocol::mirrored;
+use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::listener::Listener;
+use super::pool::{self, Pool};
+use super::reply::Reply;
 use super::sessions::Sessions;
-use super::sse::{Event, SseReader, Unfinished};
+use super::sse::{Event, SseReader};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
 use crate::error::UpstreamError;
@@ -50,6 +54,8 @@ const MAX_RESUMES: u32 = 8;
 const DEFAULT_RETRY_MS: u64 = 1000;
 /// The longest `retry` delay honoured (a larger one is cut to this).
 const MAX_RETRY_MS: u64 = 30_000;
+/// An idle connection kept longer than this is closed (as the general client's pool does).
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The negotiated protocol and, for earlier versions, the session.
 #[derive(Debug, Clone)]
@@ -70,6 +76,9 @@ pub(crate) struct Http {
     client: reqwest::Client,
     /// The endpoint, parsed once.
     url: reqwest::Url,
+    /// Connections its POSTs travel on, driven by the calls themselves: a plain-`http`
+    /// endpoint reached without a proxy (`None`: every request goes through `client`).
+    pool: Option<Box<Pool>>,
     /// The configured headers (credentials: never logged).
     headers: HeaderMap,
     /// One session for all, or (`auth = "oauth"`) one per principal, opened with its token.
@@ -104,6 +113,18 @@ impl Http {
         };
         let url = reqwest::Url::parse(config.url.as_deref().unwrap_or_default())
             .map_err(|e| bad("url".to_owned(), &format!("not a valid URL: {e}")))?;
+        // A proxy the environment names for it (`HTTP_PROXY`, as the general client honours)
+        // keeps every request on the general client.
+        let proxied = hyper_util::client::proxy::matcher::Matcher::from_env()
+            .intercept(&url.as_str().parse().unwrap_or_default())
+            .is_some();
+        let idle = usize::try_from(config.max_concurrency).unwrap_or(64);
+        let pool = match proxied {
+            true => None,
+            false => Pool::for_url(&url, idle, POOL_IDLE_TIMEOUT, config.connect_timeout())
+                .map_err(|problem| bad("url".to_owned(), &problem))?
+                .map(Box::new),
+        };
         let sessions = if config.is_oauth() {
             Sessions::per_principal(MAX_PRINCIPAL_SESSIONS, PRINCIPAL_SESSION_IDLE)
         } else {
@@ -114,6 +135,7 @@ impl Http {
             signals,
             client,
             url,
+            pool,
             headers,
             sessions,
             generations: AtomicU64::new(0),
@@ -179,7 +201,8 @@ impl Http {
         }
         let bearer = if self.config.is_oauth() { ex.bearer.clone() } else { None };
         let session =
-            tokio::time::timeout(self.config.connect_timeout(), self.negotiate(bearer)).await.unwrap_or_else(|_| {
+            // Boxed: the handshake's future is large and rarely run; calls should not carry it.
+            tokio::time::timeout(self.config.connect_timeout(), Box::pin(self.negotiate(bearer))).await.unwrap_or_else(|_| {
                 Err(UpstreamError::Unreachable {
                     detail: format!("no handshake within {} s", self.config.connect_timeout_secs),
                 })
@@ -320,129 +343,59 @@ impl Http {
         // token that expires under it; its users' lists are re-read per principal instead.
         if let Some(id) = session.id.as_ref().filter(|_| !self.config.is_oauth()) {
             let stop = tokio_util::sync::CancellationToken::new();
-            tokio::spawn(self.listen(id.clone(), session.negotiated.version().to_owned(), stop.clone()));
+            let listener = Listener {
+                client: self.client.clone(),
+                url: self.url.clone(),
+                headers: self.headers.clone(),
+                signals: self.signals.clone(),
+                name: self.config.name.clone(),
+                max: usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX),
+                event_timeout: self.config.event_timeout(),
+            };
+            tokio::spawn(listener.run(id.clone(), session.negotiated.version().to_owned(), stop.clone()));
             session._listener = Some(Arc::new(stop.drop_guard()));
         }
         Ok(session)
     }
 
-    /// Reads the session's standalone GET stream until `stop`: list changes raise the signal,
-    /// the server's requests are refused (none of them is about a task we track). Reconnects
-    /// with backoff; gives up for good on 405 (no such stream) or 404 (session gone).
-    fn listen(
-        &self,
-        session: String,
-        version: String,
-        stop: tokio_util::sync::CancellationToken,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        let (client, url, headers, signals, name) = (
-            self.client.clone(),
-            self.url.clone(),
-            self.headers.clone(),
-            self.signals.clone(),
-            self.config.name.clone(),
-        );
-        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
-        let event_timeout = self.config.event_timeout();
-        async move {
-            let mut backoff = Duration::from_secs(1);
-            loop {
-                let request = client
-                    .get(url.clone())
-                    .headers(headers.clone())
-                    .header(ACCEPT, "text/event-stream")
-                    .header(MCP_PROTOCOL_VERSION, version.as_str())
-                    .header(MCP_SESSION_ID, session.as_str())
-                    .send();
-                let response = tokio::select! {
-                    () = stop.cancelled() => return,
-                    r = request => r,
-                };
-                match response {
-                    Ok(r) if matches!(r.status().as_u16(), 404 | 405) => return,
-                    Ok(mut r) if r.status().is_success() => {
-                        backoff = Duration::from_secs(1);
-                        let mut reader = SseReader::new(max);
-                        let mut unfinished = Unfinished::new(event_timeout);
-                        let mut events = Vec::new();
-                        loop {
-                            let chunk = tokio::select! {
-                                () = stop.cancelled() => return,
-                                () = unfinished.expired() => {
-                                    tracing::warn!(
-                                        upstream = %name,
-                                        secs = unfinished.limit().as_secs(),
-                                        "upstream GET stream left an event unfinished (event_timeout_secs); dropped"
-                                    );
-                                    break;
-                                }
-                                c = r.chunk() => c,
-                            };
-                            let Ok(Some(chunk)) = chunk else { break };
-                            reader.feed(&chunk, &mut events);
-                            unfinished.fed(&reader, &events);
-                            for event in events.drain(..) {
-                                let Event::Data(data) = event else { continue };
-                                match rpc::parse(&data) {
-                                    Ok(Inbound::Notification { method }) if method.ends_with("/list_changed") => {
-                                        signals.list_changed.notify_one();
-                                    }
-                                    Ok(Inbound::Request(request)) => {
-                                        let Some(request) =
-                                            signals.deliver(request).and_then(|r| signals.sole_taker(r))
-                                        else {
-                                            continue;
-                                        };
-                                        // Answered on a POST of the session, like any response.
-                                        let refusal = rpc::reply_to_server_request(&request.id, &request.method);
-                                        let _ = client
-                                            .post(url.clone())
-                                            .headers(headers.clone())
-                                            .header(CONTENT_TYPE, "application/json")
-                                            .header(ACCEPT, "application/json, text/event-stream")
-                                            .header(MCP_PROTOCOL_VERSION, version.as_str())
-                                            .header(MCP_SESSION_ID, session.as_str())
-                                            .timeout(Duration::from_secs(5))
-                                            .body(refusal)
-                                            .send()
-                                            .await;
-                                    }
-                                    _ => {}
-                                }
-                            }
-                        }
-                    }
-                    Ok(r) => tracing::debug!(upstream = %name, status = %r.status(), "upstream GET stream refused"),
-                    Err(e) => tracing::debug!(upstream = %name, error = %describe(e), "upstream GET stream failed"),
-                }
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(30));
-            }
+    /// Sends a POST and returns the response, whatever its status: on a pooled connection
+    /// this call drives itself when there is a pool, else through the general client.
+    async fn send(&self, session: &Session, body: Vec<u8>, ex: &Exchange) -> Result<Reply<'_>, UpstreamError> {
+        let headers = self.post_headers(session, ex)?;
+        if let Some(pool) = &self.pool {
+            return pool
+                .post(headers, body)
+                .await
+                .map(Reply::Pooled)
+                .map_err(|pool::Failed(detail)| UpstreamError::Unreachable { detail });
         }
+        let request = self.client.post(self.url.clone()).headers(headers).body(body);
+        request.send().await.map(Reply::General).map_err(|e| UpstreamError::Unreachable { detail: describe(e) })
     }
 
-    /// Sends a POST and returns the response, whatever its status.
-    async fn send(&self, session: &Session, body: Vec<u8>, ex: &Exchange) -> Result<reqwest::Response, UpstreamError> {
-        let mut request = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(MCP_PROTOCOL_VERSION, session.negotiated.version());
+    /// The headers of a POST: the configured ones, the content and protocol headers, the
+    /// session, the modern `Mcp-*` headers mirrored from the body, and the caller's token.
+    fn post_headers(&self, session: &Session, ex: &Exchange) -> Result<HeaderMap, UpstreamError> {
+        let mut headers = self.headers.clone();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        let version = match &session.negotiated {
+            Negotiated::Modern => HeaderValue::from_static(rpc::MODERN_VERSION),
+            Negotiated::Legacy { version } => header_value(version)?,
+        };
+        headers.insert(MCP_PROTOCOL_VERSION, version);
         if let Some(id) = &session.id {
-            request = request.header(MCP_SESSION_ID, id.as_str());
+            headers.insert(MCP_SESSION_ID, header_value(id)?);
         }
         if session.negotiated == Negotiated::Modern {
-            request = request.header(MCP_METHOD, ex.method);
+            headers.insert(MCP_METHOD, HeaderValue::from_static(ex.method));
             if let Some(name) = &ex.name {
-                request = request.header(MCP_NAME, mirrored::encode(name).as_ref());
+                headers.insert(MCP_NAME, header_value(&mirrored::encode(name))?);
             }
             for (header, value) in &ex.param_headers {
-                request = request.header(header.as_str(), mirrored::encode(value).as_ref());
+                let header = HeaderName::try_from(header.as_str())
+                    .map_err(|_| UpstreamError::Protocol { detail: "a mirrored header name is invalid".to_owned() })?;
+                headers.append(header, header_value(&mirrored::encode(value))?);
             }
         }
         if let Some(bearer) = &ex.bearer {
@@ -450,9 +403,9 @@ impl Http {
             let value = bearer_header(bearer).ok_or_else(|| UpstreamError::TokenExchangeFailed {
                 detail: "the exchanged token is not a valid header value".to_owned(),
             })?;
-            request = request.header(AUTHORIZATION, value);
+            headers.insert(AUTHORIZATION, value);
         }
-        request.body(body).send().await.map_err(|e| UpstreamError::Unreachable { detail: describe(e) })
+        Ok(headers)
     }
 
     async fn post(
@@ -474,13 +427,13 @@ impl Http {
     async fn read_answer(
         &self,
         session: &Session,
-        mut response: reqwest::Response,
+        mut response: Reply<'_>,
         id: u64,
         ex: &Exchange,
     ) -> Result<Posted, UpstreamError> {
         let status = response.status();
         let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
-        if status == reqwest::StatusCode::NOT_FOUND && session.negotiated == Negotiated::Modern {
+        if status == StatusCode::NOT_FOUND && session.negotiated == Negotiated::Modern {
             // 2026-07-28 answers an unknown method with 404 and -32601: "not supported", not
             // "down". A 404 without a JSON-RPC error (a wrong URL) is a failure to reach it.
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
@@ -489,11 +442,11 @@ impl Http {
                 _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
             })));
         }
-        if status == reqwest::StatusCode::NOT_FOUND {
+        if status == StatusCode::NOT_FOUND {
             // To a session request: the session is gone and nothing ran (`exchange` decides).
             return Ok(Posted::SessionGone);
         }
-        if status == reqwest::StatusCode::ACCEPTED {
+        if status == StatusCode::ACCEPTED {
             return Ok(Posted::Accepted);
         }
         if matches!(status.as_u16(), 401 | 403) && self.config.is_oauth() {
@@ -525,8 +478,22 @@ impl Http {
                 Err(problem) => Err(UpstreamError::Protocol { detail: problem }),
             }));
         }
-        // A 2025-11-25 stream that ends before the answer is resumed (SEP-1699): after the
-        // `retry` delay it asked for, a GET with `Last-Event-ID` carries on where it stopped.
+        // Boxed: a stream's reading (and resuming) is the bulk of this future's size, which
+        // every plain JSON answer would otherwise carry (and copy) too.
+        Box::pin(self.read_stream(session, response, id, ex)).await
+    }
+
+    /// Reads the answer to request `id` from an SSE stream. A 2025-11-25 stream that ends
+    /// before the answer is resumed (SEP-1699): after the `retry` delay it asked for, a GET
+    /// with `Last-Event-ID` carries on where it stopped.
+    async fn read_stream(
+        &self,
+        session: &Session,
+        mut response: Reply<'_>,
+        id: u64,
+        ex: &Exchange,
+    ) -> Result<Posted, UpstreamError> {
+        let max = usize::try_from(self.config.max_message_bytes).unwrap_or(usize::MAX);
         let (mut last_id, mut retry_ms) = (None::<String>, None::<u64>);
         let mut resumed = 0;
         loop {
@@ -557,7 +524,7 @@ impl Http {
         sid: &str,
         last: &str,
         ex: &Exchange,
-    ) -> Result<reqwest::Response, UpstreamError> {
+    ) -> Result<Reply<'_>, UpstreamError> {
         let mut request = self
             .client
             .get(self.url.clone())
@@ -577,14 +544,14 @@ impl Http {
                 detail: format!("the event stream ended and could not be resumed: HTTP {}", response.status()),
             });
         }
-        Ok(response)
+        Ok(Reply::General(response))
     }
 
     /// Reads one event stream until the answer to request `id` (`Some`) or its end (`None`).
     async fn read_events(
         &self,
         session: &Session,
-        mut response: reqwest::Response,
+        mut response: Reply<'_>,
         reader: &mut SseReader,
         id: u64,
         ex: &Exchange,
@@ -596,7 +563,7 @@ impl Http {
             let chunk = response
                 .chunk()
                 .await
-                .map_err(|e| UpstreamError::Closed { detail: format!("the event stream broke: {}", describe(e)) })?;
+                .map_err(|e| UpstreamError::Closed { detail: format!("the event stream broke: {e}") })?;
             let Some(chunk) = chunk else { return Ok(None) };
             reader.feed(&chunk, &mut events);
             for event in events.drain(..) {
@@ -641,7 +608,7 @@ impl Http {
                                 let refusal = rpc::reply_to_server_request(&request.id, &request.method);
                                 // For the caller whose request the stream answers.
                                 let reply = Exchange { bearer: ex.bearer.clone(), ..response_exchange() };
-                                if let Err(e) = self.send(session, refusal, &reply).await {
+                                if let Err(e) = Box::pin(self.send(session, refusal, &reply)).await {
                                     tracing::debug!(upstream = %self.config.name, error = %e, "refusal not delivered");
                                 }
                             }
@@ -669,6 +636,12 @@ fn response_exchange() -> Exchange {
         questions: None,
         holder: None,
     }
+}
+
+/// A header value from text an upstream or a caller chose (a session id, a mirrored value).
+fn header_value(text: &str) -> Result<HeaderValue, UpstreamError> {
+    HeaderValue::try_from(text)
+        .map_err(|_| UpstreamError::Protocol { detail: "a header value mcpgate cannot send".to_owned() })
 }
 
 /// `Bearer <token>`, marked sensitive (never in debug output); `None` for a token that cannot
@@ -727,12 +700,12 @@ pub(crate) fn describe(e: reqwest::Error) -> String {
 }
 
 /// Reads a whole body, failing past `max` bytes.
-async fn read_body(response: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, UpstreamError> {
+async fn read_body(response: &mut Reply<'_>, max: usize) -> Result<Vec<u8>, UpstreamError> {
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| UpstreamError::Closed { detail: format!("reading the answer failed: {}", describe(e)) })?
+        .map_err(|e| UpstreamError::Closed { detail: format!("reading the answer failed: {e}") })?
     {
         if body.len() + chunk.len() > max {
             return Err(UpstreamError::Protocol {

@@ -5,7 +5,10 @@
 
 pub(crate) mod http;
 mod legacy_sse;
+mod listener;
 mod mux;
+mod pool;
+mod reply;
 mod sessions;
 pub(crate) mod sse;
 pub(crate) mod stdio;

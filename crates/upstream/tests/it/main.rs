@@ -1,5 +1,6 @@
 //! Integration tests of the upstream client against stand-in servers on loopback.
 
+mod connections;
 mod discovery;
 mod oauth_requests;
 mod oauth_tools;

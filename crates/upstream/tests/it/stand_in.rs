@@ -1,7 +1,8 @@
 //! A stand-in Streamable HTTP server on an ephemeral loopback port: answers each POST with
 //! what a closure makes of its JSON-RPC body (or of the whole request: headers too), and
-//! records every request it saw.
+//! records every request it saw and how many connections it accepted and closed.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ impl Seen {
 pub(crate) struct StandIn {
     pub(crate) url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Connections accepted, and closed by the stand-in or its peer.
+    accepted: Arc<AtomicU64>,
+    closed: Arc<AtomicU64>,
 }
 
 impl StandIn {
@@ -76,15 +80,29 @@ impl StandIn {
 
     /// Serves what `answer` makes of each whole request (headers and body) until the test ends.
     pub(crate) async fn start_seeing(answer: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> Self {
+        Self::serve(answer, false).await
+    }
+
+    /// Like [`StandIn::start`], closing each connection right after its first answer, without
+    /// saying so (no `Connection: close`): as a server whose keep-alive timer fired.
+    pub(crate) async fn start_closing(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Self {
+        Self::serve(move |seen: &Seen| answer(&seen.body), true).await
+    }
+
+    async fn serve(answer: impl Fn(&Seen) -> Answer + Send + Sync + 'static, close_each: bool) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let answer = Arc::new(answer);
         let log = seen.clone();
+        let (accepted, closed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (opened, ended) = (accepted.clone(), closed.clone());
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
-                let (log, answer) = (log.clone(), answer.clone());
+                opened.fetch_add(1, Ordering::SeqCst);
+                let (log, answer, ended) = (log.clone(), answer.clone(), ended.clone());
                 tokio::spawn(async move {
+                    let _closed = Counted(ended);
                     // Keep-alive: several requests may come on one connection.
                     let mut buffer = Vec::new();
                     loop {
@@ -112,14 +130,24 @@ impl StandIn {
                             reply.body.len(),
                             reply.body
                         );
-                        if socket.write_all(response.as_bytes()).await.is_err() {
+                        if socket.write_all(response.as_bytes()).await.is_err() || close_each {
                             return;
                         }
                     }
                 });
             }
         });
-        Self { url, seen }
+        Self { url, seen, accepted, closed }
+    }
+
+    /// Connections accepted so far.
+    pub(crate) fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections closed so far (by either side).
+    pub(crate) fn closed(&self) -> u64 {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Every request seen so far.
@@ -130,6 +158,15 @@ impl StandIn {
     /// The methods of the requests seen so far, in order.
     pub(crate) fn methods(&self) -> Vec<String> {
         self.seen().iter().map(|s| s.method().to_owned()).collect()
+    }
+}
+
+/// Counts a connection's end when dropped.
+struct Counted(Arc<AtomicU64>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 

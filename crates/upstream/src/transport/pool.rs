@@ -1,0 +1,281 @@
+//! HTTP/1.1 connections to one plain-`http` upstream, owned by the calls that use them: a call
+//! takes an idle connection (or opens one), drives it itself while its request goes out and its
+//! answer comes back, and puts it back once the answer was read to its end. No task per
+//! connection and no channel hop between a call and its connection's driver: the one task that
+//! waits for the answer also does the connection's reads and writes (hyper's
+//! `client::conn::http1`, polled in place), which is what a federated call costs least with.
+//!
+//! Invariants: at most `max_idle` idle connections are kept, none longer than `idle_timeout`;
+//! a connection whose answer was not read to its end (a call dropped or cancelled, a body over
+//! its bound) is closed, never reused; a request a kept connection could not take (the upstream
+//! had closed it meanwhile) goes out once more on a new connection — only a request hyper gives
+//! back unsent, so nothing ever runs twice; opening a connection takes at most `connect_timeout`.
+
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::{Body, Incoming};
+use hyper::client::conn::http1::{self, Connection, SendRequest};
+use hyper_util::rt::TokioIo;
+use reqwest::StatusCode;
+use reqwest::header::{HOST, HeaderMap, HeaderValue};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// One kept-alive connection: the handle requests are sent with and the state machine that
+/// reads and writes its socket (polled by whoever holds it).
+struct Conn {
+    send: SendRequest<Full<Bytes>>,
+    driver: Connection<TokioIo<TcpStream>, Full<Bytes>>,
+    /// When it was last put back (idle connections older than the pool's limit are closed).
+    since: Instant,
+}
+
+impl Conn {
+    /// Whether it can take a request now: its driver is polled once (it notices a close by the
+    /// upstream, and readies itself for the next request after an answer read to its end).
+    fn usable(&mut self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        if Pin::new(&mut self.driver).poll(&mut cx).is_ready() {
+            return false;
+        }
+        matches!(self.send.poll_ready(&mut cx), Poll::Ready(Ok(())))
+    }
+}
+
+/// The connections of one upstream.
+pub(crate) struct Pool {
+    /// `host:port` connected to.
+    address: String,
+    /// The endpoint's path and query: the request target.
+    origin_form: hyper::Uri,
+    /// The `Host` header of every request (the general client adds it itself; a connection
+    /// driven in place does not).
+    host: HeaderValue,
+    /// Boxed: a connection's state is large (kB), and moves between this list and the
+    /// futures of the calls that drive it.
+    #[expect(clippy::vec_box, reason = "connections move in and out; a box moves as a pointer")]
+    idle: Mutex<Vec<Box<Conn>>>,
+    max_idle: usize,
+    idle_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("address", &self.address).finish_non_exhaustive()
+    }
+}
+
+/// Why a request got no answer head (the text names no URL: it may carry a credential).
+#[derive(Debug)]
+pub(crate) struct Failed(pub(crate) String);
+
+impl Pool {
+    /// A pool for `url`, when it is a plain `http` URL (`None` otherwise: https and anything
+    /// else go through the general client; `Err`: it names no valid request target or host).
+    pub(crate) fn for_url(
+        url: &reqwest::Url,
+        max_idle: usize,
+        idle_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Option<Self>, String> {
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { return Ok(None) };
+        if url.scheme() != "http" {
+            return Ok(None);
+        }
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let origin_form = hyper::Uri::try_from(target).map_err(|e| format!("not a valid request target: {e}"))?;
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        Ok(Some(Self {
+            address: format!("{host}:{port}"),
+            origin_form,
+            host: HeaderValue::try_from(authority).map_err(|e| format!("not a valid host: {e}"))?,
+            idle: Mutex::new(Vec::new()),
+            max_idle: max_idle.max(1),
+            idle_timeout,
+            connect_timeout,
+        }))
+    }
+
+    /// POSTs `body` with `headers` (`Host` is added) and returns the answer's head; its body is
+    /// read from the returned [`Answer`], which gives the connection back when read to its end.
+    pub(crate) async fn post(&self, mut headers: HeaderMap, body: Vec<u8>) -> Result<Answer<'_>, Failed> {
+        headers.insert(HOST, self.host.clone());
+        let mut request = hyper::Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = hyper::Method::POST;
+        *request.uri_mut() = self.origin_form.clone();
+        *request.headers_mut() = headers;
+        let mut conn = match self.take() {
+            Some(conn) => conn,
+            // Boxed (here and below): opening is rare, and a call's future should not carry it.
+            None => Box::pin(self.open()).await?,
+        };
+        for fresh in [false, true] {
+            let outcome = exchange(&mut conn, request).await;
+            match outcome {
+                Ok((response, driver_done)) => {
+                    let (head, body) = response.into_parts();
+                    return Ok(Answer {
+                        pool: self,
+                        conn: (!driver_done).then_some(conn),
+                        status: head.status,
+                        headers: head.headers,
+                        body,
+                    });
+                }
+                Err(mut e) => match e.take_message() {
+                    // Never written: the kept connection was closed under it. Once more, anew.
+                    Some(unsent) if !fresh => {
+                        request = unsent;
+                        conn = Box::pin(self.open()).await?;
+                    }
+                    _ => return Err(Failed(describe(&e.into_error()))),
+                },
+            }
+        }
+        Err(Failed("the upstream closed a new connection before taking the request".to_owned()))
+    }
+
+    /// The most recently used idle connection that can still take a request.
+    fn take(&self) -> Option<Box<Conn>> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        while let Some(mut conn) = idle.pop() {
+            if now.saturating_duration_since(conn.since) < self.idle_timeout && conn.usable() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    /// Keeps a connection whose answer was read to its end, within the bounds.
+    fn put(&self, mut conn: Box<Conn>) {
+        let now = Instant::now();
+        conn.since = now;
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let timeout = self.idle_timeout;
+        idle.retain(|c| now.saturating_duration_since(c.since) < timeout);
+        if idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+
+    async fn open(&self) -> Result<Box<Conn>, Failed> {
+        let connect = async {
+            let stream = TcpStream::connect(self.address.as_str()).await.map_err(|e| Failed(e.to_string()))?;
+            let _ = stream.set_nodelay(true);
+            http1::handshake(TokioIo::new(stream)).await.map_err(|e| Failed(describe(&e)))
+        };
+        let (send, driver) = tokio::time::timeout(self.connect_timeout, connect)
+            .await
+            .map_err(|_| Failed(format!("no connection within {} s", self.connect_timeout.as_secs())))??;
+        Ok(Box::new(Conn { send, driver, since: Instant::now() }))
+    }
+}
+
+/// Sends a request on `conn`, driving it until the answer's head came (`true` with it: the
+/// connection ended meanwhile, as after a `Connection: close` answer).
+async fn exchange(
+    conn: &mut Conn,
+    request: hyper::Request<Full<Bytes>>,
+) -> Result<(hyper::Response<Incoming>, bool), hyper::client::conn::TrySendError<hyper::Request<Full<Bytes>>>> {
+    let sent = conn.send.try_send_request(request);
+    let mut sent = std::pin::pin!(sent);
+    let mut driver_done = false;
+    let driver = &mut conn.driver;
+    let response = poll_fn(|cx| {
+        // The driver first: it writes the request and reads the answer, which the response
+        // future then picks up without waiting for another wake.
+        if !driver_done && Pin::new(&mut *driver).poll(cx).is_ready() {
+            driver_done = true;
+        }
+        sent.as_mut().poll(cx)
+    })
+    .await?;
+    Ok((response, driver_done))
+}
+
+/// A hyper error with its causes.
+fn describe(e: &hyper::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// An answer from a pooled connection: its head, and its body read chunk by chunk while the
+/// connection is driven; the connection goes back to the pool when the body ended.
+pub(crate) struct Answer<'a> {
+    pool: &'a Pool,
+    /// `None` once the connection ended (the body may still hold what it read).
+    conn: Option<Box<Conn>>,
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    body: Incoming,
+}
+
+impl Answer<'_> {
+    /// The next piece of the body; `None` at its end (the connection is then kept).
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+        loop {
+            let (conn, body) = (&mut self.conn, &mut self.body);
+            let frame = poll_fn(|cx| {
+                if let Some(c) = conn.as_mut()
+                    && Pin::new(&mut c.driver).poll(cx).is_ready()
+                {
+                    *conn = None;
+                }
+                Pin::new(&mut *body).poll_frame(cx)
+            })
+            .await;
+            match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => {}
+                    Ok(data) => return Ok(Some(data)),
+                    Err(_trailers) => {}
+                },
+                Some(Err(e)) => {
+                    self.conn = None;
+                    return Err(describe(&e));
+                }
+                None => {
+                    if let Some(conn) = self.conn.take() {
+                        self.pool.put(conn);
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Answer<'_> {
+    fn drop(&mut self) {
+        // An empty body (a 202) needs no reading to be over; any other unread one closes the
+        // connection (dropped with it), since what is left of it would be read as the next answer.
+        if let Some(conn) = self.conn.take()
+            && self.body.is_end_stream()
+        {
+            self.pool.put(conn);
+        }
+    }
+}
