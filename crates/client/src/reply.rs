@@ -6,6 +6,7 @@
 //! requests before it are skipped); a message is a response only if it has `result` or
 //! `error`, and `error` wins when it has both.
 
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use mcpgate_protocol::RequestId;
@@ -73,7 +74,7 @@ impl Reply {
 
     /// The JSON-RPC response to request `id` (see [`Reply::message`] and [`Response::parse`]).
     pub fn response(&self, id: &RequestId) -> Option<Response> {
-        Response::parse(&self.message(id)?)
+        Response::from_message(self.message(id)?)
     }
 }
 
@@ -87,6 +88,16 @@ pub struct Response {
 }
 
 impl Response {
+    /// [`Response::parse`], taking the message: its result is moved out, not copied.
+    pub fn from_message(mut message: Value) -> Option<Self> {
+        if message.get("error").is_some() {
+            return Self::parse(&message);
+        }
+        let result = message.as_object_mut()?.remove("result")?;
+        let id = message.get("id").and_then(|v| RequestId::deserialize(v).ok());
+        Some(Self { id, outcome: Ok(result) })
+    }
+
     /// Reads a message as a response: `error` if it has one, else `result`; `None` when it
     /// has neither. A malformed error object still counts (code 0, empty message).
     pub fn parse(message: &Value) -> Option<Self> {
@@ -175,6 +186,15 @@ mod tests {
     #[test]
     fn a_message_with_neither_result_nor_error_is_no_response() {
         assert_eq!(Response::parse(&json!({"jsonrpc": "2.0", "id": 1})), None);
+        assert_eq!(Response::from_message(json!({"jsonrpc": "2.0", "id": 1})), None);
+        for message in [
+            json!({"jsonrpc": "2.0", "id": "x", "result": null}),
+            json!({"id": 2, "result": {"a": [1]}, "error": {"code": -1, "message": "m"}}),
+            json!({"id": 1.5, "result": 3}),
+            json!({"error": "no object"}),
+        ] {
+            assert_eq!(Response::from_message(message.clone()), Response::parse(&message), "{message}");
+        }
         let odd = Response::parse(&json!({"id": 1, "error": "no object"})).expect("still an error");
         assert_eq!(odd.outcome, Err(RpcError { code: 0, message: String::new(), data: None }));
     }

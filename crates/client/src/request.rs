@@ -7,6 +7,7 @@
 //! body by `mcpgate_protocol::mirrored`; a 2025-11-25 request in a session carries the
 //! session id and the version; headers the caller adds come after those, in order.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
@@ -85,7 +86,17 @@ impl McpRequest {
 
     /// The JSON-RPC body.
     pub fn body(&self) -> String {
-        json!({"jsonrpc": "2.0", "id": self.id, "method": self.method, "params": self.params}).to_string()
+        // Written from borrowed parts: the params are not copied into a message tree first.
+        #[derive(Serialize)]
+        struct Body<'a> {
+            jsonrpc: &'static str,
+            id: &'a RequestId,
+            method: &'a str,
+            params: &'a Value,
+        }
+        let body = Body { jsonrpc: "2.0", id: &self.id, method: &self.method, params: &self.params };
+        // A `Value` with string keys and an id always serialize.
+        serde_json::to_string(&body).unwrap_or_default()
     }
 }
 

@@ -1,6 +1,8 @@
 //! The load generator's MCP calls, on `mcpgate-client`: 2026-07-28 requests declaring the
 //! capabilities a flow needs, 2025-11-25 requests in a session, and every outcome sorted into
-//! a [`CallError`] the report can count.
+//! a [`CallError`] the report can count. A plain `http://` endpoint is driven over
+//! [`Connections`] (lean keep-alive HTTP/1.1, so the driver's CPU per request, which the box
+//! shares with the servers it measures, stays small); any other over a `reqwest` [`Client`].
 //!
 //! Invariant: every request is bounded in time; a failure says whether it is worth retrying
 //! (transport errors and 502/503/504, which a load balancer or a restarting replica causes).
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcpgate_client::{Client, ClientError, McpRequest, Response};
+use mcpgate_client::{Client, ClientError, Connections, McpRequest, Response};
 use mcpgate_protocol::ProtocolVersion;
 use mcpgate_protocol::capabilities::TASKS_EXTENSION;
 use mcpgate_protocol::meta::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY};
@@ -76,7 +78,7 @@ impl std::fmt::Display for CallError {
 /// A client of one endpoint (cheap to clone: the connection pool is shared).
 #[derive(Debug, Clone)]
 pub(crate) struct Mcp {
-    client: Client,
+    transport: Transport,
     url: String,
     authorization: Option<String>,
     /// HTTP requests sent, by every clone (for requests per second next to flows).
@@ -92,15 +94,37 @@ pub(crate) struct Answer {
     pub(crate) session: Option<String>,
 }
 
+/// How requests travel.
+#[derive(Debug, Clone)]
+enum Transport {
+    /// A plain `http://` endpoint.
+    Plain(Arc<Connections>),
+    /// Anything else (TLS included).
+    Any(Client),
+}
+
+/// Bounds every request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Bounds every connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl Mcp {
     pub(crate) fn new(url: &str, authorization: Option<String>, clients: usize) -> anyhow::Result<Self> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(120))
-            .connect_timeout(Duration::from_secs(5))
-            .pool_max_idle_per_host(clients)
-            .build()?;
-        Ok(Self { client: Client::new(http), url: url.to_owned(), authorization, sent: Arc::new(AtomicU64::new(0)) })
+        let transport = match Connections::new(url) {
+            Some(plain) => Transport::Plain(Arc::new(
+                plain.max_idle(clients).timeout(REQUEST_TIMEOUT).connect_timeout(CONNECT_TIMEOUT),
+            )),
+            None => {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let http = reqwest::Client::builder()
+                    .timeout(REQUEST_TIMEOUT)
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .pool_max_idle_per_host(clients)
+                    .build()?;
+                Transport::Any(Client::new(http))
+            }
+        };
+        Ok(Self { transport, url: url.to_owned(), authorization, sent: Arc::new(AtomicU64::new(0)) })
     }
 
     /// HTTP requests sent so far.
@@ -156,8 +180,14 @@ impl Mcp {
             request = request.header(AUTHORIZATION.as_str(), auth.as_str());
         }
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let reply = self.client.send(&self.url, &request).await.map_err(|e| match e {
+        let sent = match &self.transport {
+            Transport::Plain(connections) => connections.send(&request).await,
+            Transport::Any(client) => client.send(&self.url, &request).await,
+        };
+        let reply = sent.map_err(|e| match e {
             ClientError::Send { source, .. } | ClientError::Read { source } => CallError::Transport(source.to_string()),
+            ClientError::Exchange { source, .. } => CallError::Transport(source.to_string()),
+            e @ ClientError::TimedOut { .. } => CallError::Transport(e.to_string()),
             other => CallError::Malformed(other.to_string()),
         })?;
         let status = reply.status;
@@ -171,7 +201,7 @@ impl Mcp {
                 CallError::Status(status)
             });
         };
-        match Response::parse(&message).map(|r| r.outcome) {
+        match Response::from_message(message).map(|r| r.outcome) {
             Some(Ok(result)) => Ok(Answer { result, session: reply.session }),
             Some(Err(error)) => Err(CallError::Rpc { code: error.code, message: error.message, status }),
             None => Err(CallError::Malformed("neither result nor error".to_owned())),

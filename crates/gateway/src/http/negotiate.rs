@@ -34,7 +34,7 @@ impl Accept {
         let mut accept = Self { json: false, sse: false };
         for range in value.to_str().unwrap_or("").split(',') {
             let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = parts.next().unwrap_or("").trim();
             let refused = parts.any(|p| {
                 let p = p.trim();
                 p.strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
@@ -42,10 +42,12 @@ impl Accept {
             if refused {
                 continue;
             }
-            match media.as_str() {
-                "application/json" | "application/*" | "*/*" => accept.json = true,
-                "text/event-stream" => accept.sse = true,
-                _ => {}
+            // Compared without folding a copy: media types are case-insensitive.
+            let is = |name: &str| media.eq_ignore_ascii_case(name);
+            if is("application/json") || is("application/*") || media == "*/*" {
+                accept.json = true;
+            } else if is("text/event-stream") {
+                accept.sse = true;
             }
         }
         if accept.json || accept.sse { Ok(accept) } else { Err(GatewayError::NotAcceptable) }

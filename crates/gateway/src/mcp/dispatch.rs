@@ -98,8 +98,8 @@ async fn open_audit(
     }
     let catalog = state.catalog.load();
     let upstream: Option<String> = match cx.method {
-        Method::ToolsCall => catalog
-            .find(name, &cx.principal)
+        // Boxed: this request's future stays small when the trail is off.
+        Method::ToolsCall => Box::pin(catalog.find(name, &cx.principal))
             .await
             .and_then(|(tool, _)| tool.descriptor().upstream.as_deref().map(str::to_owned)),
         Method::PromptsGet => catalog.prompt(name).and_then(|p| p.upstream().map(str::to_owned)),
@@ -124,6 +124,10 @@ async fn open_audit(
 
 /// [`dispatch`], leaving in `audit` the audit of a request that reaches a tool, prompt or
 /// resource (unless a stream took it over).
+///
+/// Each method's handler future is boxed where it is awaited: unboxed, this future would be
+/// as large as the largest of them (tens of KiB, doubled at every enclosing `async fn`) and
+/// be copied whole at each level on every request, whichever method it serves.
 #[allow(clippy::too_many_arguments)] // one request's parts, passed once
 async fn route(
     state: &AppState,
@@ -167,7 +171,7 @@ async fn route(
             m @ (Method::ToolsList | Method::PromptsList | Method::ResourcesList | Method::ResourcesTemplatesList),
         ) => {
             let (cx, params) = admitted!(mcpgate_protocol::pagination::PaginatedParams);
-            let result = handlers::list(state, &cx, m, &params).await;
+            let result = Box::pin(handlers::list(state, &cx, m, &params)).await;
             return simple(cx, result);
         }
         Some(Method::CompletionComplete) => {
@@ -187,14 +191,14 @@ async fn route(
             };
             *audit = open_audit(state, &cx, &params.name, || params.arguments.clone()).await;
             if handlers::search::is_search(&cx, &params) {
-                let result = handlers::search::search(state, &cx, &params).await;
+                let result = Box::pin(handlers::search::search(state, &cx, &params)).await;
                 return simple(cx, result);
             }
             let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
-            match handlers::call_tool(state, headers, &cx, params, wrapped).await.map_err(fail(&cx))? {
+            match Box::pin(handlers::call_tool(state, headers, &cx, params, wrapped)).await.map_err(fail(&cx))? {
                 handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
                 handlers::ToolPlan::Task(plan) => {
-                    let result = handlers::tasks::create(state, &cx, plan).await;
+                    let result = Box::pin(handlers::tasks::create(state, &cx, plan)).await;
                     return simple(cx, result);
                 }
                 handlers::ToolPlan::Ask(result) => return simple(cx, Ok(result)),
@@ -202,22 +206,22 @@ async fn route(
         }
         Some(Method::TasksGet) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
-            let result = handlers::tasks::get(state, &cx, &params).await;
+            let result = Box::pin(handlers::tasks::get(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksCancel) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
-            let result = handlers::tasks::cancel(state, &cx, &params).await;
+            let result = Box::pin(handlers::tasks::cancel(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksUpdate) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::UpdateTaskParams);
-            let result = handlers::tasks::update(state, &cx, &params).await;
+            let result = Box::pin(handlers::tasks::update(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksList) => {
             let (cx, params) = admitted!(mcpgate_protocol::pagination::PaginatedParams);
-            let result = handlers::tasks::list(state, &cx, &params).await;
+            let result = Box::pin(handlers::tasks::list(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksResult) => {
@@ -229,7 +233,7 @@ async fn route(
         }
         Some(Method::SubscriptionsListen) => {
             let (cx, params) = admitted!(mcpgate_protocol::subscription::ListenParams);
-            let response = super::listen::open(state, &cx, params, accept).await.map_err(fail(&cx))?;
+            let response = Box::pin(super::listen::open(state, &cx, params, accept)).await.map_err(fail(&cx))?;
             // A listener is not a request in flight: it holds a listener slot instead, and
             // counts as served once its stream is open.
             let Ticket { permit, in_flight, started } = ticket;
@@ -244,13 +248,13 @@ async fn route(
                 Some(strings.map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect())
             };
             *audit = open_audit(state, &cx, &params.name, arguments).await;
-            let prepared = handlers::get_prompt(state, &cx, params).await.map_err(fail(&cx))?;
+            let prepared = Box::pin(handlers::get_prompt(state, &cx, params)).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
         Some(Method::ResourcesRead) => {
             let (cx, params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
             *audit = open_audit(state, &cx, &params.uri, || None).await;
-            let prepared = handlers::read_resource(state, &cx, params).await.map_err(fail(&cx))?;
+            let prepared = Box::pin(handlers::read_resource(state, &cx, params)).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
         // Unknown methods: era rules first, then "not found".

@@ -70,7 +70,10 @@ enum Record {
     Now(Option<Era>),
 }
 
-/// Returns the response and who records it.
+/// Returns the response and who records it. The futures of its phases that may be large
+/// (authentication, which may fetch a JWKS; the rarer message kinds) are boxed, so this one
+/// stays small: axum moves it into a box of its own, and unboxed it would be copied whole
+/// (tens of KiB) on every request.
 async fn handle(
     state: &AppState,
     endpoint: &Arc<Endpoint>,
@@ -81,7 +84,7 @@ async fn handle(
     label: &mut MethodLabel,
 ) -> Result<(Response, Record), ErrorReply> {
     state.origin.check(headers, uri)?;
-    let principal = authenticate(state, endpoint, headers).await?;
+    let principal = Box::pin(authenticate(state, endpoint, headers)).await?;
     let span = Span::current();
     if !span.is_disabled() {
         span.record("principal", principal.log_id());
@@ -110,7 +113,7 @@ async fn handle(
         Incoming::Notification(note) => {
             *label = MethodLabel::NOTIFICATION;
             if note.method == mcpgate_protocol::method::notification::CANCELLED {
-                forward_cancel(state, headers, &session_principal(), note.params).await;
+                Box::pin(forward_cancel(state, headers, &session_principal(), note.params)).await;
             }
             return Ok((reply::accepted(), Record::Now(None)));
         }
@@ -127,7 +130,7 @@ async fn handle(
             // A 2025-11-25 client answering an input request of a task's tasks/result stream.
             // A response that cannot be accepted gets an HTTP error status and an error
             // without an id (it answers no request of the client's).
-            if let Err(error) = answer_task_input(state, &session_principal(), &response).await {
+            if let Err(error) = Box::pin(answer_task_input(state, &session_principal(), &response)).await {
                 let error = match error {
                     GatewayError::Store { .. } | GatewayError::StoredData { .. } => error,
                     other => ProtocolError::InvalidRequest { reason: other.to_string(), id: None }.into(),

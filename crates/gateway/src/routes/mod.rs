@@ -57,8 +57,11 @@ pub(crate) fn router(state: AppState) -> Router {
 /// request finds its endpoint without a lookup.
 fn mcp_routes(served: Arc<Endpoint>) -> MethodRouter<AppState> {
     let for_get = served.clone();
-    post(move |State(state): State<AppState>, uri: Uri, headers: HeaderMap, body: Body| {
-        endpoint::post_mcp(state, served.clone(), uri, headers, body)
+    // The request is taken whole and split: the `Uri` and `HeaderMap` extractors would clone
+    // them.
+    post(move |State(state): State<AppState>, request: Request<Body>| {
+        let (parts, body) = request.into_parts();
+        endpoint::post_mcp(state, served.clone(), parts.uri, parts.headers, body)
     })
     .get(move |State(state): State<AppState>, uri: Uri, headers: HeaderMap| {
         endpoint::get_mcp(state, for_get.clone(), uri, headers)
