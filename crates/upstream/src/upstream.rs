@@ -308,7 +308,16 @@ impl Upstream {
                 None => (None, None),
             }
         };
-        self.link.send_only(crate::rpc::response(&request.id, outcome), bearer, holder).await
+        // Bounded: the caller awaits this inside its call, whose own timeout is not polled
+        // meanwhile (an upstream that never answers the POST must not hold the call for ever).
+        let limit = self.config.timeout();
+        tokio::time::timeout(limit, self.link.send_only(crate::rpc::response(&request.id, outcome), bearer, holder))
+            .await
+            .unwrap_or_else(|_| {
+                Err(UpstreamError::Unreachable {
+                    detail: format!("no answer to a response within {} s", limit.as_secs()),
+                })
+            })
     }
 
     /// The installed connections of an `auth = "oauth"` upstream.

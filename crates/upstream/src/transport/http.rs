@@ -438,7 +438,8 @@ impl Http {
             // "down". A 404 without a JSON-RPC error (a wrong URL) is a failure to reach it.
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
             return Ok(Posted::Answer(Err(match rpc::parse(&body) {
-                Ok(Inbound::Response { outcome: Err(e @ UpstreamError::Rpc { .. }), .. }) => e,
+                // Only the answer to this request (a stray one may be another caller's).
+                Ok(Inbound::Response { id: got, outcome: Err(e @ UpstreamError::Rpc { .. }) }) if got == id => e,
                 _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
             })));
         }
@@ -459,7 +460,7 @@ impl Http {
         if !status.is_success() {
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
             return Ok(Posted::Answer(Err(match rpc::parse(&body) {
-                Ok(Inbound::Response { outcome: Err(e), .. }) => e,
+                Ok(Inbound::Response { id: got, outcome: Err(e) }) if got == id => e,
                 _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
             })));
         }

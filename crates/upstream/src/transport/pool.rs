@@ -5,11 +5,16 @@
 //! waits for the answer also does the connection's reads and writes (hyper's
 //! `client::conn::http1`, polled in place), which is what a federated call costs least with.
 //!
-//! Invariants: at most `max_idle` idle connections are kept, none longer than `idle_timeout`;
+//! Invariants: at most `max_idle` idle connections are kept, none reused after `idle_timeout`
+//! (an expired one is closed when the pool is next used: taken from or given back to);
 //! a connection whose answer was not read to its end (a call dropped or cancelled, a body over
 //! its bound) is closed, never reused; a request a kept connection could not take (the upstream
 //! had closed it meanwhile) goes out once more on a new connection — only a request hyper gives
-//! back unsent, so nothing ever runs twice; opening a connection takes at most `connect_timeout`.
+//! back unsent, so nothing ever runs twice; opening a connection takes at most `connect_timeout`
+//! and is made as the general client makes one (hyper-util's `HttpConnector`: every resolved
+//! address tried, the other family after 300 ms, TCP keepalive and `TCP_USER_TIMEOUT`, so a
+//! dead peer under a kept connection is noticed in about 30 s, not at the call's timeout); a
+//! URL with credentials in it (`user:pw@`) is left to the general client, which sends them.
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
@@ -21,11 +26,19 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::{Body, Incoming};
 use hyper::client::conn::http1::{self, Connection, SendRequest};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
 use reqwest::StatusCode;
 use reqwest::header::{HOST, HeaderMap, HeaderValue};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tower::Service as _;
+
+/// TCP keepalive idle time and probe interval (three probes), as the general client sets them.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How long data written may stay unacknowledged before the kernel gives the connection up.
+#[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One kept-alive connection: the handle requests are sent with and the state machine that
 /// reads and writes its socket (polled by whoever holds it).
@@ -50,8 +63,10 @@ impl Conn {
 
 /// The connections of one upstream.
 pub(crate) struct Pool {
-    /// `host:port` connected to.
-    address: String,
+    /// `http://host:port`, what the connector resolves and connects to.
+    address: hyper::Uri,
+    /// Opens connections (resolution, address order, socket options).
+    connector: HttpConnector,
     /// The endpoint's path and query: the request target.
     origin_form: hyper::Uri,
     /// The `Host` header of every request (the general client adds it itself; a connection
@@ -86,7 +101,8 @@ impl Pool {
         connect_timeout: Duration,
     ) -> Result<Option<Self>, String> {
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { return Ok(None) };
-        if url.scheme() != "http" {
+        // Credentials in the URL become the general client's `Authorization: Basic`.
+        if url.scheme() != "http" || !url.username().is_empty() || url.password().is_some() {
             return Ok(None);
         }
         let target = match url.query() {
@@ -98,8 +114,19 @@ impl Pool {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
         };
+        let address =
+            hyper::Uri::try_from(format!("http://{host}:{port}")).map_err(|e| format!("not a valid host: {e}"))?;
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(connect_timeout));
+        connector.set_nodelay(true);
+        connector.set_keepalive(Some(KEEPALIVE));
+        connector.set_keepalive_interval(Some(KEEPALIVE));
+        connector.set_keepalive_retries(Some(3));
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        connector.set_tcp_user_timeout(Some(TCP_USER_TIMEOUT));
         Ok(Some(Self {
-            address: format!("{host}:{port}"),
+            address,
+            connector,
             origin_form,
             host: HeaderValue::try_from(authority).map_err(|e| format!("not a valid host: {e}"))?,
             idle: Mutex::new(Vec::new()),
@@ -148,12 +175,15 @@ impl Pool {
         Err(Failed("the upstream closed a new connection before taking the request".to_owned()))
     }
 
-    /// The most recently used idle connection that can still take a request.
+    /// The most recently used idle connection that can still take a request (expired ones
+    /// are closed on the way).
     fn take(&self) -> Option<Box<Conn>> {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
+        let timeout = self.idle_timeout;
+        idle.retain(|c| now.saturating_duration_since(c.since) < timeout);
         while let Some(mut conn) = idle.pop() {
-            if now.saturating_duration_since(conn.since) < self.idle_timeout && conn.usable() {
+            if conn.usable() {
                 return Some(conn);
             }
         }
@@ -174,9 +204,8 @@ impl Pool {
 
     async fn open(&self) -> Result<Box<Conn>, Failed> {
         let connect = async {
-            let stream = TcpStream::connect(self.address.as_str()).await.map_err(|e| Failed(e.to_string()))?;
-            let _ = stream.set_nodelay(true);
-            http1::handshake(TokioIo::new(stream)).await.map_err(|e| Failed(describe(&e)))
+            let io = self.connector.clone().call(self.address.clone()).await.map_err(|e| Failed(describe(&e)))?;
+            http1::handshake(io).await.map_err(|e| Failed(describe(&e)))
         };
         let (send, driver) = tokio::time::timeout(self.connect_timeout, connect)
             .await
@@ -208,7 +237,7 @@ async fn exchange(
 }
 
 /// A hyper error with its causes.
-fn describe(e: &hyper::Error) -> String {
+fn describe(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
@@ -277,5 +306,28 @@ impl Drop for Answer<'_> {
         {
             self.pool.put(conn);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Pool;
+
+    fn pooled(url: &str) -> bool {
+        let url = reqwest::Url::parse(url).expect("a URL");
+        Pool::for_url(&url, 4, Duration::from_secs(60), Duration::from_secs(5)).expect("valid").is_some()
+    }
+
+    #[test]
+    fn only_plain_http_urls_without_credentials_are_pooled() {
+        assert!(pooled("http://127.0.0.1:8080/mcp?x=1"));
+        assert!(pooled("http://[::1]:8080/mcp"));
+        assert!(pooled("http://upstream.internal/mcp"));
+        // The general client: TLS, and credentials it turns into `Authorization: Basic`.
+        assert!(!pooled("https://upstream.example/mcp"));
+        assert!(!pooled("http://svc:secret@10.0.0.5/mcp"));
+        assert!(!pooled("http://svc@10.0.0.5/mcp"));
     }
 }
