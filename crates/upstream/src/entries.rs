@@ -65,6 +65,10 @@ async fn forward(
     let call = upstream.request(request, &cancel);
     tokio::pin!(call);
     let mut cancelled = false;
+    // Cancelled while its answer is on its way, a call is given a moment to get it: if the
+    // upstream already made a task of it, its id is then known, and the task is cancelled
+    // upstream too (`task_relay::track`) instead of being left running there, orphaned.
+    let mut grace: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     loop {
         tokio::select! {
             outcome = &mut call => return outcome,
@@ -78,11 +82,19 @@ async fn forward(
             }
             () = cx.cancelled(), if !cancelled => {
                 cancelled = true;
+                grace = Some(Box::pin(tokio::time::sleep(ANSWER_GRACE)));
+            }
+            () = async { if let Some(g) = grace.as_mut() { g.await } }, if grace.is_some() => {
+                grace = None;
                 cancel.cancel();
             }
         }
     }
 }
+
+/// How long a cancelled call waits for an answer already on its way (less than the worker's
+/// grace for a cancelled run's tool, so the upstream task can still be cancelled within it).
+const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// A channel when `wanted`.
 fn channel_if<T>(wanted: bool, size: usize) -> (Option<mpsc::Sender<T>>, Option<mpsc::Receiver<T>>) {
