@@ -686,18 +686,7 @@ pub(super) fn client_for(config: &UpstreamConfig) -> Result<(reqwest::Client, He
 /// A reqwest error with its causes ("error sending request: ... Connection refused"), without
 /// the URL (it may carry a credential).
 pub(crate) fn describe(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+    super::pool::describe(&e.without_url())
 }
 
 /// Reads a whole body, failing past `max` bytes.

@@ -236,8 +236,8 @@ async fn exchange(
     Ok((response, driver_done))
 }
 
-/// A hyper error with its causes.
-fn describe(e: &dyn std::error::Error) -> String {
+/// An error with its causes (each once: many repeat their cause's text in their own).
+pub(crate) fn describe(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
