@@ -12,6 +12,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use mcpgate_client::{ClientError, Connections, McpRequest};
 
+use crate::wire::take_head;
+
 /// How long any one step of a test may take.
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -62,14 +64,8 @@ async fn serve(
     let mut buf = [0_u8; 4096];
     loop {
         let (head, length) = loop {
-            if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(str::to_owned))
-                    .map_or(0, |v| v.trim().parse::<usize>().expect("a length"));
-                bytes.drain(..end + 4);
-                break (head, length);
+            if let Some(head) = take_head(&mut bytes) {
+                break head;
             }
             match socket.read(&mut buf).await {
                 Ok(0) | Err(_) => return,

@@ -30,14 +30,8 @@ async fn peer(reply: Vec<u8>) -> (String, tokio::task::JoinHandle<Received>) {
             let n = socket.read(&mut buf).await.expect("reads");
             assert!(n > 0, "the request ended before its head");
             bytes.extend_from_slice(&buf[..n]);
-            if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(str::to_owned))
-                    .map_or(0, |v| v.trim().parse::<usize>().expect("a length"));
-                bytes.drain(..end + 4);
-                break (head, length);
+            if let Some(head) = take_head(&mut bytes) {
+                break head;
             }
         };
         while bytes.len() < length {
@@ -134,4 +128,17 @@ async fn nothing_listening_is_a_send_error() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let error = client().send(&url, &McpRequest::modern(1, "tools/list", json!({}))).await.expect_err("refused");
     assert!(matches!(error, ClientError::Send { .. }), "{error}");
+}
+
+/// Takes a complete request head off the front of `bytes`: its text and its `Content-Length`
+/// (0 without one); `None` while the head is incomplete.
+pub(crate) fn take_head(bytes: &mut Vec<u8>) -> Option<(String, usize)> {
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(str::to_owned))
+        .map_or(0, |v| v.trim().parse::<usize>().expect("a length"));
+    bytes.drain(..end + 4);
+    Some((head, length))
 }
