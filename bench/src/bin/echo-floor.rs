@@ -1,12 +1,12 @@
 //! `echo-floor`: the least a JSON-RPC `tools/call echo` over HTTP/1.1 can cost on this stack.
 //!
-//! Not an MCP server: it checks nothing (no version, no headers, no capabilities), parses only
-//! the request's `id` and `params.arguments.text`, and writes the one answer the load
-//! generator's `sync` scenario checks. It runs on what mcpgate and rmcp-reference both run on
-//! (`axum::serve` on hyper, tokio's multi-thread runtime, serde_json, the same release
-//! profile), so `scripts/bench-peers FLOOR=1` can show how much of each server's CPU per call
-//! is the transport (loopback TCP, HTTP/1.1, the JSON it must read and write) and how much is
-//! the server's own work.
+//! Not an MCP server: it checks nothing (no version, no headers, no capabilities), reads only
+//! the request's `id` and `params.arguments.text`, and writes only what the load generator's
+//! `sync` scenario checks (`result.content[0].text`; no `resultType`). It runs on what mcpgate
+//! and rmcp-reference both run on (`axum::serve` on hyper, tokio's multi-thread runtime,
+//! serde_json, the same release profile), so `scripts/bench-peers FLOOR=1` can show a lower
+//! bound of what the transport costs (loopback TCP, HTTP/1.1, reading and writing the JSON),
+//! and so an upper bound of each server's own work.
 //!
 //! Usage: `echo-floor [--listen ADDR]` (default `127.0.0.1:0`); prints `listening on
 //! http://ADDR` once bound; answers `POST /mcp`. Runs until killed.
@@ -20,7 +20,8 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The members of a `tools/call` the answer needs; everything else is skipped unread.
+/// The members of a `tools/call` the answer needs; serde_json scans the others without
+/// building values of them.
 #[derive(Deserialize)]
 struct Call<'a> {
     #[serde(borrow)]
