@@ -3,21 +3,30 @@
 
 use serde_json::json;
 
-use mcpgate_e2e::ClusterBuilder;
+use mcpgate_e2e::{ClusterBuilder, GatewayBuilder};
 
 const SECRET: &str = "e2e-shared-secret-of-at-least-32-bytes!";
 pub(crate) const ISSUER: &str = "https://auth.example.com";
 const RESOURCE: &str = "https://mcp.example.com/mcp";
 
+/// The settings of a gateway that requires a JWT from [`bearer`].
+const JWT_ENV: [(&str, &str); 6] = [
+    ("MCPGATE_AUTH_MODE", "jwt"),
+    ("MCPGATE_AUTH_RESOURCE", RESOURCE),
+    ("MCPGATE_AUTH_AUTHORIZATION_SERVERS", ISSUER),
+    ("MCPGATE_AUTH_JWT_ISSUER", ISSUER),
+    ("MCPGATE_AUTH_JWT_ALGORITHMS", "HS256"),
+    ("MCPGATE_AUTH_JWT_HS256_SECRETS", SECRET),
+];
+
 /// Replicas that require a JWT from [`bearer`].
 pub(crate) fn with_jwt(builder: ClusterBuilder) -> ClusterBuilder {
-    builder
-        .env("MCPGATE_AUTH_MODE", "jwt")
-        .env("MCPGATE_AUTH_RESOURCE", RESOURCE)
-        .env("MCPGATE_AUTH_AUTHORIZATION_SERVERS", ISSUER)
-        .env("MCPGATE_AUTH_JWT_ISSUER", ISSUER)
-        .env("MCPGATE_AUTH_JWT_ALGORITHMS", "HS256")
-        .env("MCPGATE_AUTH_JWT_HS256_SECRETS", SECRET)
+    JWT_ENV.iter().fold(builder, |builder, (key, value)| builder.env(key, value))
+}
+
+/// One gateway that requires a JWT from [`bearer`].
+pub(crate) fn gateway_with_jwt(builder: GatewayBuilder) -> GatewayBuilder {
+    JWT_ENV.iter().fold(builder, |builder, (key, value)| builder.env(key, value))
 }
 
 /// An `Authorization` header value for `sub`, valid for ten minutes.

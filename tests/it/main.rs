@@ -4,6 +4,7 @@ mod admin;
 mod at_rest;
 mod background;
 mod bridging;
+mod clients;
 mod cluster;
 mod deploy;
 mod examples;
