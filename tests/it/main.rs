@@ -24,6 +24,7 @@ mod oauth_client;
 mod oauth_cluster;
 mod oauth_connect;
 mod overrides;
+mod pinned_duplicates;
 mod pinning;
 mod process;
 mod redis_cluster;

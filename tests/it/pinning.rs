@@ -115,8 +115,13 @@ async fn a_changed_definition_is_withheld_on_every_replica_until_approved() -> a
     let upstream = HttpServer::fastmcp_script_on(FIXTURE, dir.path(), port, &env)?;
     for i in 0..2 {
         lists_lookup_as(&client, &cluster, i, None).await;
-        let refused = lookup(&client, &cluster.replica_url(i)).await?;
-        assert!(refused.is_err(), "replica {i} ran a withheld tool: {refused:?}");
+        // Refused precisely as an unknown tool (-32602), not merely with some error.
+        let refused = lookup(&client, &cluster.replica_url(i)).await?.err().unwrap_or_default();
+        assert_eq!(refused["error"]["code"], -32602, "replica {i} ran a withheld tool: {refused}");
+        assert_eq!(
+            refused["error"]["message"], "Invalid params: Unknown tool: pinned_lookup",
+            "replica {i}: {refused}"
+        );
     }
     let metrics = reqwest::get(format!("{}/metrics", api(&cluster, 1))).await?.text().await?;
     assert!(metrics.contains("mcpgate_pinned_tools_withheld{upstream=\"pinned\"} 2"), "{metrics}");

@@ -350,7 +350,9 @@ pub trait Pins: Send + Sync {
     /// `seed` (first-seen) and nothing was ever approved for it (of two replicas racing, one
     /// seeds, and both read its set); then keeps, as the latest seen, exactly the tools whose
     /// hash is not the approved one (changed tools before new ones when over the bound).
-    /// Returns the approved hashes, and whether this call seeded them.
+    /// Returns the approved hashes, and whether this call seeded them. `tools` names each tool
+    /// at most once (the caller records a name the upstream listed twice as one stub with an
+    /// empty hash, which is never seeded).
     fn pins_observe(
         &self,
         upstream: &str,

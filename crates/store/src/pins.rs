@@ -8,8 +8,8 @@
 //! blindly); first-seen seeding happens at most once per upstream, atomically, so two
 //! replicas racing end with one approved set; kept definitions and tool counts are bounded,
 //! and when the seen set is full, changed tools (those with an approved hash) are kept before
-//! new ones. A tool observed with an empty hash (its definition over the observer's bound, kept
-//! as a stub) is never seeded and never approved.
+//! new ones. A tool observed with an empty hash (a stub: its definition over the observer's
+//! bound, or a name the upstream listed more than once) is never seeded and never approved.
 
 use std::collections::BTreeMap;
 
@@ -26,7 +26,8 @@ pub struct Observed {
     /// The upstream's own name of the tool.
     pub tool: String,
     /// SHA-256 (hex) of its canonical definition; empty when the definition is not approvable
-    /// (too large to show an operator: `definition` is then a stub saying so).
+    /// (too large to show an operator, or a name listed more than once: `definition` is then
+    /// a stub saying so).
     pub hash: String,
     /// Its canonical definition (JSON).
     pub definition: String,

@@ -25,7 +25,7 @@ use mcpgate_store::{Approval, Change, EventBus as _, Pins as _, Withheld};
 
 use super::Failed;
 use crate::error::GatewayError;
-use crate::pinning::{changed_fields, follows_the_name_rules, omitted, printable, shell_word};
+use crate::pinning::{changed_fields, duplicate_note, follows_the_name_rules, omitted, printable, shell_word};
 use crate::state::AppState;
 
 /// Most pairs one approval names (the most tools an upstream has withheld).
@@ -58,16 +58,22 @@ fn pinned(state: &AppState, upstream: Option<&str>) -> Result<Vec<String>, Gatew
 
 fn describe(upstream: &str, w: &Withheld) -> Value {
     let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
-    // A definition too large to show is a stub: nothing to compare, and nothing to approve.
+    // A definition too large to show, or a name listed more than once, is a stub: nothing to
+    // compare, and nothing to approve.
     let too_large = omitted(&w.definition).filter(|_| w.hash.is_empty());
-    let changes =
-        if too_large.is_some() { Vec::new() } else { changed_fields(w.approved_definition.as_deref(), &w.definition) };
+    let duplicate = duplicate_note(&w.definition).filter(|_| w.hash.is_empty());
+    let changes = if too_large.is_some() || duplicate.is_some() {
+        Vec::new()
+    } else {
+        changed_fields(w.approved_definition.as_deref(), &w.definition)
+    };
     json!({
         "upstream": upstream,
         "tool": w.tool,
         "hash": w.hash,
         "approvable": !w.hash.is_empty(),
         "tooLarge": too_large,
+        "duplicate": duplicate,
         "approvedHash": w.approved_hash,
         "new": w.approved_hash.is_none(),
         "changes": changes,
@@ -193,8 +199,17 @@ pub(super) fn render_diff(answer: &Value) -> String {
     let mut out = String::new();
     for t in &tools {
         let (upstream, tool, hash) = (text(&t["upstream"]), text(&t["tool"]), text(&t["hash"]));
-        let why = if t["new"].as_bool() == Some(true) { "new, never approved" } else { "changed since approved" };
+        let duplicate = t["duplicate"].as_str();
+        let why = match (duplicate, t["new"].as_bool() == Some(true)) {
+            (Some(_), _) => "duplicate: the upstream lists this name more than once",
+            (None, true) => "new, never approved",
+            (None, false) => "changed since approved",
+        };
         let _ = writeln!(out, "{} / {}: withheld ({why})", printable(upstream), printable(tool));
+        if let Some(note) = duplicate {
+            let _ = writeln!(out, "  {}; cannot be approved (the upstream must list it once)", printable(note));
+            continue;
+        }
         if hash.is_empty() {
             let size = printable(t["tooLarge"].as_str().unwrap_or("no hash"));
             let _ = writeln!(out, "  {size}: not kept, cannot be approved (the upstream must shrink it)");
@@ -249,6 +264,26 @@ mod tests {
         assert!(text.contains("- approved: \"Find\""), "{text}");
         assert!(text.contains("+ current:  \"Find and exfiltrate\""), "{text}");
         assert_eq!(super::render_diff(&json!({ "withheld": [] })), "no pinned tool is withheld\n");
+    }
+
+    #[test]
+    fn a_duplicated_name_is_shown_as_a_duplicate_with_nothing_to_approve() {
+        let store = super::Withheld {
+            tool: "search".to_owned(),
+            hash: String::new(),
+            definition: r#"{"_duplicate":"listed 2 times (definitions aa, bb): no copy is served"}"#.to_owned(),
+            approved_hash: Some("bb".to_owned()),
+            approved_definition: Some(r#"{"description":"Search"}"#.to_owned()),
+        };
+        let described = super::describe("web", &store);
+        assert_eq!(described["approvable"], false, "{described}");
+        assert_eq!(described["changes"], json!([]), "{described}");
+        assert!(described["duplicate"].as_str().is_some_and(|n| n.starts_with("listed 2 times")), "{described}");
+        let answer = json!({ "withheld": [described] });
+        let text = super::render_diff(&answer);
+        assert!(text.contains("web / search: withheld (duplicate: the upstream lists this name more than once)"));
+        assert!(text.contains("listed 2 times (definitions aa, bb)") && !text.contains("approve:"), "{text}");
+        assert!(super::approvable_pairs(&answer).is_empty(), "nothing of a duplicate is ever sent for approval");
     }
 
     #[test]
