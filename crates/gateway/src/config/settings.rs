@@ -346,8 +346,8 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Int,
         "Redis replicas that must hold each task write a client or a worker relies on (creation, claim, input \
          request, answer, result, cancel), each vault write and delete (users' connections, client registrations) \
-         and each single-use mark of a connect link or flow state before it is answered (WAIT after the write, same \
-         round trip), 0 to 16; a write not acknowledged in time fails as 'task store unavailable' (a task write is \
+         and each single-use mark (a connect link, an OAuth flow state, a single-use requestState) before it is \
+         answered (WAIT after the write, same round trip), 0 to 16; a write not acknowledged in time fails as 'task store unavailable' (a task write is \
          safe to retry; a link whose mark failed so is spent). 0 = answer once the primary has it: a failover may \
          lose it",
     ),

@@ -11,18 +11,17 @@
 //! The relied-on writes: a task's (creation, claim, input request, answer, settle, cancel),
 //! the vault's (a connection's or a registration's write, its deletes: a lost one brings back
 //! a revoked credential or a user's disconnect, or loses a rotated refresh token, whose old
-//! one is then spent again), and the single-use marks of connect links and flow states (a
-//! lost one lets a spent link be replayed).
+//! one is then spent again), and the single-use marks of connect links, flow states and
+//! single-use `requestState` (a lost one lets a spent one be replayed).
 //!
 //! Between a script and `WAIT` goes one write of a per-shard marker key (same slot): a
 //! script's answer may rest on data it did not write itself (the idempotent "this task
 //! exists" of a repeated creation, a repeated settle that finds its outcome recorded, a
 //! vault compare-and-set that finds another version), and `WAIT` only covers what this
 //! connection wrote. The marker's write is replicated after everything the script read, so
-//! once replicas acknowledge it they hold that too. A single command ([`RedisStore::
-//! command_acked`], the single-use mark's `SET NX`) needs none: what it answers without
-//! writing is a refusal ("already used"), which is safe whether or not a replica holds the
-//! mark that caused it.
+//! once replicas acknowledge it they hold that too. A single command (`command_acked`: the
+//! single-use mark's `SET NX`) needs none: what it answers without writing is a refusal
+//! ("already used"), which is safe whether or not a replica holds the mark that caused it.
 //!
 //! Invariant: with `replicas_ack` = 0 nothing changes (no `WAIT`, no extra command); with
 //! n > 0 a relied-on write is answered as a success only once n replicas hold it, otherwise
