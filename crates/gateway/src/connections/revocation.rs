@@ -6,17 +6,18 @@
 //!
 //! Invariant: the record deleted is the very one whose tokens are revoked (deleted at the
 //! version read, so tokens a refresh rotated in meanwhile are not left alive); the record is
-//! forgotten whatever the server does; revoking is best effort and bounded (each request by
-//! the upstream's OAuth timeout, all of it by twice that), runs to its end even when the
-//! caller goes away, is logged without any token, and is done only with a record the gateway
-//! sealed (a planted one is never sent anywhere) at the server its issuer names, discovered
-//! afresh. Not covered: a server without a revocation endpoint, and self-contained (JWT)
-//! access tokens a server cannot revoke, which live until they expire.
+//! forgotten whatever the server does, and the tokens are revoked even when the replicas do
+//! not confirm the delete (`store.replicas_ack`); revoking is best effort and bounded (each
+//! request by the upstream's OAuth timeout, all of it by twice that), runs to its end even
+//! when the caller goes away, is logged without any token, and is done only with a record
+//! the gateway sealed (a planted one is never sent anywhere) at the server its issuer names,
+//! discovered afresh. Not covered: a server without a revocation endpoint, and
+//! self-contained (JWT) access tokens a server cannot revoke, which live until they expire.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpgate_store::Vault as _;
+use mcpgate_store::{StoreError, Vault as _};
 use mcpgate_upstream::oauth::TokenKind;
 
 use super::Connector;
@@ -45,9 +46,23 @@ impl Connector {
             // was read, so the tokens revoked are the ones forgotten (the last try deletes
             // whatever is there, so a record rewritten again and again is still forgotten).
             let deleted = if attempt < ATTEMPTS {
-                self.store.vault_delete_version(&key, version).await?
+                self.store.vault_delete_version(&key, version).await
             } else {
-                self.store.vault_delete(&key).await?
+                self.store.vault_delete(&key).await
+            };
+            let deleted = match deleted {
+                Ok(deleted) => deleted,
+                // Deleted on the primary, not confirmed by its replicas (`store.replicas_ack`):
+                // the user asked to disconnect, so the tokens are revoked all the same (a
+                // record a failover brings back then fails and is dropped), and the caller
+                // hears that the store did not confirm.
+                Err(e @ StoreError::NotAcknowledged { .. }) => {
+                    if let Ok(stored) = opened {
+                        self.revoke_detached(upstream, stored.connection).await;
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
             };
             if !deleted {
                 continue;
