@@ -12,8 +12,9 @@
 // once it serves. What it offers: open dynamic client registration (RFC 7591, /reg), the
 // authorization code grant with PKCE S256 required, JWT access tokens (RS256, keys at /jwks) whose
 // audience is the requested resource, rotating refresh tokens (spending a rotated one again
-// revokes the whole grant), and oidc-provider's development login and consent forms, where any
-// login name signs in as the account of that name (its `sub`).
+// revokes the whole grant), token revocation (RFC 7009, advertised as revocation_endpoint), and
+// oidc-provider's development login and consent forms, where any login name signs in as the
+// account of that name (its `sub`).
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -38,6 +39,7 @@ server.listen(0, '127.0.0.1', () => {
     features: {
       devInteractions: { enabled: true },
       registration: { enabled: true },
+      revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: (ctx, client, oneOf) => oneOf ?? undefined,

@@ -35,16 +35,16 @@ const CALLBACK: &str = "http://127.0.0.1:9/oauth/callback";
 const RESOURCE: &str = "http://127.0.0.1:9/mcp";
 const HS256_SECRET: &str = "oauth-connect-e2e-secret-0123456789abcdef";
 const UPSTREAM: &str = "files";
-const ADMIN_TOKEN: &str = "oauth-connect-e2e-admin-token-0123456789";
+pub(crate) const ADMIN_TOKEN: &str = "oauth-connect-e2e-admin-token-0123456789";
 
-struct Setup {
-    servers: OAuthServers,
-    cluster: Cluster,
+pub(crate) struct Setup {
+    pub(crate) servers: OAuthServers,
+    pub(crate) cluster: Cluster,
     _config: tempfile::NamedTempFile,
 }
 
 impl Setup {
-    async fn start() -> anyhow::Result<Self> {
+    pub(crate) async fn start() -> anyhow::Result<Self> {
         let servers = OAuthServers::start(Duration::from_secs(300))?;
         let (client_id, client_secret) = servers.register_client(LOGIN_CALLBACK).await?;
         let issuer = servers.issuer();
@@ -84,13 +84,13 @@ auth = "oauth"
     }
 
     /// `url` (under the public URL) as requested of replica `i`.
-    fn on(&self, i: usize, url: &str) -> anyhow::Result<String> {
+    pub(crate) fn on(&self, i: usize, url: &str) -> anyhow::Result<String> {
         let rest = url.strip_prefix(PUBLIC_URL).ok_or_else(|| anyhow::anyhow!("{url} is not under {PUBLIC_URL}"))?;
         Ok(format!("{}{rest}", self.cluster.replica_url(i).trim_end_matches("/mcp")))
     }
 
     /// A connect link for `sub`, as a replica mints one.
-    fn link(&self, sub: &str) -> anyhow::Result<String> {
+    pub(crate) fn link(&self, sub: &str) -> anyhow::Result<String> {
         let issuer = self.servers.issuer();
         let payload = json!({
             "principal": principal_key(issuer, sub), "issuer": issuer, "subject": sub,
@@ -102,7 +102,7 @@ auth = "oauth"
         Ok(format!("{PUBLIC_URL}/oauth/connect/{sealed}"))
     }
 
-    async fn vault(&self) -> anyhow::Result<RedisStore> {
+    pub(crate) async fn vault(&self) -> anyhow::Result<RedisStore> {
         let port = self.cluster_redis_port();
         Ok(RedisStore::connect(RedisOptions {
             url: format!("redis://127.0.0.1:{port}"),
@@ -121,7 +121,7 @@ auth = "oauth"
         .await?)
     }
 
-    fn cluster_redis_port(&self) -> u16 {
+    pub(crate) fn cluster_redis_port(&self) -> u16 {
         // `redis()` needs `&mut`; the port is fixed for the cluster's life.
         let env = self.cluster.env();
         let url = env.iter().find(|(k, _)| k == "MCPGATE_REDIS_URL").map(|(_, v)| v.as_str()).unwrap_or_default();
@@ -145,12 +145,12 @@ auth = "oauth"
     }
 }
 
-fn sealer() -> anyhow::Result<Sealer> {
+pub(crate) fn sealer() -> anyhow::Result<Sealer> {
     Ok(Sealer::new(KeyRing::parse(&[CLUSTER_SEAL_KEYS])?, 16 * 1024))
 }
 
 /// `Principal::key()` of (`issuer`, `sub`).
-fn principal_key(issuer: &str, sub: &str) -> String {
+pub(crate) fn principal_key(issuer: &str, sub: &str) -> String {
     format!("{}:{issuer}{sub}", issuer.len())
 }
 
@@ -202,7 +202,7 @@ async fn step(setup: &Setup, agent: &mut UserAgent, i: usize, url: &str, what: &
 /// The user `login` opens `link` on replica `first`; the sign-in and the authorization come
 /// back to replica `second`, all in `agent` (the gateway's cookie kept). Returns the final
 /// page's status and text, and the login and authorization callback URLs (to replay).
-async fn connect(
+pub(crate) async fn connect(
     setup: &Setup,
     agent: &mut UserAgent,
     link: &str,
@@ -226,7 +226,7 @@ async fn connect(
     Ok((status, body, back.to_string(), Some(done.to_string())))
 }
 
-fn bearer(setup: &Setup, sub: &str) -> anyhow::Result<String> {
+pub(crate) fn bearer(setup: &Setup, sub: &str) -> anyhow::Result<String> {
     let now = now_ms() / 1000;
     let claims = json!({"iss": setup.servers.issuer(), "sub": sub, "aud": RESOURCE, "iat": now, "exp": now + 300});
     let key = jsonwebtoken::EncodingKey::from_secret(HS256_SECRET.as_bytes());

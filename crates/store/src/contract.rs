@@ -196,6 +196,8 @@ pub trait TaskStore: Send + Sync {
 pub trait OnceMarks: Send + Sync {
     /// Marks `id` as used until `expires_at_ms` (Unix ms); true if it was not marked before.
     /// Atomic: of two concurrent calls with one id, exactly one gets true. One round trip.
+    /// With `store.replicas_ack`, a first use is true only once the replicas hold the mark
+    /// (else `NotAcknowledged`, and the mark may have landed: the id counts as spent).
     fn first_use(&self, id: &str, expires_at_ms: u64) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
@@ -294,7 +296,8 @@ pub trait Vault: Send + Sync {
     fn vault_get(&self, key: &VaultKey) -> impl Future<Output = Result<Option<VaultEntry>, StoreError>> + Send;
 
     /// Writes `value` (sealed) and `meta` (clear) at `key` if the entry is as `expect` says;
-    /// atomically, so of two writers expecting one version, one wins.
+    /// atomically, so of two writers expecting one version, one wins. With
+    /// `store.replicas_ack`, answered only once the replicas hold it (as are the deletes).
     fn vault_put(
         &self,
         key: &VaultKey,

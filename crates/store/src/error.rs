@@ -22,8 +22,9 @@ pub enum StoreError {
     },
     /// The write landed on the Redis primary but fewer replicas than `store.replicas_ack`
     /// confirmed it in time: the primary's death could still lose it, so it is not answered
-    /// as a success. Retrying is safe (creation is idempotent by key; a settle repeats with
-    /// the same lease), and the retry waits again.
+    /// as a success. Retrying a task write is safe (creation is idempotent by key; a settle
+    /// repeats with the same lease), and the retry waits again; a vault write or a
+    /// single-use mark is not retried (the mark counts as spent).
     #[error("task store write not acknowledged by enough replicas: wanted {wanted}, got {got}")]
     NotAcknowledged {
         /// Replicas asked for.

@@ -5,7 +5,9 @@
 //! POST /admin/credentials/revoke {"principal", "upstream"}       forget one connection
 //!
 //! Invariant: no token, no sealed value is ever read here (the vault lists metadata only);
-//! revoking deletes the record, so that user's next call asks them to connect again.
+//! revoking deletes the record, so that user's next call asks them to connect again, and
+//! (through the connector, `connections::revocation`) revokes its tokens at the
+//! authorization server where it offers that.
 
 use axum::extract::{Query, State};
 use axum::routing::{get, post};
@@ -71,7 +73,14 @@ struct RevokeBody {
 async fn revoke(State(state): State<AppState>, body: axum::body::Bytes) -> Result<Json<Value>, Failed> {
     let body: RevokeBody = serde_json::from_slice(&body)
         .map_err(|e| GatewayError::AdminInvalid { detail: format!("expected {{\"principal\", \"upstream\"}}: {e}") })?;
-    let revoked = state.store.vault_delete(&connection_key(&body.principal, &body.upstream)).await?;
+    // Through the connector where the upstream is an oauth one here (its tokens are then
+    // revoked at the authorization server too, RFC 7009); else the record alone.
+    let revoked = match &state.connections {
+        Some(connector) if connector.knows(&body.upstream) => {
+            connector.disconnect(&body.principal, &body.upstream).await?
+        }
+        _ => state.store.vault_delete(&connection_key(&body.principal, &body.upstream)).await?,
+    };
     if revoked {
         tracing::info!(upstream = %body.upstream, "an operator revoked a user's upstream connection");
     }

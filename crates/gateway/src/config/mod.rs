@@ -473,8 +473,9 @@ pub struct StoreConfig {
     /// may still be created holding plain (or older-format) payloads; later ones are refused
     /// them.
     pub at_rest_window_secs: u64,
-    /// Redis replicas that must hold each task write a client or a worker relies on before it
-    /// is answered (`WAIT`); 0 = answer once the primary has it (a failover may lose it).
+    /// Redis replicas that must hold each write a client or a worker relies on (task writes,
+    /// vault writes and deletes, single-use marks) before it is answered (`WAIT`); 0 = answer
+    /// once the primary has it (a failover may lose it).
     pub replicas_ack: u64,
     /// How long a write waits for those replicas; below `command_timeout_ms`.
     pub replicas_ack_timeout_ms: u64,

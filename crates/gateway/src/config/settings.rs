@@ -345,9 +345,11 @@ pub const SETTINGS: &[Setting] = &[
         "store.replicas_ack",
         Kind::Int,
         "Redis replicas that must hold each task write a client or a worker relies on (creation, claim, input \
-         request, answer, result, cancel) before it is answered (WAIT after the write, same round trip), 0 to 16; a \
-         write not acknowledged in time fails as 'task store unavailable' and is safe to retry. 0 = answer once the \
-         primary has it: a failover may lose it",
+         request, answer, result, cancel), each vault write and delete (users' connections, client registrations) \
+         and each single-use mark (a connect link, an OAuth flow state, a single-use requestState) before it is \
+         answered (WAIT after the write, same round trip), 0 to 16; a write not acknowledged in time fails as 'task store unavailable' (a task write is \
+         safe to retry; a link whose mark failed so is spent). 0 = answer once the primary has it: a failover may \
+         lose it",
     ),
     s(
         "store.replicas_ack_timeout_ms",

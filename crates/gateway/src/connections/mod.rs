@@ -1,13 +1,15 @@
 //! Users' connections to `auth = "oauth"` upstreams, kept by the gateway: each user's tokens
 //! sealed in the store's vault, the gateway's client registrations, the connect links users
 //! open, the sign-in that proves who opened one, the authorization at the upstream's server,
-//! and refreshing tokens before they expire — all of it usable from any replica.
+//! refreshing tokens before they expire, and revoking them when the user disconnects — all of
+//! it usable from any replica.
 //!
 //! Invariant: nothing here lives in a replica's memory that another replica would need: a
 //! flow's state travels sealed through the browser (single-use marks in the store), tokens
 //! and registrations live sealed in the vault (bound to principal, upstream and issuer), and
 //! spending a refresh token or registering a client is done by one replica at a time (a store
-//! lock), so a rotating refresh token is never spent twice.
+//! lock), so a rotating refresh token is never spent twice. A vault value the gateway did not
+//! seal (plain, planted) is never used (`vault_value`).
 
 mod authorize;
 mod browser;
@@ -16,10 +18,12 @@ mod login;
 mod record;
 mod refresh;
 mod registration;
+mod revocation;
 mod seam;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod vault_value;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,8 +3,9 @@
 //!
 //! Invariant: a record's value opens only as the record of its principal, upstream and
 //! issuer (all three are the sealing's associated data), so a value copied to another user's
-//! or upstream's key, or relabelled with another issuer, does not open; the metadata never
-//! holds a token or a secret.
+//! or upstream's key, or relabelled with another issuer, does not open; a value not sealed in
+//! the current format (plain JSON written by someone without the key) is never used
+//! (`vault_value`); the metadata never holds a token or a secret.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,10 +14,11 @@ use mcpgate_store::{Expect, Put, Vault as _, VaultEntry, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
 
 use super::Connector;
+use super::vault_value::{Refused, VaultRecord};
 use crate::error::GatewayError;
 
 /// The record id sealed values are bound to.
-const RECORD: &str = "oauth-connection";
+pub(super) const RECORD: &str = "oauth-connection";
 /// The field they are sealed as.
 const FIELD: &str = "tokens";
 
@@ -84,6 +86,7 @@ impl Connection {
             token_endpoint_auth_methods_supported: None,
             authorization_response_iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
+            revocation_endpoint: None,
         }
     }
 
@@ -132,11 +135,12 @@ fn binding(principal_key: &str, upstream: &str, issuer: &str) -> RecordBinding {
 }
 
 impl Connector {
-    /// `principal_key`'s connection to `upstream`, if any (one store read). A record that does
-    /// not open (tampered, corrupted, or sealed with a key no longer in the ring) is never
-    /// someone else's tokens, and never will be: it is dropped (at the version read, so not a
-    /// connection written since) and counts as none, so the user is asked to connect again
-    /// instead of failing on it for ever.
+    /// `principal_key`'s connection to `upstream`, if any (one store read). A record that is
+    /// not sealed in the current format (planted), or does not open (tampered, corrupted,
+    /// sealed with a key no longer in the ring), is never someone else's tokens, and never
+    /// will be: it is dropped (at the version read, so not a connection written since) and
+    /// counts as none, so the user is asked to connect again instead of failing on it for
+    /// ever. Nothing of it is used, logged or sent anywhere.
     pub(super) async fn load(&self, principal_key: &str, upstream: &str) -> Result<Option<Stored>, GatewayError> {
         let Some(entry) = self.store.vault_get(&connection_key(principal_key, upstream)).await? else {
             return Ok(None);
@@ -144,24 +148,32 @@ impl Connector {
         let version = entry.version;
         match self.open(principal_key, upstream, entry) {
             Ok(stored) => Ok(Some(stored)),
-            Err(why) => {
-                tracing::warn!(upstream = %upstream, why, "a stored connection does not open: dropped");
+            Err(refused) => {
+                self.refused_vault_value(VaultRecord::Connection, upstream, refused);
                 self.forget_version(principal_key, upstream, version).await?;
                 Ok(None)
             }
         }
     }
 
-    /// The record `entry` holds, or why it does not open (for logs only).
-    fn open(&self, principal_key: &str, upstream: &str, entry: VaultEntry) -> Result<Stored, &'static str> {
-        let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| "unreadable metadata")?;
-        let plain = self
-            .at_rest
-            .open(RECORD, &binding(principal_key, upstream, &meta.issuer), FIELD, entry.value)
-            .map_err(|e| e.open_failure().map_or("does not open", |f| f.as_str()))?;
-        let connection: Connection = serde_json::from_str(&plain).map_err(|_| "unreadable value")?;
+    /// The record `entry` holds, or why it is not used (for logs and metrics only).
+    pub(super) fn open(
+        &self,
+        principal_key: &str,
+        upstream: &str,
+        entry: VaultEntry,
+    ) -> Result<Stored, (Refused, &'static str)> {
+        let unreadable = |detail| (Refused::Unreadable, detail);
+        let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| unreadable("unreadable metadata"))?;
+        let plain = self.open_vault_value(
+            VaultRecord::Connection,
+            &binding(principal_key, upstream, &meta.issuer),
+            FIELD,
+            entry.value,
+        )?;
+        let connection: Connection = serde_json::from_str(&plain).map_err(|_| unreadable("unreadable value"))?;
         if connection.issuer != meta.issuer {
-            return Err("issuer mismatch");
+            return Err(unreadable("issuer mismatch"));
         }
         Ok(Stored { connection, meta, version: entry.version })
     }
@@ -184,11 +196,6 @@ impl Connector {
         let meta = serde_json::to_string(&connection.meta(connected_at_ms))
             .map_err(|e| GatewayError::internal(e.to_string()))?;
         Ok(self.store.vault_put(&connection_key(principal_key, upstream), &sealed, &meta, expect).await?)
-    }
-
-    /// Forgets `principal_key`'s connection to `upstream`; whether there was one.
-    pub(crate) async fn forget(&self, principal_key: &str, upstream: &str) -> Result<bool, GatewayError> {
-        Ok(self.store.vault_delete(&connection_key(principal_key, upstream)).await?)
     }
 
     /// Forgets `principal_key`'s connection to `upstream` if it is still at `version` (what a

@@ -5,7 +5,9 @@
 //!
 //! Invariant: two replicas never both register: one takes a store lock and writes the
 //! registration only where there is none (`Expect::Absent`); the others wait (bounded) and
-//! read what it wrote.
+//! read what it wrote. A registration is used only as the gateway sealed it (current format,
+//! bound to its upstream and issuer, `vault_value`): one planted in plain counts as none, and
+//! the gateway registers anew over it.
 
 use std::time::Duration;
 
@@ -15,11 +17,13 @@ use mcpgate_seal::RecordBinding;
 use mcpgate_store::{Expect, Locks as _, Put, Vault as _, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
 
+use super::vault_value::VaultRecord;
 use super::{CALLBACK_PATH, Connector, Upstream, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
 use crate::time::now_ms;
 
-const RECORD: &str = "oauth-registration";
+/// The record id sealed values are bound to.
+pub(super) const RECORD: &str = "oauth-registration";
 const FIELD: &str = "client";
 /// How long a registering replica may hold the lock (a registration is one request).
 const LOCK_TTL: Duration = Duration::from_secs(30);
@@ -219,12 +223,20 @@ impl Connector {
         key: &VaultKey,
     ) -> Result<Option<ClientRegistration>, GatewayError> {
         let Some(entry) = self.store.vault_get(key).await? else { return Ok(None) };
-        let plain = self
-            .at_rest
-            .open(RECORD, &RecordBinding::new(RECORD, &[upstream, issuer]), FIELD, entry.value)
-            .map_err(|_| GatewayError::internal(format!("the registration of {upstream} at {issuer} does not open")))?;
-        let sealed: SealedClient =
-            serde_json::from_str(&plain).map_err(|_| GatewayError::internal("unreadable registration"))?;
+        let binding = RecordBinding::new(RECORD, &[upstream, issuer]);
+        let opened = self.open_vault_value(VaultRecord::Registration, &binding, FIELD, entry.value).and_then(|plain| {
+            serde_json::from_str::<SealedClient>(&plain)
+                .map_err(|_| (super::vault_value::Refused::Unreadable, "unreadable registration"))
+        });
+        // One that is not the gateway's own sealed registration counts as none: the gateway
+        // registers again (over it), and never offers a planted client id or secret.
+        let sealed = match opened {
+            Ok(sealed) => sealed,
+            Err(refused) => {
+                self.refused_vault_value(VaultRecord::Registration, upstream, refused);
+                return Ok(None);
+            }
+        };
         let auth = ClientAuth::parse(&sealed.auth).unwrap_or(ClientAuth::None);
         Ok(Some(ClientRegistration { client_id: sealed.client_id, client_secret: sealed.client_secret, auth }))
     }

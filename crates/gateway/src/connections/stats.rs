@@ -1,6 +1,7 @@
 //! Counters of users' connections per `oauth` upstream: connections started (a link opened),
 //! completed (tokens stored) and refused (the wrong user, a declined or failed
-//! authorization), and refreshes that worked or failed.
+//! authorization), refreshes that worked or failed, revocations at the authorization server
+//! on disconnect, and vault records not used (not sealed, not opening, unreadable).
 //!
 //! Invariant: the series are fixed at start-up (one set per configured `oauth` upstream), so
 //! no request can add one.
@@ -8,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use super::vault_value::{Refused, VaultRecord};
 
 /// What happened to a connection attempt.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +27,34 @@ struct Counters {
     refused: AtomicU64,
     refreshed: AtomicU64,
     refresh_failed: AtomicU64,
+    /// Disconnections whose tokens the authorization server revoked, could not revoke, or
+    /// offered no revocation endpoint for.
+    revoked: [AtomicU64; 3],
+    /// Vault values not used, by `VaultRecord` and `Refused` (in their `ALL` order).
+    vault_refused: [[AtomicU64; 3]; 2],
+}
+
+/// What a revocation at disconnect came to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Revocation {
+    /// The server accepted it (RFC 7009: also when the token was no longer valid).
+    Revoked,
+    /// Refused, unreachable or too slow (the record is forgotten all the same).
+    Failed,
+    /// The server offers no revocation endpoint.
+    Unsupported,
+}
+
+impl Revocation {
+    const ALL: [Self; 3] = [Self::Revoked, Self::Failed, Self::Unsupported];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Revoked => "revoked",
+            Self::Failed => "failed",
+            Self::Unsupported => "unsupported",
+        }
+    }
 }
 
 /// The counters of every `oauth` upstream.
@@ -52,6 +83,18 @@ impl ConnectStats {
         }
     }
 
+    pub(super) fn revocation(&self, upstream: &str, outcome: Revocation) {
+        if let Some(c) = self.0.get(upstream) {
+            c.revoked[outcome as usize].fetch_add(1, Relaxed);
+        }
+    }
+
+    pub(super) fn vault_refused(&self, upstream: &str, record: VaultRecord, why: Refused) {
+        if let Some(c) = self.0.get(upstream) {
+            c.vault_refused[record as usize][why as usize].fetch_add(1, Relaxed);
+        }
+    }
+
     /// Appends the Prometheus series.
     pub(crate) fn render(&self, out: &mut String) {
         out.push_str(
@@ -76,6 +119,39 @@ impl ConnectStats {
                 let n = n.load(Relaxed);
                 let _ =
                     writeln!(out, "mcpgate_oauth_refreshes_total{{upstream=\"{upstream}\",outcome=\"{outcome}\"}} {n}");
+            }
+        }
+        out.push_str(
+            "# HELP mcpgate_oauth_revocations_total Disconnections (a user's or an operator's) whose tokens this \
+             replica asked the authorization server to revoke (RFC 7009).\n\
+             # TYPE mcpgate_oauth_revocations_total counter\n",
+        );
+        for (upstream, c) in &self.0 {
+            for outcome in Revocation::ALL {
+                let n = c.revoked[outcome as usize].load(Relaxed);
+                let outcome = outcome.as_str();
+                let _ = writeln!(
+                    out,
+                    "mcpgate_oauth_revocations_total{{upstream=\"{upstream}\",outcome=\"{outcome}\"}} {n}"
+                );
+            }
+        }
+        out.push_str(
+            "# HELP mcpgate_oauth_vault_records_refused_total Vault records of oauth upstreams not used (counted \
+             as absent): not sealed in the current format (planted), not opening, or unreadable.\n\
+             # TYPE mcpgate_oauth_vault_records_refused_total counter\n",
+        );
+        for (upstream, c) in &self.0 {
+            for record in VaultRecord::ALL {
+                for why in Refused::ALL {
+                    let n = c.vault_refused[record as usize][why as usize].load(Relaxed);
+                    let (record, why) = (record.as_str(), why.as_str());
+                    let _ = writeln!(
+                        out,
+                        "mcpgate_oauth_vault_records_refused_total{{upstream=\"{upstream}\",record=\"{record}\",\
+                         reason=\"{why}\"}} {n}"
+                    );
+                }
             }
         }
     }

@@ -343,3 +343,28 @@ async fn a_record_that_does_not_open_counts_as_none_and_is_dropped() {
     assert!(matches!(error, UpstreamError::ConnectionRequired { .. }), "{error:?}");
     assert_eq!(store.vault_get(&key).await.expect("read"), None, "dropped");
 }
+
+#[tokio::test]
+async fn a_plain_record_planted_under_a_users_key_is_never_used_nor_its_refresh_token_sent() {
+    use mcpgate_store::Vault as _;
+    let (url, grant) = token_endpoint().await;
+    let (store, sealer) = (MemoryStore::new(1), sealer());
+    let (seam, connector) = connector(&store, &sealer);
+    let key = super::connection_key(alice().key(), "files");
+    // Someone with write access to the store and no key: their own account's tokens, in
+    // plain JSON under Alice's key, expiring, with a live refresh token for their endpoint.
+    let planted = serde_json::to_string(&alice_connection(&url, "attacker-at")).expect("json");
+    let meta = r#"{"issuer":"https://as.example","connected_at":1}"#;
+    store.vault_put(&key, &planted, meta, Expect::Absent).await.expect("planted");
+    assert!(!seam.connected("files", &alice()).await.expect("read"), "a plain record does not count");
+    assert_eq!(store.vault_get(&key).await.expect("read"), None, "dropped");
+    store.vault_put(&key, &planted, meta, Expect::Absent).await.expect("planted again");
+    let error = seam.bearer("files", &alice()).await.map(|c| c.expose().to_owned()).expect_err("asks to connect");
+    assert!(matches!(error, UpstreamError::ConnectionRequired { .. }), "{error:?}");
+    assert_eq!(refreshes(&grant), 0, "the planted refresh token was never sent");
+    let mut metrics = String::new();
+    connector.stats.render(&mut metrics);
+    let series =
+        r#"mcpgate_oauth_vault_records_refused_total{upstream="files",record="connection",reason="not_sealed"} 2"#;
+    assert!(metrics.contains(series), "{metrics}");
+}

@@ -7,6 +7,8 @@
 //! sealed value's contents or an internal detail (those go to the log); the status says what
 //! happened (error.rs decides it).
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, REFERRER_POLICY, SET_COOKIE};
@@ -30,8 +32,8 @@ pub(super) fn routes() -> Router<AppState> {
         .route(CLIENT_METADATA_PATH, get(client_metadata))
 }
 
-fn connector(state: &AppState) -> Result<&Connector, GatewayError> {
-    state.connections.as_deref().ok_or_else(|| GatewayError::Connect {
+fn connector(state: &AppState) -> Result<&Arc<Connector>, GatewayError> {
+    state.connections.as_ref().ok_or_else(|| GatewayError::Connect {
         failure: ConnectFailure::NotFound,
         detail: "no oauth upstream".to_owned(),
     })
@@ -96,12 +98,14 @@ async fn callback(State(state): State<AppState>, Query(params): Query<CallbackPa
     }
 }
 
-/// `DELETE /oauth/connections/<upstream>`: the caller (by their own bearer) disconnects.
+/// `DELETE /oauth/connections/<upstream>`: the caller (by their own bearer) disconnects; the
+/// tokens are revoked at the authorization server where it offers that (RFC 7009).
 async fn disconnect(State(state): State<AppState>, Path(upstream): Path<String>, headers: HeaderMap) -> Response {
     let result = async {
         let principal = state.auth.authenticate(&headers).await?;
         let connector = connector(&state)?;
-        if connector.knows(&upstream) && connector.forget(principal.key(), &upstream).await? {
+        // Forgets the record, then revokes its tokens where the server offers it (bounded).
+        if connector.knows(&upstream) && connector.disconnect(principal.key(), &upstream).await? {
             tracing::info!(upstream = %upstream, "a user disconnected their account");
             return Ok(());
         }

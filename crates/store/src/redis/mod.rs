@@ -83,9 +83,10 @@ pub struct RedisOptions {
     /// seal yet can run alongside during a rolling change; records created later are refused
     /// such values. The first replica to start records the moment; later ones read it.
     pub at_rest_window: Duration,
-    /// Replicas that must hold each task write a client or a worker relies on (creation,
-    /// claim, input request, answer, settle, cancel) before it is answered: `WAIT` on the
-    /// connection that wrote, pipelined with the write. 0 = answer once the primary has it.
+    /// Replicas that must hold each write a client or a worker relies on (a task's creation,
+    /// claim, input request, answer, settle, cancel; a vault entry's write and deletes; a
+    /// single-use mark) before it is answered: `WAIT` on the connection that wrote, pipelined
+    /// with the write. 0 = answer once the primary has it.
     pub replicas_ack: u32,
     /// How long `WAIT` waits for those replicas (below the command timeout, so the call gets
     /// its answer rather than time out).
@@ -561,7 +562,9 @@ impl OnceMarks for RedisStore {
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.inner.keys.once(id)).arg(1).arg("NX").arg("PXAT").arg(expires_at_ms.max(1));
         // Not retried: after a lost reply the retry would find its own mark and say "used".
-        let set: Option<String> = self.call(Retry::No, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
+        // Waited for like a task write (`store.replicas_ack`): a mark lost in a failover would
+        // let a spent link or state be used again.
+        let set: Option<String> = self.command_acked(Retry::No, cmd).await?;
         Ok(set.is_some())
     }
 }

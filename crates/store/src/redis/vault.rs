@@ -4,7 +4,11 @@
 //!
 //! Invariant: every method is one round trip; a write is retried only when its repetition
 //! changes nothing observable (a read, a delete, an unlock), never a compare-and-set (its
-//! retry would conflict with its own first write).
+//! retry would conflict with its own first write). With `store.replicas_ack` > 0, an entry's
+//! write and deletes are answered only once that many replicas hold them (`acked`): a
+//! failover must not bring back a revoked credential or a user's disconnect, nor lose a
+//! rotated refresh token. Locks are not waited for (a lock lost in a failover can let a
+//! second replica refresh at once; the compare-and-set on versions keeps one result).
 
 use std::time::Duration;
 
@@ -59,7 +63,7 @@ impl Vault for RedisStore {
         };
         let args = vec![value.to_owned(), meta.to_owned(), expect, member, key.scope.clone(), key.name.clone()];
         let sequence = self.inner.keys.vault_version();
-        let out = reply(self.script(Retry::No, &scripts::VAULT_PUT, vec![entry, index, sequence], args).await?)?;
+        let out = reply(self.script_acked(Retry::No, &scripts::VAULT_PUT, vec![entry, index, sequence], args).await?)?;
         match out.as_slice() {
             [Value::Int(1), Value::Int(version)] => Ok(Put::Saved { version: u64::try_from(*version).unwrap_or(0) }),
             [Value::Int(0), Value::Int(found)] => {
@@ -71,7 +75,7 @@ impl Vault for RedisStore {
 
     async fn vault_delete(&self, key: &VaultKey) -> Result<bool, StoreError> {
         let (entry, index, member) = self.vault_keys(key)?;
-        let out = self.script(Retry::Yes, &scripts::VAULT_DELETE, vec![entry, index], vec![member]).await?;
+        let out = self.script_acked(Retry::Yes, &scripts::VAULT_DELETE, vec![entry, index], vec![member]).await?;
         Ok(matches!(out, Value::Int(n) if n > 0))
     }
 
@@ -80,7 +84,7 @@ impl Vault for RedisStore {
         let args = vec![member, version.to_string()];
         // Not retried: versions start again at 1 after a delete, so a retry after a lost reply
         // could remove an entry written anew in between.
-        let out = self.script(Retry::No, &scripts::VAULT_DELETE, vec![entry, index], args).await?;
+        let out = self.script_acked(Retry::No, &scripts::VAULT_DELETE, vec![entry, index], args).await?;
         Ok(matches!(out, Value::Int(n) if n > 0))
     }
 

@@ -8,6 +8,7 @@ mod drain;
 mod memory;
 mod redis;
 mod replicas_ack;
+mod replicas_ack_vault;
 mod sentinel;
 mod terminal_cache;
 mod tls;

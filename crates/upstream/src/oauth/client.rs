@@ -1,7 +1,7 @@
 //! The HTTP side of being an OAuth client of protected upstreams: reading an upstream's
 //! challenge, discovering its authorization server (the rules are `discovery`'s), registering
 //! the gateway as a client (RFC 7591), the authorization URL a user opens, and redeeming codes
-//! and refresh tokens at the token endpoint.
+//! and refresh tokens at the token endpoint (revoking them is `revocation`'s).
 //!
 //! Threat model: every server here may be hostile. Redirects are never followed (a metadata or
 //! token request could otherwise be steered elsewhere, with its secrets); every answer is
@@ -105,8 +105,8 @@ struct Registered {
 /// An OAuth client over HTTP, bounded in time per request.
 #[derive(Debug, Clone)]
 pub struct OAuthClient {
-    http: reqwest::Client,
-    timeout: Duration,
+    pub(super) http: reqwest::Client,
+    pub(super) timeout: Duration,
     /// The only authorization server discovery may pick (`[upstream.oauth] issuer`).
     issuer: Option<String>,
 }
@@ -184,10 +184,21 @@ impl OAuthClient {
         let resource =
             resource.ok_or_else(|| authorization(format!("{endpoint} serves no protected resource metadata")))?;
         let issuer = pick_issuer(&resource, self.issuer.as_deref())?;
-        for url in server_metadata_urls(&issuer)? {
+        let server = self.server_metadata(&issuer).await?;
+        Ok(Discovered { resource, issuer, server })
+    }
+
+    /// The metadata of authorization server `issuer` (RFC 8414, then OpenID Connect
+    /// discovery), checked as [`check_server`] says.
+    ///
+    /// # Errors
+    ///
+    /// None found where the specs say to look, or metadata that fails its checks.
+    pub async fn server_metadata(&self, issuer: &str) -> Result<ServerMetadata, UpstreamError> {
+        for url in server_metadata_urls(issuer)? {
             if let Some(server) = self.document::<ServerMetadata>(&url).await? {
-                check_server(&server, &issuer)?;
-                return Ok(Discovered { resource, issuer, server });
+                check_server(&server, issuer)?;
+                return Ok(server);
             }
         }
         Err(authorization(format!("authorization server {issuer:?} serves no metadata")))
@@ -303,11 +314,27 @@ impl OAuthClient {
         // A code, a refresh token or a secret goes there: never in clear off loopback, whatever
         // built `server` (a stored connection's token endpoint is not re-discovered).
         secure_url(&server.token_endpoint, "token_endpoint")?;
+        let request = self.client_post(&server.token_endpoint, client, fields);
+        let (status, body) = answer(request, MAX_DOCUMENT, self.timeout)
+            .await
+            .map_err(|e| authorization(e.describe("the token endpoint")))?;
+        tokens::read(status, &body)
+    }
+
+    /// A form POST of `fields` to `url`, authenticated as `client` authenticates at the token
+    /// endpoint (RFC 6749 §2.3; RFC 7009 §2.1 has revocation do the same). `url` must have
+    /// passed [`secure_url`].
+    pub(super) fn client_post(
+        &self,
+        url: &str,
+        client: &ClientRegistration,
+        fields: &[(&str, &str)],
+    ) -> reqwest::RequestBuilder {
         let mut fields = fields.to_vec();
         let secret = client.client_secret.as_deref().unwrap_or_default();
         let mut request = self
             .http
-            .post(&server.token_endpoint)
+            .post(url)
             .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(ACCEPT, "application/json");
         match client.auth {
@@ -317,11 +344,7 @@ impl OAuthClient {
                 request = request.header(AUTHORIZATION, basic_authorization(&client.client_id, secret))
             }
         }
-        let request = request.body(form_body(fields));
-        let (status, body) = answer(request, MAX_DOCUMENT, self.timeout)
-            .await
-            .map_err(|e| authorization(e.describe("the token endpoint")))?;
-        tokens::read(status, &body)
+        request.body(form_body(fields))
     }
 
     /// A metadata document at `url`: `None` when it is not there (any non-2xx answer, or not

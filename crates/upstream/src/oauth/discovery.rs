@@ -60,6 +60,9 @@ pub struct ServerMetadata {
     /// Whether the server takes a Client ID Metadata Document URL as `client_id`.
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
+    /// Where tokens are revoked (RFC 7009), if offered.
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
 }
 
 const RESOURCE_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";

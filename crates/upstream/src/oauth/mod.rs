@@ -1,8 +1,8 @@
 //! mcpgate as an OAuth 2.1 client of protected upstreams, on behalf of each of its users (the
 //! client side of the MCP authorization spec): reading an upstream's `Bearer` challenge,
 //! discovering its authorization server, registering with it, the authorization URL with
-//! PKCE, and redeeming codes and refresh tokens. Connecting users and keeping their tokens
-//! sealed in the store build on these.
+//! PKCE, redeeming codes and refresh tokens, and revoking tokens (RFC 7009). Connecting users
+//! and keeping their tokens sealed in the store build on these.
 
 mod challenge;
 mod client;
@@ -10,6 +10,7 @@ mod connections;
 mod discovery;
 pub(crate) mod endpoint;
 mod pkce;
+mod revocation;
 mod tokens;
 
 pub use challenge::BearerChallenge;
@@ -21,4 +22,5 @@ pub use discovery::{
     resource_metadata_urls, scopes_to_request, secure_url, server_metadata_urls,
 };
 pub use pkce::Pkce;
+pub use revocation::TokenKind;
 pub use tokens::TokenSet;
