@@ -30,6 +30,39 @@ const resources = (process.env.AS_RESOURCES ?? '').split(',').filter(Boolean);
 const callerResources = (process.env.AS_CALLER_RESOURCES ?? '').split(',').filter(Boolean);
 const tokenTtl = Number(process.env.AS_TOKEN_TTL ?? 30);
 
+// Test controls, for a test that must make two refreshes overlap whatever the machine's speed:
+// POST /test/hold-tokens makes the token endpoint hold every request it gets (unanswered)
+// until POST /test/release-tokens, which hands them on in order; GET /test/held-tokens says
+// how many it holds now ({"held": n}).
+let holding = false;
+let held = [];
+function withTestControls(handle) {
+  return (req, res) => {
+    const reply = (body) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body));
+    };
+    const path = req.url.split('?')[0];
+    if (req.method === 'POST' && path === '/test/hold-tokens') {
+      holding = true;
+      return reply({ holding });
+    }
+    if (req.method === 'POST' && path === '/test/release-tokens') {
+      holding = false;
+      const waiting = held;
+      held = [];
+      waiting.forEach((go) => go());
+      return reply({ released: waiting.length });
+    }
+    if (req.method === 'GET' && path === '/test/held-tokens') return reply({ held: held.length });
+    if (holding && path === '/token') {
+      held.push(() => handle(req, res));
+      return undefined;
+    }
+    return handle(req, res);
+  };
+}
+
 // The port is known only once listening, and the issuer names it: listen first, then build
 // the provider and hand it the requests (none can arrive before this callback returns).
 const server = createServer();
@@ -67,6 +100,6 @@ server.listen(0, '127.0.0.1', () => {
     findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
   });
   provider.on('server_error', (ctx, error) => console.error('server_error', error));
-  server.on('request', provider.callback());
+  server.on('request', withTestControls(provider.callback()));
   console.log(JSON.stringify({ issuer }));
 });

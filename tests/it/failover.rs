@@ -18,7 +18,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use mcpgate_e2e::{COUNTED_RUNS, Client, Cluster, ClusterBuilder, HttpServer, Load, LoadReport, counted_runs_config};
+use mcpgate_e2e::{
+    COUNTED_RUNS, Client, Cluster, ClusterBuilder, HttpServer, Load, LoadReport, PATIENCE, counted_runs_config,
+    wait_for,
+};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -116,47 +119,70 @@ fn heal_replication(replicas: &[u16]) {
     }
 }
 
-/// Cuts the primary's replication, kills it (the load writes to it), and returns how long
-/// until a replica was promoted and until the fleet created a task again.
-async fn kill_the_primary(cluster: &mut Cluster, topology: Topology, client: &Client) -> (Duration, Duration) {
+/// Cuts the primary's replication, kills it (the load writes to it, and is seen still running
+/// right after), and returns how long until a replica was promoted and until the fleet
+/// created a task again.
+async fn kill_the_primary(
+    cluster: &mut Cluster,
+    topology: Topology,
+    client: &Client,
+    load: &mut Load,
+) -> anyhow::Result<(Duration, Duration)> {
     let killed = Instant::now();
-    let promoted = tokio::task::block_in_place(|| match topology {
-        Topology::Sentinel => {
-            let set = cluster.redis_sentinel().expect("a Sentinel set");
-            let cut = cut_replication(set.primary_port());
-            set.kill_primary();
-            heal_replication(&cut);
-            set.wait_for_new_primary(SERVING_AGAIN_WITHIN);
-            killed.elapsed()
-        }
-        Topology::Cluster => {
-            let redis = cluster.redis_cluster_mut().expect("a Redis Cluster");
-            redis.wait_for_replicas(SERVING_AGAIN_WITHIN);
-            let victim = redis.primary_of_slot(0).expect("a primary serves slot 0");
-            let cut = cut_replication(redis.nodes()[victim].port());
-            redis.kill_node(victim);
-            heal_replication(&cut);
-            redis.wait_for_new_primary(0, victim, SERVING_AGAIN_WITHIN);
-            let promoted = killed.elapsed();
-            // The dead node comes back (as an orchestrator would restart it) and rejoins as
-            // the replica of the one promoted in its place: with replicas_ack = 1 a shard's
-            // writes need a live replica.
-            redis.restart_node(victim);
-            promoted
-        }
-    });
-    let url = cluster.url();
-    let serving = loop {
-        if create_task(client, &url).await.is_ok() {
-            break killed.elapsed();
-        }
-        assert!(
-            killed.elapsed() < SERVING_AGAIN_WITHIN,
-            "the fleet did not serve again within {SERVING_AGAIN_WITHIN:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut in_flight = |when: &str| -> anyhow::Result<()> {
+        anyhow::ensure!(load.running()?, "the load had ended {when}: the fault met no load");
+        Ok(())
     };
-    (promoted, serving)
+    let promoted = tokio::task::block_in_place(|| -> anyhow::Result<Duration> {
+        Ok(match topology {
+            Topology::Sentinel => {
+                let set = cluster.redis_sentinel().expect("a Sentinel set");
+                let cut = cut_replication(set.primary_port());
+                set.kill_primary();
+                in_flight("when the primary was killed")?;
+                heal_replication(&cut);
+                set.wait_for_new_primary(SERVING_AGAIN_WITHIN);
+                killed.elapsed()
+            }
+            Topology::Cluster => {
+                let redis = cluster.redis_cluster_mut().expect("a Redis Cluster");
+                redis.wait_for_replicas(SERVING_AGAIN_WITHIN);
+                let victim = redis.primary_of_slot(0).expect("a primary serves slot 0");
+                let cut = cut_replication(redis.nodes()[victim].port());
+                redis.kill_node(victim);
+                in_flight("when the primary was killed")?;
+                heal_replication(&cut);
+                redis.wait_for_new_primary(0, victim, SERVING_AGAIN_WITHIN);
+                let promoted = killed.elapsed();
+                // The dead node comes back (as an orchestrator would restart it) and rejoins as
+                // the replica of the one promoted in its place: with replicas_ack = 1 a shard's
+                // writes need a live replica.
+                redis.restart_node(victim);
+                promoted
+            }
+        })
+    })?;
+    let url = cluster.url();
+    wait_for(format!("the fleet to serve again (within {SERVING_AGAIN_WITHIN:?})"), SERVING_AGAIN_WITHIN, async || {
+        Ok(create_task(client, &url).await.is_ok())
+    })
+    .await;
+    Ok((promoted, killed.elapsed()))
+}
+
+/// Tasks the fleet's replicas counted as created so far (`mcpgate_tasks_total`).
+async fn tasks_created(cluster: &Cluster, client: &Client) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for i in 0..3 {
+        let (_, text) = client.get(&format!("http://{}/metrics", cluster.replica(i).addr())).await?;
+        total += text
+            .lines()
+            .filter(|l| l.starts_with("mcpgate_tasks_total{") && l.contains("event=\"created\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .map(|v| v as u64)
+            .sum::<u64>();
+    }
+    Ok(total)
 }
 
 /// One run: load, the primary killed after a few seconds, the load's report.
@@ -182,10 +208,11 @@ async fn failover_under_load(topology: Topology) -> anyhow::Result<()> {
         "sync=25,task=25,legacy_task=15,task_input=20,cancel=15",
     ];
     args.extend(COUNTED_RUNS);
-    let load = Load::start(&cluster.url(), &args)?;
-    // The load runs a while before the fault (pacing, not waiting for anything).
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let (promoted, serving) = kill_the_primary(&mut cluster, topology, &client).await;
+    let mut load = Load::start(&cluster.url(), &args)?;
+    // The fault comes once the load is under way (its tasks created on the fleet), and while it
+    // still runs (checked right after the kill).
+    wait_for("the load to create tasks", PATIENCE, async || Ok(tasks_created(&cluster, &client).await? >= 20)).await;
+    let (promoted, serving) = kill_the_primary(&mut cluster, topology, &client, &mut load).await?;
     let LoadReport { code, report } = load.finish_with_code(Duration::from_secs(180)).await?;
     let tasks = &report["tasks"];
     println!(
@@ -212,11 +239,17 @@ async fn failover_under_load(topology: Topology) -> anyhow::Result<()> {
         let example = report["failure_examples"][kind].as_str().unwrap_or_default();
         match kind.as_str() {
             "transport" | "http_502" | "http_503" | "http_504" => {}
-            // A task that ended failed, visibly, because the fault interrupted its run.
-            "task_failed" if example.contains("Task interrupted") => failed_visibly += count.as_u64().unwrap_or(0),
+            "task_failed" => failed_visibly = count.as_u64().unwrap_or(0),
             _ => panic!("{kind}: {count} ({example}): {report:#}"),
         }
     }
+    // Each task that failed, by its own error: every one because the fault interrupted its run.
+    let mut interrupted = 0;
+    for (message, count) in report["task_failures"].as_object().into_iter().flatten() {
+        assert!(message.starts_with("Task interrupted"), "{count} tasks failed otherwise: {message}: {report:#}");
+        interrupted += count.as_u64().unwrap_or(0);
+    }
+    assert_eq!(interrupted, failed_visibly, "every failed task is accounted for by its error: {report:#}");
     let (created, ended) = (tasks["created"].as_u64().unwrap_or(0), tasks["ended"].as_u64().unwrap_or(0));
     // A task that failed visibly ended: every acknowledged task is terminal.
     assert_eq!(created, ended, "every created task ended ({failed_visibly} failed visibly): {report:#}");

@@ -229,9 +229,20 @@ async fn policy_servers_overrides_search_pinning_and_the_audit_trail_across_thre
     assert_eq!(alice.tools(&finder).await?, ["call_tool", "search_tools"]);
     let found = alice.call(&finder, "search_tools", json!({"query": "delete repository"})).await?;
     assert_eq!(found["result"]["structuredContent"]["tools"][0]["name"], "gov_delete_repository", "{found}");
+    // Bob's search answers (a list, not an error) without the tool his rule denies.
     let hidden = bob.call(&finder, "search_tools", json!({"query": "delete repository"})).await?;
-    let names = hidden["result"]["structuredContent"]["tools"].to_string();
-    assert!(!names.contains("gov_delete_repository"), "bob never finds it: {names}");
+    assert!(hidden.get("error").is_none() && hidden["result"]["isError"] != true, "bob's search answers: {hidden}");
+    let names: Vec<&str> = hidden["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of tools: {hidden}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"gov_delete_repository"), "bob never finds it: {names:?}");
+    // The same search finds for bob what he may use.
+    let echo = bob.call(&finder, "search_tools", json!({"query": "echo"})).await?;
+    let found = echo["result"]["structuredContent"]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(found.iter().any(|t| t["name"] == "everything_echo"), "bob finds what he may use: {echo}");
     let called = alice
         .call(&finder, "call_tool", json!({"name": "everything_echo", "arguments": {"message": "via search"}}))
         .await?;

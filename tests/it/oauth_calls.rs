@@ -14,7 +14,7 @@ use std::time::Duration;
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{OAuthServers, UserAgent};
+use mcpgate_e2e::{OAuthServers, PATIENCE, UserAgent, wait_for};
 use mcpgate_protocol::Era;
 use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::implementation::Implementation;
@@ -180,6 +180,29 @@ async fn whoami(catalog: &Catalog, principal: &Principal) -> anyhow::Result<(boo
     }
 }
 
+/// Waits (bounded) until the protected server answers `principal`'s access token (as the
+/// vault holds it now) with 401: it expired.
+async fn until_refused(servers: &OAuthServers, vault: &Vault, principal: &Principal) -> anyhow::Result<()> {
+    let token = vault.tokens.lock().unwrap().get(principal.key()).map(|t| t.access_token.clone());
+    let token = token.ok_or_else(|| anyhow::anyhow!("{} holds no token", principal.subject()))?;
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    wait_for(format!("the upstream to refuse {}'s expired token", principal.subject()), PATIENCE, async || {
+        let answer = http
+            .post(servers.endpoint())
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string())
+            .send()
+            .await?;
+        Ok(answer.status() == reqwest::StatusCode::UNAUTHORIZED)
+    })
+    .await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_user_reaches_the_protected_upstream_with_their_own_token_refreshed_when_it_expires() -> anyhow::Result<()>
 {
@@ -197,11 +220,12 @@ async fn each_user_reaches_the_protected_upstream_with_their_own_token_refreshed
     let (is_error, said) = whoami(&catalog, &carol).await?;
     assert!(is_error && said.contains("/oauth/connect/carol"), "carol is asked to connect: {said}");
 
-    // Past the access tokens' lifetime (bounded: the TTL and a second): the upstream refuses
-    // alice's token, it is refreshed once, and the call goes on with the fresh one.
-    tokio::time::sleep(TOKEN_TTL + Duration::from_secs(1)).await;
+    // Once the upstream refuses alice's token (it expired: waited for as the upstream sees it,
+    // not for its lifetime), it is refreshed once, and the call goes on with the fresh one.
+    until_refused(&servers, &vault, &alice).await?;
+    let before = vault.refreshes.load(Ordering::SeqCst);
     assert_eq!(whoami(&catalog, &alice).await?, (false, "alice".to_owned()), "{}", servers.logs());
-    assert_eq!(vault.refreshes.load(Ordering::SeqCst), 1, "one refresh for one expired token");
+    assert_eq!(vault.refreshes.load(Ordering::SeqCst) - before, 1, "one refresh for one expired token");
 
     // A grant that cannot be refreshed any more (here: its refresh token replaced by garbage,
     // as after a revocation) asks bob to connect again.

@@ -18,10 +18,10 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use reqwest::header::LOCATION;
-use reqwest::{StatusCode, Url};
+use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, OAuthServers, PATIENCE, TaskPoll, Until, UserAgent, run_to_end, wait_for};
+use mcpgate_e2e::{Client, Cluster, Look, OAuthServers, PATIENCE, TaskPoll, Until, UserAgent, run_to_end, wait_for};
 use mcpgate_upstream::oauth::{ClientRegistration, OAuthClient, Pkce, ServerMetadata, authorization_url};
 
 use crate::at_rest::dump;
@@ -220,14 +220,29 @@ task = "optional"
         entry["expiresAt"].as_u64().ok_or_else(|| anyhow::anyhow!("no expiresAt: {entry}"))
     }
 
-    /// Waits (bounded) until `sub`'s access token has expired.
+    /// Waits (bounded) until `sub`'s access token has expired: the one the listing shows once
+    /// the one it showed before has expired (a replica may have refreshed it meanwhile).
     async fn until_expired(&self, sub: &str) -> anyhow::Result<()> {
-        let expires_at = self.expires_at(sub)?;
-        wait_for(format!("{sub}'s access token to expire (at {expires_at})"), PATIENCE, async || {
-            Ok(now_ms() > expires_at + 500)
-        })
-        .await;
-        Ok(())
+        loop {
+            let expires_at = self.expires_at(sub)?;
+            if now_ms() > expires_at + 500 {
+                return Ok(());
+            }
+            wait_for(format!("{sub}'s access token to expire (at {expires_at})"), PATIENCE, async || {
+                Ok(now_ms() > expires_at + 500)
+            })
+            .await;
+        }
+    }
+
+    /// The authorization server's test control `what` (see tests/interop/authorization_server.mjs).
+    async fn token_endpoint(&self, method: Method, what: &str) -> anyhow::Result<Value> {
+        let url = format!("{}/test/{what}", self.servers.issuer());
+        let answer = reqwest::Client::new().request(method, &url).send().await?;
+        let status = answer.status();
+        let body = answer.text().await?;
+        anyhow::ensure!(status.is_success(), "{url}: {status} {body}");
+        Ok(serde_json::from_str(&body)?)
     }
 
     /// Refreshes (`outcome` ok or failed) the replicas `among` counted.
@@ -335,6 +350,40 @@ fn redirected(answer: (StatusCode, Option<String>, String), what: &str) -> anyho
     let (status, location, body) = answer;
     anyhow::ensure!(status == StatusCode::FOUND, "{what}: {status} {body}");
     Ok(Url::parse(&location.ok_or_else(|| anyhow::anyhow!("{what}: no Location"))?)?)
+}
+
+/// The commands on store locks (keys `<prefix>:lock:…`) that Redis is sent, seen through
+/// `MONITOR` from its start: while a refresh is held at the token endpoint, the only lock
+/// commands are attempts to take the refresh lock (its release comes after the refresh).
+struct LockAttempts {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::net::TcpStream>>,
+    seen: usize,
+}
+
+impl LockAttempts {
+    async fn start(port: u16) -> anyhow::Result<Self> {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        stream.write_all(b"MONITOR\r\n").await?;
+        let mut lines = tokio::io::BufReader::new(stream).lines();
+        let ok = lines.next_line().await?.unwrap_or_default();
+        anyhow::ensure!(ok == "+OK", "MONITOR answered {ok:?}");
+        Ok(Self { lines, seen: 0 })
+    }
+
+    /// How many were seen so far (reading what MONITOR sent, for at most 200 ms).
+    async fn count(&mut self) -> anyhow::Result<usize> {
+        let until = tokio::time::Instant::now() + Duration::from_millis(200);
+        // `next_line` is cancel-safe: a line cut by the timeout is read whole next time.
+        while let Ok(line) = tokio::time::timeout_at(until, self.lines.next_line()).await {
+            let line = line?.ok_or_else(|| anyhow::anyhow!("Redis closed the MONITOR connection"))?;
+            // Commands a script runs are shown too ("[0 lua]"): only what a replica sent counts.
+            if line.contains(":lock:") && !line.contains(" lua]") {
+                self.seen += 1;
+            }
+        }
+        Ok(self.seen)
+    }
 }
 
 fn now_ms() -> u64 {
@@ -476,10 +525,29 @@ async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_o
     assert_eq!(setup.refreshes(&all, "ok").await? - before, 1, "one refresh for one expired token");
 
     // Expired again, and two replicas race on it: both calls succeed, the refresh token is
-    // spent once (spending a rotated one twice would revoke the grant: see below).
+    // spent once (spending a rotated one twice would revoke the grant: see below). The token
+    // endpoint holds the first refresh until the other replica is seen wanting one too (trying
+    // the refresh lock, or at the token endpoint itself): the two overlap, however the machine
+    // schedules them.
     setup.until_expired("alice").await?;
     let before = setup.refreshes(&all, "ok").await?;
-    let (one, two) = tokio::join!(setup.whoami(&alice, Some(1)), setup.whoami(&alice, Some(2)));
+    let mut locks = LockAttempts::start(setup.redis_port()).await?;
+    setup.token_endpoint(Method::POST, "hold-tokens").await?;
+    let overlap = async {
+        wait_for("both racing replicas to want a refresh while one is held", PATIENCE, async || {
+            let held = setup.token_endpoint(Method::GET, "held-tokens").await?["held"].as_u64().unwrap_or(0);
+            let locks = locks.count().await?;
+            Ok(if held >= 1 && (locks >= 2 || held >= 2) {
+                Look::Done(())
+            } else {
+                Look::not_yet(format!("{held} held at the token endpoint, {locks} lock attempts"))
+            })
+        })
+        .await;
+        setup.token_endpoint(Method::POST, "release-tokens").await
+    };
+    let (one, two, released) = tokio::join!(setup.whoami(&alice, Some(1)), setup.whoami(&alice, Some(2)), overlap);
+    released?;
     assert_eq!((one?, two?), ("alice".to_owned(), "alice".to_owned()), "{}", setup.logs());
     assert_eq!(setup.refreshes(&all, "ok").await? - before, 1, "one refresh for two racing replicas");
 
@@ -495,13 +563,28 @@ async fn an_expired_token_is_refreshed_once_even_when_replicas_race_and_a_task_o
     // still running when its replica is killed after the token's expiry however loaded the
     // machine, and no fixed sleep for the rerun, which returns once released.
     let dir = tempfile::tempdir()?;
-    let release = dir.path().join("release");
-    let arguments = json!({"seconds": 120, "release": release.to_str().unwrap_or_default()});
-    let params = json!({"name": "files_slow_whoami", "arguments": arguments});
-    assert!(now_ms() < setup.expires_at("alice")?, "created before expiry");
     let lb = setup.cluster.url();
-    let created = setup.modern(&lb, &alice, "tools/call", caps, params).await?;
-    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    let mut tries = 0;
+    let (id, release) = loop {
+        tries += 1;
+        let release = dir.path().join(format!("release-{tries}"));
+        let arguments = json!({"seconds": 120, "release": release.to_str().unwrap_or_default()});
+        let params = json!({"name": "files_slow_whoami", "arguments": arguments});
+        let expiry = setup.expires_at("alice")?;
+        let created = setup.modern(&lb, &alice, "tools/call", caps.clone(), params).await?;
+        let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+        // Answered before the token's expiry: created before it.
+        if now_ms() < expiry {
+            break (id, release);
+        }
+        // The machine took longer than the token's life: this task shows nothing and is let
+        // through; the next one is created on a token refreshed just before.
+        anyhow::ensure!(tries < 3, "three tasks in a row were created after their token expired");
+        std::fs::write(&release, b"")?;
+        TaskPoll::new(&setup.client, &lb).auth(&alice.bearer).within(PATIENCE).until(&id, Until::Terminal).await;
+        setup.until_expired("alice").await?;
+        assert_eq!(setup.whoami(&alice, None).await?, "alice", "{}", setup.logs());
+    };
     let victim = setup.cluster.executing_replica_soon(&setup.client).await?;
     setup.until_expired("alice").await?;
     let survivors: Vec<usize> = all.into_iter().filter(|&i| i != victim).collect();

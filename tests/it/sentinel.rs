@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use mcpgate_e2e::{Client, Cluster, Until, poll_task};
+use mcpgate_e2e::{Client, Cluster, Look, PATIENCE, Until, poll_task, wait_for};
 
 async fn create_task(client: &Client, url: &str, label: &str) -> anyhow::Result<String> {
     let params = json!({
@@ -37,16 +37,13 @@ async fn replicas_behind_sentinel_share_tasks_and_follow_a_failover() -> anyhow:
     set.kill_primary();
     set.wait_for_new_primary(Duration::from_secs(20));
     // Creating fails (a retryable error) until the replicas reach the new primary.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let id = loop {
-        match create_task(&client, &a, "after").await {
-            Ok(id) => break id,
-            Err(e) => {
-                assert!(tokio::time::Instant::now() < deadline, "no task created within 20 s of the failover: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
+    let id = wait_for("a task created after the failover", PATIENCE, async || {
+        Ok(match create_task(&client, &a, "after").await {
+            Ok(id) => Look::Done(id),
+            Err(e) => Look::not_yet(e.to_string()),
+        })
+    })
+    .await;
     let done = poll_task(&client, &b, &id, Until::Terminal).await;
     assert_eq!(done["result"]["content"][0]["text"], "Computed after in 0.2 s");
     Ok(())

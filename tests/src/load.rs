@@ -48,6 +48,18 @@ impl Load {
         Ok(Self { child: Some(child), report, _dir: dir })
     }
 
+    /// Whether the run is still going (its process has not exited).
+    ///
+    /// # Errors
+    ///
+    /// The process's state cannot be read.
+    pub fn running(&mut self) -> anyhow::Result<bool> {
+        Ok(match self.child.as_mut() {
+            Some(child) => child.try_wait()?.is_none(),
+            None => false,
+        })
+    }
+
     /// Waits (bounded) for the run to end; returns its JSON report (printed for the log).
     pub async fn finish(self, within: Duration) -> anyhow::Result<Value> {
         Ok(self.finish_with_code(within).await?.report)

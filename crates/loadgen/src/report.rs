@@ -64,6 +64,8 @@ pub(crate) struct Report {
     pub(crate) scenarios: Vec<ScenarioReport>,
     pub(crate) failures: std::collections::BTreeMap<String, u64>,
     pub(crate) failure_examples: std::collections::BTreeMap<String, String>,
+    /// Tasks that ended `failed` (`failures.task_failed`), by their error message.
+    pub(crate) task_failures: std::collections::BTreeMap<String, u64>,
     pub(crate) tasks: Tasks,
     /// The run ledger's totals (with --run-ledger-tool).
     pub(crate) runs: Option<Runs>,
@@ -116,6 +118,7 @@ impl Report {
             scenarios,
             failures: stats.failures.clone(),
             failure_examples: stats.examples.clone(),
+            task_failures: stats.task_failures.clone(),
             tasks: Tasks {
                 created: stats.tasks_created,
                 ended: stats.tasks_ended,

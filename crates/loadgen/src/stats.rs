@@ -36,6 +36,9 @@ pub(crate) struct Stats {
     pub(crate) failures: BTreeMap<String, u64>,
     /// A sample failure message per kind.
     pub(crate) examples: BTreeMap<String, String>,
+    /// Tasks that ended `failed`, by the task's error message: one sample per kind cannot tell
+    /// a run a fault interrupted from any other failure, this does.
+    pub(crate) task_failures: BTreeMap<String, u64>,
     /// Transient failures a retry got past.
     pub(crate) retried: u64,
     /// Tasks created, and how many of them ended (missing and stuck ones are failure kinds).
@@ -70,6 +73,9 @@ impl Stats {
                 if done.created_task && matches!(failure, Failure::Wrong(_) | Failure::TaskFailed(_)) {
                     self.tasks_ended += 1;
                 }
+                if let Failure::TaskFailed(said) = &failure {
+                    *self.task_failures.entry(task_error(said)).or_default() += 1;
+                }
                 let kind = failure.kind();
                 *self.failures.entry(kind.clone()).or_default() += 1;
                 self.examples.entry(kind).or_insert_with(|| describe(&failure));
@@ -89,6 +95,9 @@ impl Stats {
         }
         for (kind, example) in other.examples {
             self.examples.entry(kind).or_insert(example);
+        }
+        for (message, n) in other.task_failures {
+            *self.task_failures.entry(message).or_default() += n;
         }
         self.retried += other.retried;
         self.tasks_created += other.tasks_created;
@@ -128,6 +137,13 @@ fn describe(failure: &Failure) -> String {
     text.chars().take(300).collect()
 }
 
+/// The task's error message in a [`Failure::TaskFailed`] ("task <id> failed: <message>"),
+/// without the id (so failures group by message), bounded.
+fn task_error(said: &str) -> String {
+    let message = said.split_once(" failed: ").map_or(said, |(_, message)| message);
+    message.chars().take(200).collect()
+}
+
 /// Microseconds as milliseconds with two decimals.
 pub(crate) fn ms(micros: u64) -> f64 {
     (micros as f64 / 10.0).round() / 100.0
@@ -136,4 +152,34 @@ pub(crate) fn ms(micros: u64) -> f64 {
 /// A duration in seconds, for throughput.
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64().max(1e-9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(task: &str, message: &str) -> Done {
+        Done {
+            scenario: Scenario::Task,
+            elapsed: Duration::from_millis(1),
+            outcome: Err(Failure::TaskFailed(format!("task {task} failed: {message}"))),
+            retried: 0,
+            created_task: true,
+            answered_inline: false,
+        }
+    }
+
+    #[test]
+    fn failed_tasks_are_counted_by_their_message_in_every_part() {
+        let (mut one, mut two) = (Stats::default(), Stats::default());
+        one.record(failed("t-1", "Task interrupted: stopped"));
+        one.record(failed("t-2", "Task interrupted: stopped"));
+        two.record(failed("t-3", "the tool broke"));
+        two.record(failed("t-4", "Task interrupted: stopped"));
+        one.merge(two);
+        let counted: Vec<(&str, u64)> = one.task_failures.iter().map(|(m, n)| (m.as_str(), *n)).collect();
+        assert_eq!(counted, [("Task interrupted: stopped", 3), ("the tool broke", 1)]);
+        assert_eq!(one.failed_with("task_failed"), 4);
+        assert_eq!(one.tasks_ended, 4, "a task that failed visibly ended");
+    }
 }

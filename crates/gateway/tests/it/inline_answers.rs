@@ -13,9 +13,9 @@ use axum::Router;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 
-use mcpgate::Config;
 use mcpgate::catalog::{BoxFuture, Failure, Outcome, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor};
 use mcpgate::config::Secret;
+use mcpgate::{AppState, Config};
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_store::testing::RedisServer;
@@ -24,6 +24,12 @@ use crate::support::{Req, app_with, claims, hs, hs256_config};
 
 /// How long a test waits for something that should happen at once: liveness, not speed.
 const LIVENESS: Duration = Duration::from_secs(20);
+
+/// An answer window no task of these tests outlasts unless held (a gated one): "ends within
+/// the window" then holds however loaded the machine, and the call is answered when the task
+/// ends, not when the window does. Longer than a configuration may set (250 ms), which bounds
+/// how long a real call is held, not what the window means.
+const WIDE_WINDOW_MS: u64 = 20_000;
 
 #[derive(Debug, Clone, Copy)]
 enum Store {
@@ -130,20 +136,31 @@ impl Tool for Gated {
 }
 
 async fn gateway(store: Store, window_ms: u64) -> (Router, Option<RedisServer>, Arc<Notify>, Arc<Semaphore>) {
-    let (c, server) = config(store, window_ms);
+    let (app, server, started, gate, _) = gateway_with(store, window_ms, |_| {}).await;
+    (app, server, started, gate)
+}
+
+/// [`gateway`] with `tune` applied to its configuration; its state too.
+async fn gateway_with(
+    store: Store,
+    window_ms: u64,
+    tune: impl FnOnce(&mut Config),
+) -> (Router, Option<RedisServer>, Arc<Notify>, Arc<Semaphore>, AppState) {
+    let (mut c, server) = config(store, window_ms);
+    tune(&mut c);
     let (started, gate) = (Arc::new(Notify::new()), Arc::new(Semaphore::new(0)));
     let (s, g) = (started.clone(), gate.clone());
-    let (app, _) = app_with(c, move |b| {
+    let (app, state) = app_with(c, move |b| {
         let task = |name: &str| ToolDescriptor::new(name, "A test task.", json!({"type": "object"}));
         b.tool(Refuses(task("refuses").task_policy(TaskPolicy::Required)));
         b.tool(Gated { descriptor: task("gated").task_policy(TaskPolicy::Required), started: s, gate: g });
     })
     .await;
-    (app, server, started, gate)
+    (app, server, started, gate, state)
 }
 
 async fn ends_at_once_with_its_result(store: Store) {
-    let (app, _server, ..) = gateway(store, 250).await;
+    let (app, _server, ..) = gateway(store, WIDE_WINDOW_MS).await;
     let key = "inline-1";
     let answer = call("slow_compute", json!({"seconds": 0, "label": "now"})).header("idempotency-key", key).send(&app);
     let result = answer.await.result();
@@ -179,7 +196,7 @@ async fn a_task_that_ends_at_once_answers_with_its_result_and_stays_stored_on_re
 /// A protocol error from inside a run is the task's, read with `tasks/get`: answered as the
 /// call's own error it would read as a call refused before anything ran.
 async fn fails_at_once_as_a_failed_task(store: Store) {
-    let (app, _server, ..) = gateway(store, 250).await;
+    let (app, _server, ..) = gateway(store, WIDE_WINDOW_MS).await;
     let created = call("refuses", json!({})).send(&app).await.result();
     assert_eq!((&created["resultType"], &created["status"]), (&json!("task"), &json!("failed")), "{created}");
     let id = created["taskId"].as_str().expect("a task id");
@@ -201,13 +218,15 @@ async fn a_protocol_error_within_the_window_answers_with_the_failed_task_on_redi
 }
 
 async fn cancelled_during_the_window(store: Store) {
-    let (app, _server, started, gate) = gateway(store, 250).await;
+    let (app, _server, started, gate) = gateway(store, WIDE_WINDOW_MS).await;
     let request = tokio::spawn({
         let app = app.clone();
         async move { call("gated", json!({})).send(&app).await }
     });
     tokio::time::timeout(LIVENESS, started.notified()).await.expect("the task's tool started");
-    // The client goes away while the call waits within its window.
+    // The client goes away while the call waits within its window (the gated task cannot end
+    // and the window is wide: still waiting however late `started` came).
+    assert!(!request.is_finished(), "the call was answered before its task ended or its window passed");
     request.abort();
     assert!(request.await.expect_err("aborted").is_cancelled());
     gate.add_permits(1);
@@ -263,7 +282,8 @@ async fn a_task_asking_for_input_answers_with_the_task_at_once() {
 }
 
 async fn legacy_result_waits(store: Store) {
-    let (app, _server, started, gate) = gateway(store, 250).await;
+    // One waiter slot on the replica: while the tasks/result holds it, a probe is refused.
+    let (app, _server, started, gate, state) = gateway_with(store, 250, |c| c.tasks.max_result_waiters = 1).await;
     let session = session(&app).await;
     let legacy = |method: &str, params: Value| {
         Req::legacy(method, params, Some(&session))
@@ -277,9 +297,16 @@ async fn legacy_result_waits(store: Store) {
         let (app, request) = (app.clone(), legacy("tasks/result", json!({"taskId": id})));
         async move { request.send(&app).await }
     });
-    // Pacing, not a wait for anything: the request is in before the gate opens. Until then
-    // the task cannot end, so a tasks/result that did not wait could not answer its result.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The request is seen waiting (it holds the replica's waiter slot) before the gate opens:
+    // until then the task cannot end, so a tasks/result that did not wait could not answer
+    // its result.
+    let deadline = tokio::time::Instant::now() + LIVENESS;
+    while state.result_waiters.acquire("probe").is_ok() {
+        assert!(!waiting.is_finished(), "tasks/result answered before its task ended");
+        assert!(tokio::time::Instant::now() < deadline, "tasks/result was not waiting within {LIVENESS:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!waiting.is_finished(), "tasks/result answered before its task ended");
     gate.add_permits(1);
     let result = tokio::time::timeout(LIVENESS, waiting).await.expect("answered once the task ended").expect("ran");
     assert_eq!(result.result()["content"][0]["text"], "let through");

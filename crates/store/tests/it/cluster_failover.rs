@@ -20,6 +20,10 @@ const SHARDS: u16 = 8;
 /// (2 s) to mark the primary failed, the replica's election, and the store's reconnects.
 const RECOVERY: Duration = Duration::from_secs(30);
 
+/// How long a write waits for its replica: long, so a confirmation the test relies on is not
+/// refused on a busy machine (the one write that cannot be confirmed waits this long once).
+const ACK_WITHIN: Duration = Duration::from_secs(5);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_task() {
     let mut cluster = RedisCluster::start_with_replicas(3);
@@ -43,11 +47,11 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
         prefix: prefix.clone(),
         shards: SHARDS,
         pool_size: 2,
-        command_timeout: Duration::from_secs(2),
+        command_timeout: ACK_WITHIN * 2,
         at_rest: None,
         at_rest_window: Duration::ZERO,
         replicas_ack: 1,
-        replicas_ack_timeout: Duration::from_millis(500),
+        replicas_ack_timeout: ACK_WITHIN,
         tls_ca_pem: None,
         sentinel: None,
     })
@@ -70,7 +74,7 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
     }
 
     cluster.kill_node(victim);
-    cluster.wait_for_new_primary(slot, victim, RECOVERY);
+    let promoted = cluster.wait_for_new_primary(slot, victim, RECOVERY);
 
     // The same store value writes to the shard again. Its new primary has no replica yet, so
     // a write lands but is not confirmed: NotAcknowledged (not unavailable, not a timeout)
@@ -114,6 +118,9 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
     cluster.restart_node(victim);
     cluster.wait_until_ok(RECOVERY);
     cluster.wait_for_replicas(RECOVERY);
+    // The retry comes once the returned node holds what its primary wrote (by its own
+    // offset), not merely once its link is up.
+    cluster.nodes()[victim].wait_until_caught_up_with(&cluster.nodes()[promoted], RECOVERY);
     let retried = store.create(keyed("fo", on_shard(8))).await.expect("confirmed once a replica is back");
     let Created::Existing(record) = retried else { panic!("the retry gets the task that landed: {retried:?}") };
     assert_eq!(u16::from(record.id.shard()), shard);

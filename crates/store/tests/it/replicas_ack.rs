@@ -2,6 +2,12 @@
 //! answered once the replica holds it (one round trip: the script, the marker, `WAIT`), a
 //! write the frozen replica cannot confirm fails as `NotAcknowledged` and its retry (same
 //! idempotency key, same lease) succeeds once it can, and with 0 nothing waits.
+//!
+//! Nothing here depends on the machine's speed: a write the test expects confirmed may wait
+//! long ([`CONFIRMED_WITHIN`]); only writes made while the replica is frozen (SIGSTOP), which
+//! nothing can confirm, wait briefly ([`REFUSED_AFTER`]); a retry after the replica is thawed
+//! waits until the replica has caught up by its own replication offset; and what must happen
+//! first (a try refused, a write blocked in `WAIT`) is seen happening, not slept for.
 
 use std::time::Duration;
 
@@ -14,8 +20,31 @@ use mcpgate_store::{
 
 use crate::redis::{Monitor, new_task, options, warm_up_the_reader};
 
+/// How long a write the test expects confirmed may wait for the replica: liveness, not speed
+/// (a busy machine must not turn a confirmation into a refusal).
+const CONFIRMED_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long a write made while the replica is frozen waits: a frozen replica confirms nothing
+/// however long it is given, so this only keeps the test short.
+const REFUSED_AFTER: Duration = Duration::from_millis(300);
+
+/// How long a thawed replica may take to apply what it missed.
+const CATCH_UP: Duration = Duration::from_secs(30);
+
+/// A store waiting for `replicas` (patiently: [`CONFIRMED_WITHIN`]).
 fn acked(server: &RedisServer, replicas: u32) -> RedisOptions {
-    RedisOptions { replicas_ack: replicas, replicas_ack_timeout: Duration::from_millis(300), ..options(server) }
+    RedisOptions {
+        replicas_ack: replicas,
+        replicas_ack_timeout: CONFIRMED_WITHIN,
+        command_timeout: CONFIRMED_WITHIN + Duration::from_secs(5),
+        ..options(server)
+    }
+}
+
+/// The same store (same prefix) waiting only [`REFUSED_AFTER`]: for the writes made while the
+/// replica is frozen, which must be refused.
+fn impatient(opts: &RedisOptions) -> RedisOptions {
+    RedisOptions { replicas_ack_timeout: REFUSED_AFTER, ..opts.clone() }
 }
 
 /// A task with an idempotency key held for a minute (a retry must find it).
@@ -103,12 +132,14 @@ async fn a_write_the_replica_cannot_confirm_fails_and_its_retry_gets_the_same_ta
     let set = RedisReplicated::start();
     let opts = acked(set.primary(), 1);
     let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    let hasty = RedisStore::connect(impatient(&opts)).await.expect("connects");
 
     set.replica().pause();
     let thaw = Thaw(set.replica());
-    let refused = store.create(keyed("frozen", 2)).await;
+    let refused = hasty.create(keyed("frozen", 2)).await;
     assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
     drop(thaw);
+    set.wait_until_caught_up(CATCH_UP);
 
     // The client retries with the same key: the task the first try created, acknowledged now.
     let retried = store.create(keyed("frozen", 2)).await.expect("retry");
@@ -127,9 +158,10 @@ async fn a_write_the_replica_cannot_confirm_fails_and_its_retry_gets_the_same_ta
     let done = TaskOutcome::Result("{}".to_owned());
     set.replica().pause();
     let thaw = Thaw(set.replica());
-    let unconfirmed = store.finish(&lease, job, TaskStatus::Completed, done.clone(), false).await;
+    let unconfirmed = hasty.finish(&lease, job, TaskStatus::Completed, done.clone(), false).await;
     assert_eq!(unconfirmed, Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
     drop(thaw);
+    set.wait_until_caught_up(CATCH_UP);
     // The repeat finds the outcome recorded (its status terminal, as settle.lua answers a
     // repeat), and the marker's write makes the replica's confirmation cover it.
     let repeat = store.finish(&lease, job, TaskStatus::Completed, done, false).await.expect("retry");
@@ -157,24 +189,37 @@ async fn a_claim_the_replica_confirms_late_spends_one_attempt() {
     let set = RedisReplicated::start();
     let opts = acked(set.primary(), 1);
     let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    let hasty = RedisStore::connect(impatient(&opts)).await.expect("connects");
     let created = store.create(keyed("late", 3)).await.expect("create");
     let record = created.record().expect("a task").clone();
     let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
     let job = jobs.iter().find(|j| j.task == record.id).expect("the task's job").clone();
+    let key = task_key(&opts, &record);
+    let mut monitor = Monitor::start(set.primary().port()).await;
 
     // The replica is frozen while the claim is sent: its first try lands on the primary but is
-    // not confirmed. Thawed a little later (well within a third of the lease), a retry under
-    // the same claim id is confirmed and holds the lease: the task's first attempt, not a
-    // second one (a fresh claim would find the first try's live lease and be refused as busy).
+    // not confirmed. Thawed once the claim has been seen trying again (so the first try was
+    // refused, whatever the machine's speed), a retry under the same claim id is confirmed and
+    // holds the lease: the task's first attempt, not a second one (a fresh claim would find
+    // the first try's live lease and be refused as busy). The lease is long: the claim retries
+    // for a third of it.
     set.replica().pause();
     let thaw = Thaw(set.replica());
     let claim = tokio::spawn({
-        let store = store.clone();
-        async move { store.claim(&job, "w", Duration::from_secs(6), 3).await }
+        let store = hasty.clone();
+        async move { store.claim(&job, "w", Duration::from_secs(60), 3).await }
     });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut tries = 0;
+    while tries < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "the claim was sent {tries} times within 20 s, not retried");
+        let sent = monitor.commands_since_last().await;
+        tries += sent.iter().filter(|c| c.to_ascii_uppercase().contains("\"EVALSHA\"") && c.contains(&key)).count();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!claim.is_finished(), "the claim was answered while its replica was frozen");
     drop(thaw);
-    let claimed = tokio::time::timeout(Duration::from_secs(10), claim).await.expect("bounded").expect("joined");
+    let claimed = tokio::time::timeout(Duration::from_secs(30), claim).await.expect("bounded").expect("joined");
     let Ok(Claim::Run { task, .. }) = claimed else { panic!("the retried claim runs the task: {claimed:?}") };
     assert_eq!(task.attempts, 1, "the unconfirmed first try spent no attempt");
     assert_eq!(on_replica(set.replica(), &task_key(&opts, &record), "attempts").await.as_deref(), Some("1"));
@@ -183,20 +228,30 @@ async fn a_claim_the_replica_confirms_late_spends_one_attempt() {
 #[tokio::test]
 async fn an_unconfirmed_task_to_run_here_is_handed_back_unspent() {
     let set = RedisReplicated::start();
-    let store = RedisStore::connect(acked(set.primary(), 1)).await.expect("connects");
+    let opts = acked(set.primary(), 1);
+    let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    let hasty = RedisStore::connect(impatient(&opts)).await.expect("connects");
     set.replica().pause();
     let thaw = Thaw(set.replica());
-    let refused = store.create_running(keyed("here", 4), "w-here", Duration::from_secs(30)).await;
+    let refused = hasty.create_running(keyed("here", 4), "w-here", Duration::from_secs(30)).await;
     assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
     drop(thaw);
+    set.wait_until_caught_up(CATCH_UP);
 
     // The client's retry finds the task; it is not left under the creator's unused lease (30 s)
-    // but queued at once, and its claim is its first attempt.
+    // but handed back in the background (well before that lease would lapse), and its claim is
+    // its first attempt.
     let retried = store.create(keyed("here", 4)).await.expect("retry");
     let Created::Existing(record) = retried else { panic!("the first try's task: {retried:?}") };
-    let jobs = store.read("w", 10, Duration::from_millis(500)).await.expect("read");
-    let job = jobs.iter().find(|j| j.task == record.id).expect("the handed-back task is queued now");
-    let claimed = store.claim(job, "w", Duration::from_secs(30), 3).await.expect("claim");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let job = loop {
+        let jobs = store.read("w", 10, Duration::from_millis(200)).await.expect("read");
+        if let Some(job) = jobs.into_iter().find(|j| j.task == record.id) {
+            break job;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the unconfirmed task was not handed back within 20 s");
+    };
+    let claimed = store.claim(&job, "w", Duration::from_secs(30), 3).await.expect("claim");
     let Claim::Run { task, .. } = claimed else { panic!("runs: {claimed:?}") };
     assert_eq!(task.attempts, 1, "the creator's unconfirmed lease spent no attempt");
 }
@@ -217,12 +272,7 @@ async fn a_waiting_write_does_not_hold_up_other_calls() {
     let set = RedisReplicated::start();
     // One shared connection: without a lane of their own, every call would queue behind the
     // WAIT on it. The acknowledgement timeout is long, so "still waiting" is unambiguous.
-    let opts = RedisOptions {
-        pool_size: 1,
-        replicas_ack_timeout: Duration::from_millis(1500),
-        command_timeout: Duration::from_secs(3),
-        ..acked(set.primary(), 1)
-    };
+    let opts = RedisOptions { pool_size: 1, ..acked(set.primary(), 1) };
     let store = RedisStore::connect(opts).await.expect("connects");
     let other = store.create(keyed("lane", 5)).await.expect("create").record().expect("a task").clone();
 
@@ -241,17 +291,22 @@ async fn a_waiting_write_does_not_hold_up_other_calls() {
     assert_eq!(read.id, other.id);
     assert!(blocked_in_wait(set.primary()).await, "the get was answered only once the create's WAIT had returned");
 
-    let refused =
-        tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("the create ends").expect("joined");
-    assert_eq!(refused.err(), Some(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
+    // Thawed, the replica confirms the create that waited.
     drop(thaw);
+    let created = tokio::time::timeout(CONFIRMED_WITHIN + Duration::from_secs(5), waiting)
+        .await
+        .expect("the create ends")
+        .expect("joined");
+    assert!(matches!(created, Ok(Created::New(_))), "{created:?}");
 }
 
 #[tokio::test]
 async fn a_hold_repeated_after_its_answer_asks_nothing_again() {
     use mcpgate_store::{Answered, CheckedAnswer, RawAnswer, Renewal};
     let set = RedisReplicated::start();
-    let store = RedisStore::connect(acked(set.primary(), 1)).await.expect("connects");
+    let opts = acked(set.primary(), 1);
+    let store = RedisStore::connect(opts.clone()).await.expect("connects");
+    let hasty = RedisStore::connect(impatient(&opts)).await.expect("connects");
     let record = store.create(keyed("asker", 7)).await.expect("create").record().expect("a task").clone();
     let jobs = store.read("w", 10, Duration::from_millis(100)).await.expect("read");
     let job = jobs.iter().find(|j| j.task == record.id).expect("the task's job");
@@ -268,9 +323,10 @@ async fn a_hold_repeated_after_its_answer_asks_nothing_again() {
     // which resumes the task in place under the same lease.
     set.replica().pause();
     let thaw = Thaw(set.replica());
-    let unconfirmed = store.hold(&lease, &requests, None).await;
+    let unconfirmed = hasty.hold(&lease, &requests, None).await;
     assert_eq!(unconfirmed, Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }));
     drop(thaw);
+    set.wait_until_caught_up(CATCH_UP);
     let yes = r#"{"action":"accept","content":{"confirm":true}}"#;
     let answers = [("confirm".to_owned(), CheckedAnswer { fits: vec!["elicitation/create"], json: yes.to_owned() })]
         .into_iter()

@@ -106,14 +106,24 @@ async fn an_entry_goes_at_the_task_expiry() {
     let server = RedisServer::start();
     let store = RedisStore::connect(options(&server)).await.expect("connects");
     subscribed(&store).await;
-    let id = finished(&store, "alice", r#"{"content":[]}"#, 1_500).await;
-    store.get(&id, Read::WithOutcome).await.expect("get").expect("the task");
-    store.get(&id, Read::WithOutcome).await.expect("get").expect("the task");
-    assert_eq!(store.terminal_cache().hits, 1, "kept");
+    // A short-lived task, kept by its first read. That read must come before the task expires:
+    // a machine too slow for that gets a task living twice as long (the lifetime is waited
+    // out below, so it starts short), never a test that depends on its speed.
+    let mut ttl = Duration::from_secs(2);
+    let id = loop {
+        let ttl_ms = u64::try_from(ttl.as_millis()).expect("small");
+        let id = finished(&store, "alice", r#"{"content":[]}"#, ttl_ms).await;
+        if store.get(&id, Read::WithOutcome).await.expect("get").is_some() {
+            break id;
+        }
+        assert!(ttl < Duration::from_secs(30), "a task living {ttl:?} expired before its first read");
+        ttl *= 2;
+    };
+    assert_eq!(store.terminal_cache().entries, 1, "kept");
     // Redis drops the key at its expiry; the cache must not outlive it.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + ttl + Duration::from_secs(5);
     while store.get(&id, Read::WithOutcome).await.expect("get").is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "a task that expired 3.5 s ago is still answered");
+        assert!(tokio::time::Instant::now() < deadline, "a task that expired 5 s ago is still answered");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(store.terminal_cache().entries, 0);
@@ -213,8 +223,11 @@ async fn a_record_found_under_another_tasks_key_is_not_kept_under_the_id_it_name
     assert!(!key_a.is_empty() && !key_b.is_empty(), "both task keys found: {key_a:?} {key_b:?}");
     assert_eq!(redis_cli(&server, &["COPY", &key_b, &key_a, "REPLACE"]), "1", "copied");
     let hits = store.terminal_cache().hits;
-    // Whatever the read of a answers, it does not become b's entry.
-    let _ = store.get(&a, Read::WithOutcome).await;
+    // The read of a answers the record found there as what it is (b's, naming b, its result
+    // bound to b): never as a's. And it does not become b's entry.
+    let found = store.get(&a, Read::WithOutcome).await.expect("get").expect("the record under a's key");
+    assert_eq!(found.id, b, "the record names the task it belongs to");
+    assert_eq!(found.outcome, Some(TaskOutcome::Result(r#"{"content":[{"type":"text","text":"b"}]}"#.to_owned())));
     assert_eq!(store.terminal_cache().entries, 0, "a record read under another id is not kept");
     store.get(&b, Read::WithOutcome).await.expect("get").expect("the task");
     assert_eq!(store.terminal_cache().hits, hits, "b's first read goes to Redis");
