@@ -164,6 +164,7 @@ pub(super) async fn execute(
     let checkpointed = Arc::new(AtomicBool::new(task.resumable));
     let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone())
         .with_changes(shared.store.clone())
+        .with_server(task.server.as_deref())
         .with_checkpoints(Checkpoints::new(shared.store.clone(), lease.clone(), checkpointed.clone()));
     tracing::debug!("task run started");
     shared.options.report(&TransitionNote::of(&task, TaskTransition::Working));

@@ -93,6 +93,7 @@ pub(super) fn tool_context(
         cancel,
     )
     .with_changes(state.store.clone())
+    .with_server(cx.endpoint.server())
 }
 
 pub(super) async fn finish<T: McpResult>(
