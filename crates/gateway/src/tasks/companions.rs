@@ -107,7 +107,7 @@ impl Tool for Companion {
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
             let Some(raw) = call.arguments.get("taskId").and_then(Value::as_str) else {
-                return Outcome::Failed(Failure::InvalidParams("taskId (a string) is required".to_owned()));
+                return Outcome::Failed(Failure::InvalidArguments("taskId (a string) is required".to_owned()));
             };
             let owner = cx.principal().key();
             let not_found = || Outcome::Complete(CallToolResult::error(format!("Task {} not found", clip(raw))));

@@ -326,7 +326,9 @@ async fn settle_in_span(
     teller: &mut Teller,
 ) {
     let store = &shared.store;
-    let (settled, ended, end) = match outcome {
+    // A task's tool refusing its arguments ends it `completed` with that result (`failed` to a
+    // 2025-11-25 reader, who reads tool errors so), as a synchronous call answers.
+    let (settled, ended, end) = match outcome.refused_arguments_as_result() {
         Outcome::Complete(mut result) => {
             // Stored era-neutral; each era's reader adds its own envelope fields.
             result.result_type = None;
