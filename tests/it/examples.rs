@@ -39,7 +39,9 @@ async fn typed_tool_derives_its_schema_and_converts() -> anyhow::Result<()> {
         call(&client, &url, json!({"name": "convert_temperature", "arguments": {"value": 1, "from": "K"}})).await?;
     assert_eq!(reply["result"]["isError"], true, "a tool error the model can read: {reply}");
     let reply = call(&client, &url, json!({"name": "convert_temperature", "arguments": {"value": "hot"}})).await?;
-    assert_eq!(reply["error"]["code"], -32602, "bad arguments are a protocol error: {reply}");
+    assert_eq!(reply["result"]["isError"], true, "bad arguments are a result the model reads (SEP-1303): {reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("invalid arguments"), "the reason, for the model: {reply}");
     stop(example)
 }
 

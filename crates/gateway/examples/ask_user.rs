@@ -36,7 +36,7 @@ impl Tool for BookTable {
                 Err(failure) => return Outcome::Failed(failure),
             };
             if !(1..=12).contains(&booking.guests) {
-                return Outcome::Failed(Failure::InvalidParams("guests must be 1 to 12".to_owned()));
+                return Outcome::Failed(Failure::InvalidArguments("guests must be 1 to 12".to_owned()));
             }
             // The answers so far come with every round; ask until the name is there.
             let text = match ask::form_answer(&call.input_responses, "name") {

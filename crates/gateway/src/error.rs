@@ -489,7 +489,9 @@ impl From<mcpgate_store::StoreError> for GatewayError {
 impl From<Failure> for GatewayError {
     fn from(f: Failure) -> Self {
         match f {
-            Failure::InvalidParams(detail) => GatewayError::InvalidParams { detail },
+            Failure::InvalidParams(detail) | Failure::InvalidArguments(detail) => {
+                GatewayError::InvalidParams { detail }
+            }
             Failure::MissingCapability { required, message } => GatewayError::MissingCapability { message, required },
             Failure::ResourceNotFound(uri) => GatewayError::ResourceNotFound { uri },
             Failure::Internal(detail) => GatewayError::Internal { detail },

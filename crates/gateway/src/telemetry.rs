@@ -11,7 +11,10 @@
 //! is kept in the task record), and records its outcome in a `settle` span. No request or
 //! result content is put on spans. Audit lines (`audit.enabled`) are exported too, as span
 //! events of target `mcpgate_audit` on the span they happened in (there is no OTLP logs
-//! exporter in this build: the trail rides on the trace export).
+//! exporter in this build: the trail rides on the trace export). The text format escapes the
+//! control characters of every field (`escaped_fields`), so no logged value forges a line.
+
+mod escaped_fields;
 
 use std::io::IsTerminal as _;
 
@@ -58,7 +61,7 @@ pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<
     // Colours only for a person at a terminal: escape codes garble files and log collectors.
     let ansi = std::io::stderr().is_terminal();
     let logs = match config.format {
-        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi).boxed(),
+        LogFormat::Text => text_layer(std::io::stderr, ansi).boxed(),
         LogFormat::Json => {
             tracing_subscriber::fmt::layer().json().flatten_event(true).with_writer(std::io::stderr).boxed()
         }
@@ -77,6 +80,22 @@ pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<
         tracing::warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set but this build has no span export (cargo feature `otel`)");
     }
     Ok(telemetry)
+}
+
+/// The text log: `tracing_subscriber`'s format, with every field's control characters escaped
+/// (one event is one line, whatever a caller or an upstream put in a value).
+pub(crate) fn text_layer<S, W>(
+    writer: W,
+    ansi: bool,
+) -> tracing_subscriber::fmt::Layer<S, escaped_fields::EscapedFields, tracing_subscriber::fmt::format::Format, W>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + 'static,
+{
+    tracing_subscriber::fmt::layer()
+        .fmt_fields(escaped_fields::EscapedFields::default())
+        .with_writer(writer)
+        .with_ansi(ansi)
 }
 
 type BoxedLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;

@@ -1,6 +1,9 @@
 //! The circuit breaker of one upstream: after `failures` consecutive health failures
 //! (unreachable, timed out, connection lost, garbage) calls fail at once for a cool-down;
-//! then one probe call goes through, and its outcome closes or re-opens the circuit.
+//! then one probe call goes through, and its outcome closes or re-opens the circuit. An
+//! exchange with the upstream outside the calls (the list refresh's handshake or
+//! `server/discover`) that got an answer closes it too: the upstream is back, and calls need
+//! not wait out the cool-down for it.
 //!
 //! Invariant: while open, no call reaches the upstream; while half-open, exactly one does.
 
@@ -92,6 +95,15 @@ impl Breaker {
         };
     }
 
+    /// Records that the upstream answered an exchange made outside the calls: an open or
+    /// half-open circuit closes (a probe still in flight then records into the closed state).
+    pub(crate) fn reached(&self) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !matches!(*state, State::Closed { .. }) {
+            *state = State::Closed { failures: 0 };
+        }
+    }
+
     /// Gives an admitted call's ticket back without an outcome (it was cancelled).
     pub(crate) fn abandon(&self, ticket: Ticket) {
         if ticket.probe {
@@ -124,6 +136,17 @@ mod tests {
         let probe = b.admit().unwrap();
         b.abandon(probe);
         assert!(b.admit().is_ok(), "a dropped probe must not leave the breaker half-open for good");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answered_exchange_outside_the_calls_closes_an_open_breaker() {
+        let b = Breaker::new(1, Duration::from_secs(600));
+        let t = b.admit().unwrap();
+        b.record(t, false);
+        assert_eq!(b.state(), BreakerState::Open);
+        b.reached();
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert!(b.admit().is_ok(), "calls flow at once, not after the cool-down");
     }
 
     #[tokio::test(start_paused = true)]

@@ -258,8 +258,10 @@ impl Tool for UpstreamTool {
                         let rounds = round.as_ref().map_or(0, Continuation::round);
                         return self.relay(&raw, rounds, &call, cx).await;
                     }
+                    // The upstream refused the arguments (an upstream older than SEP-1303 says so
+                    // with -32602): the model must see it, like a refusal of ours.
                     Err(UpstreamError::Rpc { code: -32602, message }) => {
-                        return Outcome::Failed(Failure::InvalidParams(format!(
+                        return Outcome::Failed(Failure::InvalidArguments(format!(
                             "{}: {message}",
                             self.descriptor.info.name
                         )));

@@ -365,7 +365,10 @@ fn unique_suffix() -> String {
 
 fn failure_text(failure: &Failure) -> String {
     match failure {
-        Failure::Unavailable(why) | Failure::Internal(why) | Failure::InvalidParams(why) => why.clone(),
+        Failure::Unavailable(why)
+        | Failure::Internal(why)
+        | Failure::InvalidParams(why)
+        | Failure::InvalidArguments(why) => why.clone(),
         other => format!("{other:?}"),
     }
 }

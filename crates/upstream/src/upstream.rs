@@ -459,8 +459,13 @@ impl Upstream {
             offered = tokio::time::timeout(self.config.timeout(), self.link.offered()) => offered,
             () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
         };
+        let (offered, reached) = offered.ok().and_then(Result::ok).unwrap_or_default();
+        // The upstream answered: it is back, and the list reads below (and calls) need not
+        // wait out an open breaker's cool-down.
+        if reached {
+            self.breaker.reached();
+        }
         // Unknown (or the handshake failed: the first list read says why): ask for everything.
-        let offered = offered.ok().and_then(Result::ok).flatten();
         let (tools, prompts, resources) = offered.map_or((true, true, true), |o| (o.tools, o.prompts, o.resources));
         let mut failures: Vec<(&str, UpstreamError)> = Vec::new();
         let mut read = 0;

@@ -9,6 +9,7 @@ mod handlers;
 pub(crate) mod listen;
 mod render;
 mod request_state;
+mod resource_uri;
 pub mod session;
 mod task_input;
 pub mod task_view;

@@ -4,8 +4,10 @@
 //! let any agent follow it: `task_status`, `task_result` and `task_cancel`. The task is an
 //! ordinary one: clients that speak either tasks protocol see the same task.
 //!
-//! Invariants: the companions see only the caller's own tasks (another's, unknown or expired
-//! ids all read "not found", indistinguishably); they never answer with a protocol error for
+//! Invariants: the companions see only the caller's own tasks, and through a virtual server
+//! only those created through it, as the tasks methods do (another's, another endpoint's,
+//! unknown or expired ids all read "not found", indistinguishably, and are never cancelled);
+//! they never answer with a protocol error for
 //! a task's state (a task still running is a plain result saying so); they are listed only
 //! when some tool is a background tool. Their names (`[background]`) never shadow a tool of
 //! the toolsets or one added in code (that is a configuration error), and an upstream tool
@@ -105,7 +107,7 @@ impl Tool for Companion {
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
             let Some(raw) = call.arguments.get("taskId").and_then(Value::as_str) else {
-                return Outcome::Failed(Failure::InvalidParams("taskId (a string) is required".to_owned()));
+                return Outcome::Failed(Failure::InvalidArguments("taskId (a string) is required".to_owned()));
             };
             let owner = cx.principal().key();
             let not_found = || Outcome::Complete(CallToolResult::error(format!("Task {} not found", clip(raw))));
@@ -115,26 +117,38 @@ impl Tool for Companion {
                 tracing::warn!(task = %id, error = %e, "a background-task companion could not reach the task store");
                 Outcome::Failed(Failure::Unavailable("The task store is unavailable; try again shortly".to_owned()))
             };
+            // Through a virtual server, a task made elsewhere does not exist (`Endpoint::sees_task`):
+            // checked before a cancel changes anything, and on every read.
+            let seen = |record: &TaskRecord| cx.server().is_none_or(|name| record.server.as_deref() == Some(name));
             match self.kind {
-                Kind::Cancel => match self.book.cancel(&id, owner).await {
-                    Ok(Cancelled::Now(_)) => text(format!("Task {id} cancelled."), None),
-                    Ok(Cancelled::AlreadyTerminal(record)) => {
-                        text(format!("Task {id} had already ended: {}.", record.status.as_str()), None)
+                Kind::Cancel => {
+                    if cx.server().is_some() {
+                        match self.book.find(&id, owner, Read::Control).await {
+                            Ok(Some(record)) if seen(&record) => {}
+                            Ok(_) => return not_found(),
+                            Err(e) => return unavailable(e),
+                        }
                     }
-                    Ok(Cancelled::NotFound) => not_found(),
-                    Err(e) => unavailable(e),
-                },
+                    match self.book.cancel(&id, owner).await {
+                        Ok(Cancelled::Now(_)) => text(format!("Task {id} cancelled."), None),
+                        Ok(Cancelled::AlreadyTerminal(record)) => {
+                            text(format!("Task {id} had already ended: {}.", record.status.as_str()), None)
+                        }
+                        Ok(Cancelled::NotFound) => not_found(),
+                        Err(e) => unavailable(e),
+                    }
+                }
                 Kind::Status | Kind::Result => {
                     let read = if self.kind == Kind::Result { Read::WithOutcome } else { Read::Control };
                     match self.book.find(&id, owner, read).await {
-                        Ok(Some(record)) => {
+                        Ok(Some(record)) if seen(&record) => {
                             if self.kind == Kind::Status {
                                 status(&record, &self.result_tool)
                             } else {
                                 result(&record, &self.result_tool)
                             }
                         }
-                        Ok(None) => not_found(),
+                        Ok(_) => not_found(),
                         Err(e) => unavailable(e),
                     }
                 }

@@ -64,8 +64,9 @@ async fn tools_call_and_tool_errors() {
     let resp = Req::modern("tools/call", json!({"name": "nope", "arguments": {}})).send(&app).await;
     let json = assert_error(&resp, 200, -32602);
     assert_eq!(json["id"], 1);
-    let resp = Req::modern("tools/call", json!({"name": "echo", "arguments": {"text": 5}})).send(&app).await;
-    assert_error(&resp, 200, -32602);
+    // Arguments the tool refuses are its result (SEP-1303), not a protocol error.
+    let result = Req::modern("tools/call", json!({"name": "echo", "arguments": {"text": 5}})).send(&app).await.result();
+    assert_eq!(result["isError"], true, "{result}");
     let resp = Req::modern("tools/call", json!({"arguments": {}})).header("mcp-name", "x").send(&app).await;
     assert_error(&resp, 200, -32602);
 }
@@ -371,4 +372,34 @@ async fn client_input_is_clipped_in_messages() {
     let json = assert_error(&resp, 200, -32602);
     assert!(json["error"]["message"].as_str().expect("message").len() < 200);
     assert_eq!(json["error"]["data"]["uri"], uri, "data carries the URI the client asked for");
+}
+
+/// Arguments that do not fit a tool's schema are the tool's result with `isError: true` and
+/// the reason as text (SEP-1303, in 2025-11-25 and 2026-07-28), so the model reads it and
+/// corrects the call; an unknown tool stays a protocol error (-32602).
+#[tokio::test]
+async fn bad_tool_arguments_are_a_result_the_model_reads_in_both_eras() {
+    let app = app(config()).await;
+    let (session, _) = crate::support::initialize(&app, "2025-11-25").await;
+    let modern =
+        |name: &str, arguments: Value| Req::modern("tools/call", json!({"name": name, "arguments": arguments}));
+    let legacy = |name: &str, arguments: Value| {
+        Req::legacy("tools/call", json!({"name": name, "arguments": arguments}), Some(&session))
+    };
+    for (era, req) in [
+        ("2026-07-28", modern("sum", json!({"numbrs": [1, 2]}))),
+        ("2025-11-25", legacy("sum", json!({"numbrs": [1, 2]}))),
+    ] {
+        let result = req.send(&app).await.result();
+        assert_eq!(result["isError"], true, "{era}: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("invalid arguments") && text.contains("numbers"),
+            "{era}: the reason, for the model: {result}"
+        );
+    }
+    // The positive control, and an unknown tool, which stays a protocol error in both eras.
+    assert_eq!(modern("sum", json!({"numbers": [1, 2]})).send(&app).await.result()["structuredContent"]["sum"], 3.0);
+    assert_error(&modern("no_such_tool", json!({})).send(&app).await, 200, -32602);
+    assert_error(&legacy("no_such_tool", json!({})).send(&app).await, 200, -32602);
 }

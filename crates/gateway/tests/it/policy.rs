@@ -219,3 +219,44 @@ async fn hide_denied_answers_like_an_unknown_tool_prompt_or_resource() {
         "hidden denials count: {metrics}"
     );
 }
+
+/// A resource rule sees the URI in its normal form (RFC 3986 §6.2.2), whatever the caller's
+/// spelling: escaped unreserved characters, the scheme's or host's case and dot segments do not
+/// get past it, and a URI that still holds an escaped separator (or a control character) is
+/// refused before anything reads it.
+#[tokio::test]
+async fn a_resource_rule_sees_the_normalized_uri_and_escaped_separators_are_refused() {
+    let mut c = config();
+    c.policy = vec![PolicyRule::new("no-secret", "resource == 'test://template/secret/data'", Effect::Deny)];
+    let app = app(c).await;
+    let read = |uri: &str| Req::modern("resources/read", json!({"uri": uri}));
+    for spelling in [
+        "test://template/secret/data",
+        "test://template/%73ecret/data",
+        "test://template/%73%65%63%72%65%74/data",
+        "TEST://Template/secret/data",
+        "test://template/public/../secret/data",
+        "test://template/./secret/./data",
+    ] {
+        let denied = assert_error(&read(spelling).send(&app).await, 200, -32600);
+        assert_eq!(denied["error"]["data"]["rule"], "no-secret", "{spelling}: {denied}");
+    }
+    for refused in [
+        "test://template/a%2Fb/data",
+        "test://template/a%2fb/data",
+        "test://template/a%5Cb/data",
+        "test://template/secret%00/data",
+        "test://template/secret/data%23x",
+        "test://template/se%ZZcret/data",
+    ] {
+        let error = assert_error(&read(refused).send(&app).await, 200, -32602);
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("Invalid resource URI"), "{refused:?}: {error}");
+    }
+    // The positive control: another id is read, and an escaped spelling of it reads the same.
+    for spelling in ["test://template/public/data", "test://template/%70ublic/data"] {
+        let result = read(spelling).send(&app).await.result();
+        assert_eq!(result["contents"][0]["uri"], "test://template/public/data", "{spelling}: {result}");
+        assert!(result["contents"][0]["text"].as_str().is_some_and(|t| t.contains("Data for ID: public")), "{result}");
+    }
+}

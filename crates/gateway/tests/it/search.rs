@@ -70,9 +70,14 @@ async fn a_search_server_lists_two_tools_and_finds_and_calls_the_rest() {
 #[tokio::test]
 async fn bad_search_and_call_arguments_are_invalid_params() {
     let app = app(with_search(config())).await;
+    // search_tools's own arguments are a tool's: refused as its result, for the model (SEP-1303).
+    for (arguments, says) in [(json!({}), "`query` is required"), (json!({"query": "x", "limit": 0}), "limit")] {
+        let result = call("search_tools", arguments.clone()).send(&app).await.result();
+        assert_eq!(result["isError"], true, "{arguments}: {result}");
+        assert!(result["content"][0]["text"].as_str().is_some_and(|t| t.contains(says)), "{arguments}: {result}");
+    }
+    // call_tool's name which tool is called: finding it is the protocol's (-32602).
     for (name, arguments, says) in [
-        ("search_tools", json!({}), "`query` is required"),
-        ("search_tools", json!({"query": "x", "limit": 0}), "limit"),
         ("call_tool", json!({}), "`name` is required"),
         ("call_tool", json!({"name": "call_tool"}), "call_tool"),
         ("call_tool", json!({"name": "echo", "arguments": [1]}), "arguments"),

@@ -385,10 +385,60 @@ async fn a_glob_over_uris_selects_resources_not_the_templates_that_would_serve_t
     c.servers = vec![reader];
     let app = app(c).await;
     let read = |uri: &str| Req::modern("resources/read", json!({"uri": uri})).at("/servers/reader/mcp");
-    for uri in ["test://template/public/data", "test://template/public/../private/data"] {
+    // (The second is read as its normal form, `test://template/private/data`.)
+    for (uri, normal) in [
+        ("test://template/public/data", "test://template/public/data"),
+        ("test://template/public/../private/data", "test://template/private/data"),
+    ] {
         let refused = assert_error(&read(uri).send(&app).await, 200, -32602);
-        assert_eq!(refused["error"]["data"]["uri"], uri, "{refused}");
+        assert_eq!(refused["error"]["data"]["uri"], normal, "{refused}");
     }
     let root = Req::modern("resources/read", json!({"uri": "test://template/public/data"})).send(&app).await;
     assert!(root.result().get("contents").is_some(), "the root's template serves it");
+}
+
+/// The background-task companions (`task_status`, `task_result`, `task_cancel`) hold to the
+/// same rule as the tasks methods: through a virtual server, a task created through another
+/// server or the root answers exactly as an unknown id, and is not cancelled.
+#[tokio::test]
+async fn the_background_companions_answer_a_task_made_through_another_endpoint_as_unknown() {
+    let mut c = with_servers(hs256_config());
+    let mut finance = VirtualServer::new("finance");
+    finance.tools = strings(&["background_report", "task_*"]);
+    let mut support = VirtualServer::new("support");
+    support.tools = strings(&["task_*"]);
+    c.servers.extend([finance, support]);
+    let app = app(c).await;
+    let token = format!("Bearer {}", hs(&claims("alice")));
+    let call = |path: &str, tool: &str, arguments: Value| {
+        Req::modern("tools/call", json!({"name": tool, "arguments": arguments}))
+            .at(path)
+            .header("authorization", &token)
+    };
+    let (finance, support) = ("/servers/finance/mcp", "/servers/support/mcp");
+    let unknown_id = "t00-AAAAAAAAAAAAAAAAAAAAAA";
+    for (made, elsewhere) in [(finance, support), ("/mcp", support), ("/mcp", finance)] {
+        let started =
+            call(made, "background_report", json!({"topic": "payroll", "seconds": 30})).send(&app).await.result();
+        let id =
+            started["structuredContent"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {started}")).to_owned();
+        for companion in ["task_status", "task_result", "task_cancel"] {
+            let theirs = call(elsewhere, companion, json!({"taskId": id})).send(&app).await.result();
+            let unknown = call(elsewhere, companion, json!({"taskId": unknown_id})).send(&app).await.result();
+            assert_eq!(theirs["isError"], true, "{companion} through {elsewhere} of a task made at {made}: {theirs}");
+            assert_eq!(
+                theirs["content"][0]["text"].as_str().map(|t| t.replace(&id, unknown_id)),
+                unknown["content"][0]["text"].as_str().map(str::to_owned),
+                "{companion} through {elsewhere}: exactly an unknown id's answer"
+            );
+            assert!(theirs.get("structuredContent").is_none(), "{companion}: nothing of the task shows: {theirs}");
+        }
+        // Not cancelled from elsewhere: through the endpoint it was made at (and the root) it runs on.
+        for path in [made, "/mcp"] {
+            let status = call(path, "task_status", json!({"taskId": id})).send(&app).await.result();
+            assert_eq!(status["structuredContent"]["status"], "working", "through {path}: {status}");
+        }
+        let cancelled = call(made, "task_cancel", json!({"taskId": id})).send(&app).await.result();
+        assert_ne!(cancelled["isError"], true, "its own endpoint cancels it: {cancelled}");
+    }
 }

@@ -73,7 +73,7 @@ async fn logs_only_when_a_level_is_requested() {
 }
 
 #[tokio::test]
-async fn streamed_errors_arrive_as_the_final_event() {
+async fn a_streamed_refusal_arrives_as_the_final_event() {
     let app = app(config()).await;
     let resp = Req::modern("tools/call", json!({"name": "echo", "arguments": {}, "_meta": {"progressToken": 1}}))
         .send(&app)
@@ -81,7 +81,8 @@ async fn streamed_errors_arrive_as_the_final_event() {
     let events = resp.sse();
     let last = events.last().expect("a final event");
     assert_eq!(last["id"], 1);
-    assert_eq!(last["error"]["code"], -32602);
+    // Arguments the tool refuses are its result with isError (SEP-1303).
+    assert_eq!(last["result"]["isError"], true, "{last}");
 }
 
 /// How long [`WaitsForCancel`] runs when nothing cancels it: far past every bound the tests

@@ -81,18 +81,30 @@ async fn tool_errors_complete_and_protocol_errors_fail() {
 }
 
 #[tokio::test]
-async fn bad_arguments_are_refused_before_a_task_exists() {
+async fn bad_arguments_are_a_tool_error_answered_before_a_task_exists() {
     let app = app(config()).await;
+    // Arguments the tool refuses are answered as its result, with `isError` (SEP-1303): the
+    // model reads why. No task is made (2026-07-28 lets the server answer without one).
+    let refused = |json: &Value| {
+        assert_eq!(json["isError"], true, "{json}");
+        assert!(json.get("taskId").is_none() && json.get("task").is_none(), "no task: {json}");
+        json["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    };
     let modern =
         Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": "x"}}), with_ext());
-    let json = assert_error(&modern.send(&app).await, 200, -32602);
-    assert!(json["error"]["message"].as_str().unwrap_or_default().contains("invalid arguments"), "{json}");
+    let json = modern.send(&app).await.result();
+    assert_eq!(json["resultType"], "complete", "{json}");
+    assert!(refused(&json).contains("invalid arguments"), "{json}");
     let out_of_range =
         Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1e9}}), with_ext());
-    assert_error(&out_of_range.send(&app).await, 200, -32602);
+    assert!(refused(&out_of_range.send(&app).await.result()).contains("seconds"));
     let (session, _) = initialize(&app, "2025-11-25").await;
     let legacy = json!({"name": "slow_compute", "arguments": {"seconds": -1}, "task": {}});
-    assert_error(&Req::legacy("tools/call", legacy, Some(&session)).send(&app).await, 200, -32602);
+    let json = Req::legacy("tools/call", legacy, Some(&session)).send(&app).await.result();
+    assert!(refused(&json).contains("invalid arguments"), "{json}");
+    // An unknown tool stays a protocol error.
+    let unknown = Req::modern_with("tools/call", json!({"name": "nope", "arguments": {}}), with_ext());
+    assert_error(&unknown.send(&app).await, 200, -32602);
 }
 
 #[tokio::test]

@@ -112,6 +112,9 @@ pub struct ToolContext {
     checkpoints: Option<Checkpoints>,
     /// How a synchronous call may move to another replica at a checkpoint (load shedding).
     hand_off: Option<HandOff>,
+    /// The virtual server the invocation came through (`None`: the root endpoint): what a
+    /// tool that reads tasks may show of them (a server sees only the tasks made through it).
+    server: Option<Arc<str>>,
 }
 
 /// A task run's way to record its continuation state (see [`ToolContext::checkpoint`]).
@@ -149,6 +152,7 @@ impl ToolContext {
             changes: None,
             checkpoints: None,
             hand_off: None,
+            server: None,
         }
     }
 
@@ -168,6 +172,7 @@ impl ToolContext {
             changes: None,
             checkpoints: None,
             hand_off: None,
+            server: None,
         }
     }
 
@@ -199,6 +204,19 @@ impl ToolContext {
     pub fn with_hand_off(mut self, hand_off: HandOff) -> Self {
         self.hand_off = Some(hand_off);
         self
+    }
+
+    /// Says which virtual server the invocation came through (`None`: the root).
+    #[must_use]
+    pub fn with_server(mut self, server: Option<&str>) -> Self {
+        self.server = server.map(Arc::from);
+        self
+    }
+
+    /// The virtual server the invocation came through, `None` at the root endpoint (and in a
+    /// task run, the server its task was created through).
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     /// Whether this invocation runs a task whose progress it can checkpoint.

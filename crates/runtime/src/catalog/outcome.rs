@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use mcpgate_protocol::capabilities::ClientCapabilities;
 use mcpgate_protocol::input::InputRequests;
+use mcpgate_protocol::tool::CallToolResult;
 
 /// The result of one invocation.
 #[derive(Debug)]
@@ -28,8 +29,14 @@ pub enum Outcome<T> {
 /// Why an invocation failed.
 #[derive(Debug, Clone)]
 pub enum Failure {
-    /// The arguments are wrong.
+    /// The request is wrong (what the protocol carries: a `requestState`, an answer, a hidden
+    /// argument named by the caller): a -32602 protocol error.
     InvalidParams(String),
+    /// The arguments do not fit the tool's input schema or its own checks. To a `tools/call`
+    /// this is a tool result with `isError: true` whose text the model reads and can correct
+    /// (SEP-1303, 2025-11-25 and 2026-07-28), not a protocol error; elsewhere (a prompt's
+    /// arguments) it is -32602 like [`Failure::InvalidParams`].
+    InvalidArguments(String),
     /// The call needs a client capability the request did not declare.
     MissingCapability {
         /// What the client must declare.
@@ -48,5 +55,16 @@ pub enum Failure {
 
 /// Decodes tool arguments (a JSON object) into a typed struct, reporting a client-safe error.
 pub fn decode_args<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T, Failure> {
-    T::deserialize(args).map_err(|e| Failure::InvalidParams(format!("invalid arguments: {e}")))
+    T::deserialize(args).map_err(|e| Failure::InvalidArguments(format!("invalid arguments: {e}")))
+}
+
+impl Outcome<CallToolResult> {
+    /// The outcome a tool call answers with: arguments the tool refused become a result with
+    /// `isError: true` and the refusal as its text (SEP-1303), so the model sees it.
+    pub fn refused_arguments_as_result(self) -> Self {
+        match self {
+            Outcome::Failed(Failure::InvalidArguments(message)) => Outcome::Complete(CallToolResult::error(message)),
+            other => other,
+        }
+    }
 }

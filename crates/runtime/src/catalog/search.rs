@@ -178,7 +178,7 @@ pub struct SearchRequest {
 impl SearchRequest {
     /// Reads `search_tools` arguments; other members are ignored.
     pub fn parse(arguments: Option<&JsonObject>) -> Result<Self, Failure> {
-        let invalid = |problem: String| Failure::InvalidParams(format!("{SEARCH_TOOLS}: {problem}"));
+        let invalid = |problem: String| Failure::InvalidArguments(format!("{SEARCH_TOOLS}: {problem}"));
         let query = match arguments.and_then(|a| a.get("query")) {
             None => return Err(invalid("`query` is required".to_owned())),
             Some(Value::String(query)) => query,

@@ -369,7 +369,7 @@ mod tests {
         assert_eq!(ok.is_error, None);
         let Outcome::Complete(err) = run(&tool, json!({"a": 1, "b": -2})).await else { panic!("not complete") };
         assert_eq!(err.is_error, Some(true));
-        assert!(matches!(run(&tool, json!({"a": "one"})).await, Outcome::Failed(Failure::InvalidParams(_))));
+        assert!(matches!(run(&tool, json!({"a": "one"})).await, Outcome::Failed(Failure::InvalidArguments(_))));
         assert!(tool.check(&json!({"a": 1})).is_err(), "a missing field is refused before any work");
     }
 

@@ -164,6 +164,7 @@ pub(super) async fn execute(
     let checkpointed = Arc::new(AtomicBool::new(task.resumable));
     let cx = ToolContext::for_task(principal, capabilities.into(), status_tx, cancel.clone())
         .with_changes(shared.store.clone())
+        .with_server(task.server.as_deref())
         .with_checkpoints(Checkpoints::new(shared.store.clone(), lease.clone(), checkpointed.clone()));
     tracing::debug!("task run started");
     shared.options.report(&TransitionNote::of(&task, TaskTransition::Working));
@@ -325,7 +326,9 @@ async fn settle_in_span(
     teller: &mut Teller,
 ) {
     let store = &shared.store;
-    let (settled, ended, end) = match outcome {
+    // A task's tool refusing its arguments ends it `completed` with that result (`failed` to a
+    // 2025-11-25 reader, who reads tool errors so), as a synchronous call answers.
+    let (settled, ended, end) = match outcome.refused_arguments_as_result() {
         Outcome::Complete(mut result) => {
             // Stored era-neutral; each era's reader adds its own envelope fields.
             result.result_type = None;

@@ -224,16 +224,18 @@ impl Http {
     /// The lists the server offers, as its capabilities say (`None`: unknown), negotiating a
     /// session when there is none. A 2026-07-28 server is asked again (`server/discover`) when
     /// the session was already open: its capabilities may have changed since.
-    pub(crate) async fn offered(&self) -> Result<Option<Offered>, UpstreamError> {
+    /// What the server offers, and whether the upstream answered an exchange to say so (a
+    /// handshake made now, or a fresh `server/discover`) rather than from a kept session.
+    pub(crate) async fn offered(&self) -> Result<(Option<Offered>, bool), UpstreamError> {
         let existed = self.sessions.slot(None).lock().await.is_some();
         let session = self.session(&response_exchange()).await?;
         if existed && session.negotiated == Negotiated::Modern {
             let fresh = tokio::time::timeout(self.config.timeout(), self.discover(&session, None)).await;
             if let Ok(Ok(Posted::Answer(Ok(result)))) = fresh {
-                return Ok(Offered::from_result(&result));
+                return Ok((Offered::from_result(&result), true));
             }
         }
-        Ok(session.offered)
+        Ok((session.offered, !existed))
     }
 
     /// Sends `server/discover` on a modern session (declaring what the gateway can relay),
@@ -437,7 +439,9 @@ impl Http {
             // 2026-07-28 answers an unknown method with 404 and -32601: "not supported", not
             // "down". A 404 without a JSON-RPC error (a wrong URL) is a failure to reach it.
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
-            return Ok(Posted::Answer(Err(match rpc::parse(&body) {
+            let inbound = rpc::parse(&body);
+            discard_unless_answer(&mut response, &inbound, id);
+            return Ok(Posted::Answer(Err(match inbound {
                 // Only the answer to this request (a stray one may be another caller's).
                 Ok(Inbound::Response { id: got, outcome: Err(e @ UpstreamError::Rpc { .. }) }) if got == id => e,
                 _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
@@ -459,7 +463,9 @@ impl Http {
         }
         if !status.is_success() {
             let body = read_body(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
-            return Ok(Posted::Answer(Err(match rpc::parse(&body) {
+            let inbound = rpc::parse(&body);
+            discard_unless_answer(&mut response, &inbound, id);
+            return Ok(Posted::Answer(Err(match inbound {
                 Ok(Inbound::Response { id: got, outcome: Err(e) }) if got == id => e,
                 _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
             })));
@@ -471,7 +477,9 @@ impl Http {
             .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
         if !is_sse {
             let body = read_body(&mut response, max).await?;
-            return Ok(Posted::Answer(match rpc::parse(&body) {
+            let inbound = rpc::parse(&body);
+            discard_unless_answer(&mut response, &inbound, id);
+            return Ok(Posted::Answer(match inbound {
                 Ok(Inbound::Response { id: got, outcome }) if got == id => outcome,
                 Ok(_) => {
                     Err(UpstreamError::Protocol { detail: "the body is not the answer to the request".to_owned() })
@@ -589,6 +597,9 @@ impl Http {
                         Ok(Inbound::Response { id: got, outcome }) if got == id => {
                             return Ok(Some(Posted::Answer(outcome)));
                         }
+                        // Another request's answer on this one's stream: the connection is out
+                        // of step with its requests and is not kept.
+                        Ok(Inbound::Response { .. }) => response.discard(),
                         Ok(Inbound::Progress { token, progress: p }) if token == id => {
                             if let Some(sink) = progress {
                                 let _ = sink.try_send(p);
@@ -690,6 +701,15 @@ pub(crate) fn describe(e: reqwest::Error) -> String {
 }
 
 /// Reads a whole body, failing past `max` bytes.
+/// Closes the connection an answer came on unless the answer is request `id`'s: an answer to
+/// another request (or none at all) means the connection is out of step with its requests, and
+/// what it carries next could reach the wrong caller.
+fn discard_unless_answer(response: &mut Reply<'_>, inbound: &Result<Inbound, String>, id: u64) {
+    if !matches!(inbound, Ok(Inbound::Response { id: got, .. }) if *got == id) {
+        response.discard();
+    }
+}
+
 async fn read_body(response: &mut Reply<'_>, max: usize) -> Result<Vec<u8>, UpstreamError> {
     let mut body = Vec::new();
     while let Some(chunk) = response

@@ -169,11 +169,12 @@ impl Link {
     }
 
     /// The lists the server offers, as its capabilities say; `None` when unknown (stdio and
-    /// HTTP+SSE upstreams are asked for every list).
-    pub(crate) async fn offered(&self) -> Result<Option<crate::rpc::Offered>, UpstreamError> {
+    /// HTTP+SSE upstreams are asked for every list); and whether the upstream answered an
+    /// exchange made for it now (which closes an open breaker).
+    pub(crate) async fn offered(&self) -> Result<(Option<crate::rpc::Offered>, bool), UpstreamError> {
         match self {
             Self::Http(h) => h.offered().await,
-            Self::Stdio(_) | Self::Sse(_) => Ok(None),
+            Self::Stdio(_) | Self::Sse(_) => Ok((None, false)),
         }
     }
 

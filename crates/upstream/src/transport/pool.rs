@@ -8,7 +8,9 @@
 //! Invariants: at most `max_idle` idle connections are kept, none reused after `idle_timeout`
 //! (an expired one is closed when the pool is next used: taken from or given back to);
 //! a connection whose answer was not read to its end (a call dropped or cancelled, a body over
-//! its bound) is closed, never reused; a request a kept connection could not take (the upstream
+//! its bound) is closed, never reused, and so is one whose answer was not the answer to its
+//! request (another id: `Answer::discard`, since what it carries may be meant for another
+//! request); a request a kept connection could not take (the upstream
 //! had closed it meanwhile) goes out once more on a new connection — only a request hyper gives
 //! back unsent, so nothing ever runs twice; opening a connection takes at most `connect_timeout`
 //! and is made as the general client makes one (hyper-util's `HttpConnector`: every resolved
@@ -157,6 +159,7 @@ impl Pool {
                     return Ok(Answer {
                         pool: self,
                         conn: (!driver_done).then_some(conn),
+                        ended: false,
                         status: head.status,
                         headers: head.headers,
                         body,
@@ -252,11 +255,16 @@ pub(crate) fn describe(e: &dyn std::error::Error) -> String {
 }
 
 /// An answer from a pooled connection: its head, and its body read chunk by chunk while the
-/// connection is driven; the connection goes back to the pool when the body ended.
+/// connection is driven; the connection goes back to the pool when the answer is dropped
+/// after its body ended (not before: its reader may still find it is not the answer it
+/// waited for, and [`Answer::discard`] it).
 pub(crate) struct Answer<'a> {
     pool: &'a Pool,
-    /// `None` once the connection ended (the body may still hold what it read).
+    /// `None` once the connection ended (the body may still hold what it read), or was
+    /// discarded.
     conn: Option<Box<Conn>>,
+    /// The body was read to its end.
+    ended: bool,
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
     body: Incoming,
@@ -287,13 +295,19 @@ impl Answer<'_> {
                     return Err(describe(&e));
                 }
                 None => {
-                    if let Some(conn) = self.conn.take() {
-                        self.pool.put(conn);
-                    }
+                    self.ended = true;
                     return Ok(None);
                 }
             }
         }
+    }
+}
+
+impl Answer<'_> {
+    /// Closes the connection instead of keeping it: the answer was not the one its request
+    /// waited for, so the connection cannot be trusted to carry the next one.
+    pub(crate) fn discard(&mut self) {
+        self.conn = None;
     }
 }
 
@@ -302,7 +316,7 @@ impl Drop for Answer<'_> {
         // An empty body (a 202) needs no reading to be over; any other unread one closes the
         // connection (dropped with it), since what is left of it would be read as the next answer.
         if let Some(conn) = self.conn.take()
-            && self.body.is_end_stream()
+            && (self.ended || self.body.is_end_stream())
         {
             self.pool.put(conn);
         }

@@ -34,6 +34,15 @@ impl Reply<'_> {
         }
     }
 
+    /// Keeps its connection from serving another request: the answer was not the one asked
+    /// for. (The general client's connections are its own to keep; its https answers are
+    /// framed per request, but are not shared with a gateway-owned pool either.)
+    pub(crate) fn discard(&mut self) {
+        if let Self::Pooled(a) = self {
+            a.discard();
+        }
+    }
+
     /// The next piece of its body, `None` at the end; `Err` says why it broke (no URL).
     pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
         match self {

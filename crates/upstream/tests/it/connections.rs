@@ -102,3 +102,54 @@ async fn an_answer_over_the_bound_fails_its_call_and_its_connection_is_not_reuse
     assert_eq!(echo(&up, "after").await.unwrap(), "after", "the next call is not served the unread rest");
     assert_eq!(server.accepted(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_whose_answer_names_another_request_is_not_reused() {
+    // `stray` is answered with another request's id: what that connection carries is out of
+    // step with its requests, so it must never serve the next call.
+    let server = StandIn::start(|body: &Value| match body["params"]["name"].as_str() {
+        Some("stray") => {
+            let other = body["id"].as_u64().unwrap_or(0) + 1000;
+            Answer::result(&json!(other), json!({"resultType": "complete", "content": []}))
+        }
+        _ => modern(body),
+    })
+    .await;
+    let up = Upstream::new(UpstreamConfig::http("up", &server.url)).unwrap();
+    assert_eq!(echo(&up, "before").await.unwrap(), "before");
+    assert_eq!(server.accepted(), 1, "the handshake's connection serves the first call");
+    let stray = json!({"name": "stray", "arguments": {}});
+    let e = up.request(Request::new("tools/call", stray).name("stray"), &CancellationToken::new()).await.unwrap_err();
+    assert!(e.to_string().contains("not the answer to the request"), "{e}");
+    // No wait for the close here: the stand-in closes an idle connection by itself after 10 s.
+    assert_eq!(echo(&up, "after").await.unwrap(), "after");
+    assert_eq!(server.accepted(), 2, "the next call went out on a new connection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_refresh_that_reaches_the_upstream_closes_its_open_breaker() {
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let state = down.clone();
+    let server = StandIn::start(move |body: &Value| {
+        if state.load(std::sync::atomic::Ordering::SeqCst) { Answer::status(503) } else { modern(body) }
+    })
+    .await;
+    let mut config = UpstreamConfig::http("up", &server.url);
+    config.breaker_failures = 2;
+    // Far longer than the test: only the refresh can close it within it.
+    config.breaker_cooldown_secs = 3600;
+    let up = Upstream::new(config).unwrap();
+    assert_eq!(echo(&up, "up").await.unwrap(), "up");
+    down.store(true, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..2 {
+        echo(&up, "down").await.unwrap_err();
+    }
+    assert_eq!(up.breaker_state(), mcpgate_upstream::BreakerState::Open);
+    let fast = echo(&up, "refused").await.unwrap_err();
+    assert!(matches!(fast, mcpgate_upstream::UpstreamError::CircuitOpen { .. }), "{fast}");
+    // The upstream comes back; the list refresh reaches it and closes the breaker.
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    up.lists(&CancellationToken::new()).await.expect("the refresh reads the lists of an upstream that is back");
+    assert_eq!(up.breaker_state(), mcpgate_upstream::BreakerState::Closed);
+    assert_eq!(echo(&up, "back").await.unwrap(), "back", "calls flow again at once");
+}

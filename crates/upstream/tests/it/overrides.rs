@@ -178,3 +178,29 @@ async fn an_oauth_upstream_s_personal_tools_are_overridden_too() {
     };
     assert_eq!(got, json!({"body": "again", "urgent": false, "to": "ops@example.com"}));
 }
+
+/// An upstream older than SEP-1303 refuses bad arguments with -32602: to a `tools/call` that is
+/// the tool's refusal of its arguments, answered as a result with `isError` that the model
+/// reads (the gateway's `refused_arguments_as_result`), not a protocol error.
+#[tokio::test]
+async fn an_upstreams_refusal_of_arguments_is_a_tool_result_the_model_reads() {
+    let server = StandIn::start_seeing(|seen: &Seen| match seen.method() {
+        "tools/call" => Answer::error(200, &seen.body["id"], -32602, "Invalid arguments: body is required"),
+        _ => mailer(seen),
+    })
+    .await;
+    let (catalog, _federation) = catalog_of(UpstreamConfig::http("mail", &server.url), None).await;
+    let alice = user("alice");
+    let (tool, _) = catalog.find("mail_send", &alice).await.expect("the federated tool");
+    let cx = ToolContext::detached(alice.clone(), ClientCapabilities::default());
+    let call = ToolCall { arguments: json!({"to": "a@example.com"}), ..ToolCall::default() };
+    let outcome = tool.call(call, &cx).await;
+    assert!(
+        matches!(&outcome, Outcome::Failed(Failure::InvalidArguments(m)) if m.contains("body is required")),
+        "{outcome:?}"
+    );
+    let Outcome::Complete(result) = outcome.refused_arguments_as_result() else { panic!("a result") };
+    let result = serde_json::to_value(result).expect("json");
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result["content"][0]["text"].as_str().is_some_and(|t| t.contains("body is required")), "{result}");
+}

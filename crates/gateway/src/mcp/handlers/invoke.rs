@@ -19,7 +19,9 @@ use crate::mcp::render;
 use crate::mcp::request_state::Round;
 use crate::mcp::work::Prepared;
 use crate::state::AppState;
-use mcpgate_runtime::catalog::{BoxFuture, HandOff, Notifier, Outcome, Tool, ToolCall, ToolContext};
+use mcpgate_protocol::method::Method;
+use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_runtime::catalog::{BoxFuture, Failure, HandOff, Notifier, Outcome, Tool, ToolCall, ToolContext};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -93,6 +95,7 @@ pub(super) fn tool_context(
         cancel,
     )
     .with_changes(state.store.clone())
+    .with_server(cx.endpoint.server())
 }
 
 pub(super) async fn finish<T: McpResult>(
@@ -108,6 +111,11 @@ pub(super) async fn finish<T: McpResult>(
     match outcome {
         Outcome::Complete(result) => render::complete(cx, result),
         Outcome::NeedInput { requests, state: continuation } => ask(state, cx, round, requests, continuation),
+        // Arguments a tool refused are its result, which the model reads (SEP-1303); a
+        // prompt's are -32602.
+        Outcome::Failed(Failure::InvalidArguments(message)) if cx.method == Method::ToolsCall => {
+            render::complete(cx, CallToolResult::error(message))
+        }
         Outcome::Failed(failure) => Err(failure.into()),
     }
 }

@@ -151,6 +151,7 @@ async fn become_task(
     let checkpoints = Checkpoints::new(state.store.clone(), lease.clone(), checkpointed.clone());
     let rcx = ToolContext::for_task(cx.principal.clone(), cx.capabilities.clone(), status_tx, run_cancel.clone())
         .with_changes(state.store.clone())
+        .with_server(cx.endpoint.server())
         .with_checkpoints(checkpoints);
     let retry_safe = tool.descriptor().retry_safe;
     let rounds = async move {

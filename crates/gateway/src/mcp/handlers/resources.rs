@@ -1,6 +1,7 @@
 //! `resources/read`: the first handler (in registration order) that serves the URI reads it; a
 //! resource of an upstream is counted against the upstream's rate limits, like a call of its
-//! tools.
+//! tools. The URI is normalized first (`mcp::resource_uri`): selection, policy, the handler
+//! and the upstream all see its normal form, never the caller's spelling.
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
@@ -10,6 +11,7 @@ use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::limits::Charge;
 use crate::mcp::request_state::{Mode, Round, Target};
+use crate::mcp::resource_uri;
 use crate::mcp::work::Prepared;
 use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
@@ -22,9 +24,9 @@ pub(in crate::mcp) async fn read_resource(
     cx: &CallContext,
     params: ReadResourceParams,
 ) -> Result<Prepared, GatewayError> {
-    let target = Target::new(cx, &params.uri, &mcpgate_protocol::JsonObject::new(), Mode::Now)?;
+    let uri = resource_uri::normalize(&params.uri)?;
+    let target = Target::new(cx, &uri, &mcpgate_protocol::JsonObject::new(), Mode::Now)?;
     let mut round = Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref())?;
-    let uri = params.uri;
     let state = state.clone();
     let cx = cx.clone();
     Ok(Box::new(move |notifier, cancel| {

@@ -10,7 +10,8 @@
 
 use bytes::Bytes;
 
-use mcpgate_protocol::tool::CallToolParams;
+use mcpgate_protocol::tool::{CallToolParams, CallToolResult};
+use mcpgate_runtime::catalog::Failure;
 use mcpgate_runtime::catalog::search::{self, CallRequest, SearchRequest};
 
 use super::lists::visible;
@@ -46,7 +47,12 @@ pub(in crate::mcp) async fn search(
     cx: &CallContext,
     params: &CallToolParams,
 ) -> Result<Bytes, GatewayError> {
-    let SearchRequest { query, limit } = SearchRequest::parse(params.arguments.as_ref())?;
+    // Arguments it refuses are a result the model reads (SEP-1303), as for any tool.
+    let SearchRequest { query, limit } = match SearchRequest::parse(params.arguments.as_ref()) {
+        Ok(request) => request,
+        Err(Failure::InvalidArguments(message)) => return render::complete(cx, CallToolResult::error(message)),
+        Err(failure) => return Err(failure.into()),
+    };
     state.limits.admit(&cx.principal, tasks::call_charge(None, false)).await?;
     let catalog = state.catalog.load();
     let caller = cx.endpoint.caller(&cx.principal);

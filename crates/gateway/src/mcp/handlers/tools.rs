@@ -11,14 +11,15 @@ use serde_json::Value;
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::capabilities::{ClientCapabilities, TASKS_EXTENSION};
-use mcpgate_protocol::tool::CallToolParams;
-use mcpgate_runtime::catalog::{Outcome, TaskPolicy, ToolCall};
+use mcpgate_protocol::tool::{CallToolParams, CallToolResult};
+use mcpgate_runtime::catalog::{Failure, Outcome, TaskPolicy, ToolCall};
 
 use super::background;
 use super::invoke::ask;
 use crate::call_context::CallContext;
 use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
+use crate::mcp::render;
 use crate::mcp::request_state::{Mode, Round, Target};
 use crate::mcp::work::Prepared;
 use crate::policy::{Arguments, Item, Use};
@@ -82,7 +83,12 @@ pub(in crate::mcp) async fn call_tool(
     let call = round.tool_call(arguments);
     if let Some(ttl) = as_task {
         // Refused now, not by a worker later: a task is only created for a call that can run.
-        tool.check(&call.arguments)?;
+        // Arguments the tool refuses are answered as its result with `isError` (SEP-1303) and
+        // no task is made: 2026-07-28 lets the server answer any call without a task, and a
+        // 2025-11-25 client gets the result a task would have ended with.
+        if let Some(refused) = refuse(cx, tool.check(&call.arguments))? {
+            return Ok(ToolPlan::Ask(refused));
+        }
         round.commit(state).await?;
         // What the tool must know before it can start is asked now, while the call is still
         // synchronous (2026-07-28); a 2025-11-25 task asks from inside, as input_required.
@@ -91,6 +97,9 @@ pub(in crate::mcp) async fn call_tool(
                 Outcome::Complete(()) => {}
                 Outcome::NeedInput { requests, state: continuation } => {
                     return ask(state, cx, &round, requests, continuation).map(ToolPlan::Ask);
+                }
+                Outcome::Failed(Failure::InvalidArguments(message)) => {
+                    return render::complete(cx, CallToolResult::error(message)).map(ToolPlan::Ask);
                 }
                 Outcome::Failed(failure) => return Err(failure.into()),
             }
@@ -108,7 +117,9 @@ pub(in crate::mcp) async fn call_tool(
     // A background tool called by a client that asked for no task: a task all the same,
     // answered at once with how to follow it (see `mcp::companions`).
     if tool.descriptor().background {
-        tool.check(&call.arguments)?;
+        if let Some(refused) = refuse(cx, tool.check(&call.arguments))? {
+            return Ok(ToolPlan::Ask(refused));
+        }
         if let Some(busy) = background::refuse_when_busy(state, cx, &params.name) {
             return busy.map(ToolPlan::Ask);
         }
@@ -137,6 +148,17 @@ pub(in crate::mcp) async fn call_tool(
         return Ok(ToolPlan::Run(super::legacy_input::prepare(state, cx, round, tool, params.name, call)));
     }
     Ok(ToolPlan::Run(super::invoke::prepare_call(state, cx, round, tool, call)))
+}
+
+/// A tool's verdict on arguments before anything runs: `None` when it accepts them, the
+/// rendered result with `isError: true` when it refuses them (SEP-1303), any other failure as
+/// the protocol error it is.
+fn refuse(cx: &CallContext, verdict: Result<(), Failure>) -> Result<Option<Bytes>, GatewayError> {
+    match verdict {
+        Ok(()) => Ok(None),
+        Err(Failure::InvalidArguments(message)) => render::complete(cx, CallToolResult::error(message)).map(Some),
+        Err(failure) => Err(failure.into()),
+    }
 }
 
 /// `Some(lifetime)` when the call becomes a task.

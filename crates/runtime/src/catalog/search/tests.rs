@@ -274,7 +274,7 @@ fn args(value: Value) -> JsonObject {
 
 fn invalid(failure: Failure) -> String {
     match failure {
-        Failure::InvalidParams(message) => message,
+        Failure::InvalidParams(message) | Failure::InvalidArguments(message) => message,
         other => panic!("invalid params, got {other:?}"),
     }
 }

@@ -136,7 +136,7 @@ impl ComputeArgs {
     fn parse(arguments: &Value) -> Result<Self, Failure> {
         let args = decode_args::<Self>(arguments)?;
         if !(0.0..=MAX_SECONDS).contains(&args.seconds) {
-            return Err(Failure::InvalidParams(format!("invalid arguments: seconds must be 0 to {MAX_SECONDS}")));
+            return Err(Failure::InvalidArguments(format!("invalid arguments: seconds must be 0 to {MAX_SECONDS}")));
         }
         Ok(args)
     }

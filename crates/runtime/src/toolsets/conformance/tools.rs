@@ -121,7 +121,7 @@ pub(super) fn install(b: &mut CatalogBuilder) {
             Some(name) => {
                 Outcome::Complete(CallToolResult::success(vec![ContentBlock::text(format!("Hello, {name}!"))]))
             }
-            None => Outcome::Failed(Failure::InvalidParams("name is required".to_owned())),
+            None => Outcome::Failed(Failure::InvalidArguments("name is required".to_owned())),
         },
     ));
 }

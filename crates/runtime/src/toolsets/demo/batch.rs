@@ -42,10 +42,12 @@ impl Args {
     fn parse(arguments: &Value) -> Result<Self, Failure> {
         let args = decode_args::<Self>(arguments)?;
         if args.items.is_empty() || args.items.len() > MAX_ITEMS {
-            return Err(Failure::InvalidParams(format!("invalid arguments: items must hold 1 to {MAX_ITEMS} entries")));
+            return Err(Failure::InvalidArguments(format!(
+                "invalid arguments: items must hold 1 to {MAX_ITEMS} entries"
+            )));
         }
         if !(1..=5000).contains(&args.step_ms) {
-            return Err(Failure::InvalidParams("invalid arguments: stepMs must be 1 to 5000".to_owned()));
+            return Err(Failure::InvalidArguments("invalid arguments: stepMs must be 1 to 5000".to_owned()));
         }
         Ok(args)
     }

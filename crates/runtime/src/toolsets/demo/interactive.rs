@@ -125,7 +125,9 @@ fn update_work_item(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult>
         answer => match answer.text("field").filter(|f| FIELDS.contains(f)) {
             Some(field) => field.to_owned(),
             None => {
-                return Outcome::Failed(Failure::InvalidParams("field must be title, status or assignee".to_owned()));
+                return Outcome::Failed(Failure::InvalidArguments(
+                    "field must be title, status or assignee".to_owned(),
+                ));
             }
         },
     };
@@ -144,7 +146,7 @@ fn update_work_item(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult>
         FormAnswer::Refused => return text(format!("No change made to {}.", item.id)),
         answer => match answer.text("value") {
             Some(v) if !v.is_empty() && (field != "status" || STATUSES.contains(&v)) => v.to_owned(),
-            _ => return Outcome::Failed(Failure::InvalidParams(format!("not a valid {field}"))),
+            _ => return Outcome::Failed(Failure::InvalidArguments(format!("not a valid {field}"))),
         },
     };
 
@@ -184,7 +186,9 @@ fn delete_records(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
     let args = match decode_args::<Args>(&call.arguments) {
         Ok(a) if a.older_than_days >= 1 && !a.table.is_empty() => a,
         Ok(_) => {
-            return Outcome::Failed(Failure::InvalidParams("table must be named and older_than_days ≥ 1".to_owned()));
+            return Outcome::Failed(Failure::InvalidArguments(
+                "table must be named and older_than_days ≥ 1".to_owned(),
+            ));
         }
         Err(e) => return Outcome::Failed(e),
     };
@@ -218,7 +222,7 @@ fn delete_records(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
 
 fn summarize_text(call: &ToolCall, _: &ToolContext) -> Outcome<CallToolResult> {
     let Some(source) = call.arguments.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) else {
-        return Outcome::Failed(Failure::InvalidParams("text is required".to_owned()));
+        return Outcome::Failed(Failure::InvalidArguments("text is required".to_owned()));
     };
     match sampled_text(&call.input_responses, "summary") {
         None => {

@@ -232,7 +232,7 @@ impl ReportArgs {
     fn parse(arguments: &Value) -> Result<Self, Failure> {
         let args = decode_args::<Self>(arguments)?;
         if !(1..=60).contains(&args.seconds) {
-            return Err(Failure::InvalidParams("invalid arguments: seconds must be 1 to 60".to_owned()));
+            return Err(Failure::InvalidArguments("invalid arguments: seconds must be 1 to 60".to_owned()));
         }
         Ok(args)
     }
