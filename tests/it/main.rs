@@ -22,6 +22,7 @@ mod oauth_calls;
 mod oauth_client;
 mod oauth_cluster;
 mod oauth_connect;
+mod oauth_mixup;
 mod overrides;
 mod pinning;
 mod process;

@@ -4,6 +4,7 @@
 //! PKCE, and redeeming codes and refresh tokens. Connecting users and keeping their tokens
 //! sealed in the store build on these.
 
+mod address;
 mod challenge;
 mod client;
 mod connections;
@@ -12,6 +13,7 @@ pub(crate) mod endpoint;
 mod pkce;
 mod tokens;
 
+pub use address::AddressPolicy;
 pub use challenge::BearerChallenge;
 pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, authorization_url};
 pub(crate) use connections::refused;
