@@ -145,7 +145,11 @@ impl Connector {
         // A redirect URI that does not name this one server (`redirect`) leaves only `iss` to
         // tell its answers from another's (`client_for` picks such a client only where the
         // server advertises it).
-        let one_server = source == ClientSource::Registered || upstream.config.oauth().issuer.is_some();
+        let one_server = match source {
+            ClientSource::Registered => true,
+            ClientSource::Configured => upstream.config.oauth().issuer.is_some(),
+            ClientSource::Metadata => false,
+        };
         let redirect_uri = self.public(&callback_path(&link.upstream, source, &discovered.server.issuer));
         let state = AuthorizeState {
             principal: link.principal.clone(),
