@@ -8,6 +8,9 @@
 //   AS_CALLER_RESOURCES  comma-separated resources more, whose tokens live 10 minutes whatever
 //                    AS_TOKEN_TTL says (a gateway's own audience: its callers' tokens outlive
 //                    the short-lived upstream tokens a test waits out)
+//   AS_NO_ISS        when 1, the server neither advertises nor sends RFC 9207 `iss` (as many
+//                    servers do not): its metadata lacks authorization_response_iss_parameter_supported
+//                    and its authorization responses lack `iss`
 // It listens on an ephemeral 127.0.0.1 port and prints one JSON line {"issuer": "http://127.0.0.1:<port>"}
 // once it serves. What it offers: open dynamic client registration (RFC 7591, /reg), the
 // authorization code grant with PKCE S256 required, JWT access tokens (RS256, keys at /jwks) whose
@@ -29,6 +32,7 @@ const { default: Provider } = await import(pathToFileURL(entry).href);
 const resources = (process.env.AS_RESOURCES ?? '').split(',').filter(Boolean);
 const callerResources = (process.env.AS_CALLER_RESOURCES ?? '').split(',').filter(Boolean);
 const tokenTtl = Number(process.env.AS_TOKEN_TTL ?? 30);
+const noIss = process.env.AS_NO_ISS === '1';
 
 // Test controls, for a test that must make two refreshes overlap whatever the machine's speed:
 // POST /test/hold-tokens makes the token endpoint hold every request it gets (unanswered)
@@ -99,6 +103,21 @@ server.listen(0, '127.0.0.1', () => {
     ttl: { RefreshToken: 3600, AuthorizationCode: 60, Interaction: 600, Session: 3600, Grant: 3600 },
     findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
   });
+  if (noIss) {
+    // oidc-provider always implements RFC 9207: strip it from what leaves the server.
+    provider.use(async (ctx, next) => {
+      await next();
+      if (ctx.path.startsWith('/.well-known/') && ctx.body && typeof ctx.body === 'object') {
+        delete ctx.body.authorization_response_iss_parameter_supported;
+      }
+      const location = ctx.response.get('location');
+      if (location && location.includes('iss=')) {
+        const url = new URL(location);
+        url.searchParams.delete('iss');
+        ctx.set('location', url.href);
+      }
+    });
+  }
   provider.on('server_error', (ctx, error) => console.error('server_error', error));
   server.on('request', withTestControls(provider.callback()));
   console.log(JSON.stringify({ issuer }));

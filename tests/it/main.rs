@@ -23,6 +23,7 @@ mod oauth_calls;
 mod oauth_client;
 mod oauth_cluster;
 mod oauth_connect;
+mod oauth_mixup;
 mod oauth_vault;
 mod overrides;
 mod pinned_duplicates;

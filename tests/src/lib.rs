@@ -22,7 +22,7 @@ pub use gateway::{Gateway, GatewayBuilder, binary, example_binary, loadgen_binar
 pub use load::{COUNTED_RUNS, Load, LoadReport, counted_runs_config};
 pub use mcpgate_client::Reply;
 pub use nginx::Nginx;
-pub use oauth_servers::{OAuthServers, UserAgent};
+pub use oauth_servers::{HostileOAuthServer, OAuthServers, UserAgent};
 pub use stand_in::{StandInRequest, next_request};
 pub use upstreams::{HttpServer, fastmcp_python, fixture, free_port, server_everything};
 pub use wait::{Look, Observed, PATIENCE, TaskPoll, Until, patience, poll_task, settle, wait_for, wait_for_blocking};

@@ -1,7 +1,8 @@
 //! A protected upstream and the authorization server it trusts, as real processes for the tests
 //! of mcpgate's upstream OAuth client: `oidc-provider` (npm, under Node ≥ 22) and a FastMCP
 //! server accepting only its JWTs, both installed by the test command under `.cache/test-tools`;
-//! plus a scripted user agent that signs in and consents at the authorization server and keeps
+//! a hostile upstream with its own authorization server (one Node process, no packages); plus a
+//! scripted user agent that signs in and consents at the authorization server and keeps
 //! the cookies a browser keeps (the gateway binds a connection's flow to the browser that
 //! opened its link by one).
 //!
@@ -116,12 +117,26 @@ impl OAuthServers {
     ///
     /// As [`Self::start`].
     pub fn start_for(token_ttl: Duration, gateway_resource: Option<&str>) -> anyhow::Result<Self> {
+        Self::start_with(token_ttl, gateway_resource, true)
+    }
+
+    /// Like [`Self::start`], the authorization server neither advertising nor sending RFC 9207
+    /// `iss` (as many servers do not).
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::start`].
+    pub fn start_without_iss(token_ttl: Duration) -> anyhow::Result<Self> {
+        Self::start_with(token_ttl, None, false)
+    }
+
+    fn start_with(token_ttl: Duration, gateway_resource: Option<&str>, iss: bool) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         // The authorization server must know the resource before the resource knows its
         // issuer: the protected server's port is chosen first (bound and released).
         let port = free_port()?;
         let endpoint = format!("http://127.0.0.1:{port}/mcp");
-        let (authorization, issuer) = start_authorization_server(&dir, &endpoint, gateway_resource, token_ttl)?;
+        let (authorization, issuer) = start_authorization_server(&dir, &endpoint, gateway_resource, token_ttl, iss)?;
         let protected = start_protected_server(&dir, port, &issuer)?;
         Ok(Self { protected, authorization, issuer, endpoint, _dir: dir })
     }
@@ -185,11 +200,13 @@ fn start_authorization_server(
     resource: &str,
     gateway_resource: Option<&str>,
     token_ttl: Duration,
+    iss: bool,
 ) -> anyhow::Result<(Process, String)> {
     let log = dir.path().join("authorization_server.log");
     let mut child = Command::new(node())
         .arg(fixture("authorization_server.mjs"))
         .env("AS_NODE_MODULES", node_modules()?)
+        .env("AS_NO_ISS", if iss { "0" } else { "1" })
         .env("AS_RESOURCES", resource)
         .env("AS_CALLER_RESOURCES", gateway_resource.unwrap_or_default())
         .env("AS_TOKEN_TTL", token_ttl.as_secs().to_string())
@@ -242,6 +259,102 @@ fn start_protected_server(dir: &tempfile::TempDir, port: u16, issuer: &str) -> a
         server.still_starting("the protected server", probe::answers(port, &request, "resource_metadata="))
     });
     Ok(server)
+}
+
+/// A hostile `oauth` upstream and its own authorization server, one Node process
+/// (tests/interop/hostile_authorization_server.mjs, no packages): its authorization endpoint
+/// forwards browsers to an honest server as `control` says (the mix-up), its token endpoint
+/// records what reaches it, and its resource metadata names the authorization servers
+/// `control` gives (SSRF through discovery).
+#[derive(Debug)]
+pub struct HostileOAuthServer {
+    process: Process,
+    issuer: String,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl HostileOAuthServer {
+    /// Starts it; returns once it serves its authorization server metadata.
+    ///
+    /// # Errors
+    ///
+    /// Node is missing, or the server exits or does not answer within 60 s (with its log).
+    pub fn start() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let log = dir.path().join("hostile_server.log");
+        let mut child = Command::new(node())
+            .arg(fixture("hostile_authorization_server.mjs"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()
+            .context("starting node (Node.js ≥ 22: run scripts/test, which installs it when missing)")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut process = Process { child, log };
+        let issuer = printed_issuer(stdout, &process)?;
+        let port = Url::parse(&issuer)?.port().with_context(|| format!("issuer {issuer:?} has no port"))?;
+        let request = probe::get("/.well-known/oauth-authorization-server");
+        let expect = format!("\"issuer\":\"{issuer}\"");
+        wait_for_blocking(format!("the hostile server at {issuer} to serve its metadata"), START_TIMEOUT, || {
+            process.still_starting("the hostile server", probe::answers(port, &request, &expect))
+        });
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
+        Ok(Self { process, issuer, http, _dir: dir })
+    }
+
+    /// Its issuer (also its origin), `http://127.0.0.1:<port>`.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// Its MCP endpoint (the resource it claims).
+    pub fn endpoint(&self) -> String {
+        format!("{}/mcp", self.issuer)
+    }
+
+    /// Sets what it does: `{"forward": {...}, "authorization_servers": [...]}` (see the script).
+    ///
+    /// # Errors
+    ///
+    /// The request fails or is refused.
+    pub async fn control(&self, control: serde_json::Value) -> anyhow::Result<()> {
+        let response = self.http.post(format!("{}/control", self.issuer)).body(control.to_string()).send().await?;
+        anyhow::ensure!(response.status() == StatusCode::OK, "control answered {}", response.status());
+        Ok(())
+    }
+
+    /// What reached it: `{"token_requests": [...form fields], "requests": [{method, path}]}`.
+    ///
+    /// # Errors
+    ///
+    /// The request fails or the answer is not JSON.
+    pub async fn seen(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::from_str(&self.http.get(format!("{}/seen", self.issuer)).send().await?.text().await?)?)
+    }
+
+    /// What it printed.
+    pub fn logs(&self) -> String {
+        format!("--- hostile server\n{}", self.process.log())
+    }
+}
+
+/// The issuer a server prints as `{"issuer": ...}` on `stdout`, within [`START_TIMEOUT`].
+fn printed_issuer(stdout: std::process::ChildStdout, server: &Process) -> anyhow::Result<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let issuer = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v["issuer"].as_str().map(str::to_owned));
+            if let Some(issuer) = issuer {
+                let _ = tx.send(issuer);
+            }
+        }
+    });
+    rx.recv_timeout(patience(START_TIMEOUT))
+        .map_err(|_| anyhow::anyhow!("the server printed no issuer within {START_TIMEOUT:?}: {}", server.log()))
 }
 
 /// A browser as far as an authorization needs one: no redirect followed on its own, cookies

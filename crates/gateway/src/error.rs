@@ -122,6 +122,12 @@ pub enum ConnectFailure {
     NotFound,
     /// The upstream's authorization server (or the gateway's issuer) could not be used.
     AuthorizationServer,
+    /// An authorization came back at the redirect URI of another upstream or authorization
+    /// server than its `state` was sent to (a mix-up, RFC 9700 §4.4): its code is not redeemed.
+    WrongServer,
+    /// An authorization came back at `/oauth/callback`, the single redirect URI of earlier
+    /// releases, which names no upstream or server.
+    RetiredCallback,
 }
 
 impl ConnectFailure {
@@ -143,6 +149,14 @@ impl ConnectFailure {
             Self::NotFound => "Not found.",
             Self::AuthorizationServer => {
                 "The authorization server could not be used right now. Nothing was connected; try again later."
+            }
+            Self::WrongServer => {
+                "This authorization came back from another server than the one it was sent to. Nothing was \
+                 connected. Call the tool again in your client to get a new link."
+            }
+            Self::RetiredCallback => {
+                "This return address is no longer used (the gateway now has one per upstream and server). Nothing \
+                 was connected. Call the tool again in your client to get a new link."
             }
         }
     }
@@ -702,11 +716,12 @@ impl GatewayError {
     pub fn connect_status(&self) -> StatusCode {
         match self {
             Self::Connect { failure, .. } => match failure {
-                ConnectFailure::InvalidLink => StatusCode::BAD_REQUEST,
+                ConnectFailure::InvalidLink | ConnectFailure::RetiredCallback => StatusCode::BAD_REQUEST,
                 ConnectFailure::Used => StatusCode::GONE,
-                ConnectFailure::WrongUser | ConnectFailure::OtherBrowser | ConnectFailure::Denied => {
-                    StatusCode::FORBIDDEN
-                }
+                ConnectFailure::WrongUser
+                | ConnectFailure::OtherBrowser
+                | ConnectFailure::Denied
+                | ConnectFailure::WrongServer => StatusCode::FORBIDDEN,
                 ConnectFailure::NotFound => StatusCode::NOT_FOUND,
                 ConnectFailure::AuthorizationServer => StatusCode::BAD_GATEWAY,
             },

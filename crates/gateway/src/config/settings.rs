@@ -108,7 +108,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         "server.client_metadata_url",
         Kind::Str,
-        "The gateway's client id at authorization servers that accept Client ID Metadata Documents: that document's https URL (unset: <public_url>/oauth/client-metadata.json, served by the gateway, offered only when public_url is https); set it to host the document elsewhere, listing <public_url>/oauth/callback as its redirect URI",
+        "The gateway's client id at authorization servers that accept Client ID Metadata Documents: that document's https URL (unset: <public_url>/oauth/client-metadata.json, served by the gateway, offered only when public_url is https); set it to host the document elsewhere, listing <public_url>/oauth/callback/<upstream> for each oauth upstream without a client_id of its own as its redirect URIs (the document is used only with servers that send RFC 9207 iss)",
     ),
     s("http.body_limit_bytes", Kind::Int, "Largest request body accepted; larger bodies get 413"),
     s(

@@ -5,8 +5,10 @@
 //!
 //! Invariant: tokens are stored only at the end of a flow whose every step opened and was
 //! used once, in the browser that opened the link (its cookie, `browser`), for the principal
-//! the link was made for (and, with the sign-in, who signed in as them), and after the authorization response's `iss` was checked where the server
-//! advertises it (RFC 9207).
+//! the link was made for (and, with the sign-in, who signed in as them); a code is redeemed
+//! only when its response came back to the redirect URI of the very upstream and server the
+//! flow was sent to (`redirect`), and carried that server's `iss` (RFC 9207) wherever the
+//! server sends it or the redirect URI alone does not name the server.
 
 use axum::http::HeaderMap;
 use reqwest::Url;
@@ -17,9 +19,10 @@ use mcpgate_upstream::oauth::{ClientAuth, Pkce, authorization_url, check_respons
 
 use super::flow::{ConnectLink, Flow, Step};
 use super::record::Connection;
+use super::redirect::callback_path;
 use super::registration::{ClientSource, authorization_server};
 use super::stats::Attempt;
-use super::{CALLBACK_PATH, Connector, random_hex};
+use super::{Connector, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
 use crate::time::now_ms;
 
@@ -139,11 +142,20 @@ impl Connector {
             Some(scopes.join(" "))
         };
         let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.to_string()))?;
+        // A redirect URI that does not name this one server (`redirect`) leaves only `iss` to
+        // tell its answers from another's (`client_for` picks such a client only where the
+        // server advertises it).
+        let one_server = match source {
+            ClientSource::Registered => true,
+            ClientSource::Configured => upstream.config.oauth().issuer.is_some(),
+            ClientSource::Metadata => false,
+        };
+        let redirect_uri = self.public(&callback_path(&link.upstream, source, &discovered.server.issuer));
         let state = AuthorizeState {
             principal: link.principal.clone(),
             upstream: link.upstream.clone(),
             issuer: discovered.server.issuer.clone(),
-            iss_required: discovered.server.authorization_response_iss_parameter_supported,
+            iss_required: discovered.server.authorization_response_iss_parameter_supported || !one_server,
             resource: discovered.resource.resource.clone(),
             token_endpoint: discovered.server.token_endpoint.clone(),
             client_id: client.client_id.clone(),
@@ -158,7 +170,7 @@ impl Connector {
         let url = authorization_url(
             &discovered.server,
             &client.client_id,
-            &self.public(CALLBACK_PATH),
+            &redirect_uri,
             &pkce,
             &sealed,
             scope.as_deref(),
@@ -168,9 +180,15 @@ impl Connector {
         Ok(url.into())
     }
 
-    /// The upstream's authorization server sent the user back (their browser sent `headers`):
-    /// redeem the code and store the user's connection. Returns the upstream's name.
-    pub(crate) async fn callback(&self, params: CallbackParams, headers: &HeaderMap) -> Result<String, GatewayError> {
+    /// The upstream's authorization server sent the user back to `path` (their browser sent
+    /// `headers`): redeem the code and store the user's connection if `path` is the redirect
+    /// URI the flow was sent with. Returns the upstream's name.
+    pub(crate) async fn callback(
+        &self,
+        path: &str,
+        params: CallbackParams,
+        headers: &HeaderMap,
+    ) -> Result<String, GatewayError> {
         let sealed = params.state.as_deref().ok_or_else(|| GatewayError::Connect {
             failure: ConnectFailure::InvalidLink,
             detail: "a callback without state".to_owned(),
@@ -184,6 +202,21 @@ impl Connector {
             self.stats.attempt(&state.upstream, Attempt::Refused);
             tracing::warn!(upstream = %state.upstream, "an authorization came back to another browser: refused");
             return Err(e);
+        }
+        // Before anything of the response is used: a response at another flow's redirect URI
+        // is another server's (a mix-up), whatever its state says.
+        let expected = callback_path(&state.upstream, state.source, &state.issuer);
+        if path != expected {
+            tracing::warn!(
+                upstream = %state.upstream,
+                issuer = %state.issuer,
+                "an authorization came back to another upstream's or server's redirect URI (a mix-up?): refused, \
+                 its code not redeemed"
+            );
+            return Err(refused(
+                ConnectFailure::WrongServer,
+                format!("the response came back to {path:?}, not to the flow's redirect URI {expected:?}"),
+            ));
         }
         if let Some(error) = params.error {
             let error = mcpgate_protocol::quote::clip(&error, 64);
@@ -203,7 +236,7 @@ impl Connector {
         let pkce = Pkce::from_verifier(state.verifier.clone());
         let span = tracing::info_span!("oauth_redeem", upstream = %state.upstream, issuer = %state.issuer);
         let tokens = tracing::Instrument::instrument(
-            upstream.oauth.redeem(&server, &client, &code, &self.public(CALLBACK_PATH), &pkce, &state.resource),
+            upstream.oauth.redeem(&server, &client, &code, &self.public(&expected), &pkce, &state.resource),
             span,
         )
         .await

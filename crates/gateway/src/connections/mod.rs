@@ -16,6 +16,7 @@ mod browser;
 mod flow;
 mod login;
 mod record;
+mod redirect;
 mod refresh;
 mod registration;
 mod revocation;
@@ -31,7 +32,7 @@ use std::sync::Arc;
 use mcpgate_seal::{AtRest, Sealer};
 use mcpgate_store::AnyStore;
 use mcpgate_upstream::UpstreamConfig;
-use mcpgate_upstream::oauth::OAuthClient;
+use mcpgate_upstream::oauth::{AddressPolicy, OAuthClient};
 
 use crate::config::Config;
 use crate::error::{GatewayError, StartupError};
@@ -39,11 +40,13 @@ use crate::error::{GatewayError, StartupError};
 pub(crate) use authorize::CallbackParams;
 pub(crate) use login::BrowserLogin;
 pub(crate) use record::connection_key;
+use registration::ClientSource;
 pub(crate) use stats::ConnectStats;
 
 /// Paths under `<public_url>`, where browsers are sent.
 pub(crate) const CONNECT_PATH: &str = "/oauth/connect";
-/// Where the upstream's authorization server sends the user back.
+/// Where the upstreams' authorization servers send users back: under it, one redirect URI per
+/// upstream and server (`redirect`); itself, the single one of earlier releases (refused).
 pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
 /// Where the gateway's own issuer sends the user back after signing in.
 pub(crate) const LOGIN_CALLBACK_PATH: &str = "/oauth/login/callback";
@@ -96,9 +99,16 @@ impl Connector {
             .to_owned();
         let mut upstreams = HashMap::new();
         for u in oauth {
-            let client = OAuthClient::new(u.oauth().timeout())
+            let settings = u.oauth();
+            // An upstream without a parsable URL is refused by validation before this.
+            let addresses =
+                u.url.as_deref().and_then(|url| reqwest::Url::parse(url).ok()).map_or(AddressPolicy::PUBLIC, |url| {
+                    AddressPolicy::for_upstream(&url, settings.allow_private_addresses)
+                });
+            let client = OAuthClient::new(settings.timeout())
+                .and_then(|c| c.guarded_by(addresses))
                 .map_err(|e| StartupError::step_caused("configuring upstream OAuth", "no HTTP client", e))?
-                .pinned_to(u.oauth().issuer);
+                .pinned_to(settings.issuer);
             upstreams.insert(u.name.clone(), Upstream { config: u.clone(), oauth: client });
         }
         let login = if config.auth.browser_login.verify_user { Some(BrowserLogin::from_config(config)?) } else { None };
@@ -123,6 +133,20 @@ impl Connector {
     /// `<public_url><path>`.
     pub(crate) fn public(&self, path: &str) -> String {
         format!("{}{path}", self.public_url)
+    }
+
+    /// The redirect URIs the gateway's Client ID Metadata Document lists: one per `oauth`
+    /// upstream that uses no client registered beforehand (those have their own, registered
+    /// by the operator: listing theirs here would let any server send their responses back).
+    pub(crate) fn metadata_redirect_uris(&self) -> Vec<String> {
+        let mut uris: Vec<String> = self
+            .upstreams
+            .values()
+            .filter(|u| u.config.oauth().client_id.is_none())
+            .map(|u| self.public(&redirect::callback_path(&u.config.name, ClientSource::Metadata, "")))
+            .collect();
+        uris.sort();
+        uris
     }
 
     /// The gateway's client id where Client ID Metadata Documents are accepted, if it has one:

@@ -1,13 +1,16 @@
 //! Which client the gateway is at an upstream's authorization server: the one the operator
 //! registered beforehand; else its Client ID Metadata Document (when the public URL is https
-//! and the server takes one); else a client it registered itself (RFC 7591) — once per
-//! (upstream, issuer) for the whole fleet, kept sealed in the vault.
+//! and the server takes one and sends `iss`); else a client it registered itself (RFC 7591) —
+//! once per (upstream, issuer) for the whole fleet, for that pair's own redirect URI, kept
+//! sealed in the vault.
 //!
-//! Invariant: two replicas never both register: one takes a store lock and writes the
+//! Invariants: two replicas never both register: one takes a store lock and writes the
 //! registration only where there is none (`Expect::Absent`); the others wait (bounded) and
-//! read what it wrote. A registration is used only as the gateway sealed it (current format,
-//! bound to its upstream and issuer, `vault_value`): one planted in plain counts as none, and
-//! the gateway registers anew over it.
+//! read what it wrote. A client whose redirect URI does not name one server (a document, or a
+//! client id without a pinned issuer) is used only with a server that sends `iss` (see
+//! `redirect`). A registration is used only as the gateway sealed it (current format, bound to its
+//! upstream and issuer, `vault_value`): one planted in plain counts as none, and the gateway
+//! registers anew over it.
 
 use std::time::Duration;
 
@@ -17,8 +20,9 @@ use mcpgate_seal::RecordBinding;
 use mcpgate_store::{Expect, Locks as _, Put, Vault as _, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
 
+use super::redirect::callback_path;
 use super::vault_value::VaultRecord;
-use super::{CALLBACK_PATH, Connector, Upstream, random_hex};
+use super::{Connector, Upstream, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
 use crate::time::now_ms;
 
@@ -75,7 +79,17 @@ impl Connector {
                 server.issuer, upstream.config.name
             )));
         }
+        let sends_iss = server.authorization_response_iss_parameter_supported;
         if let Some(client_id) = oauth.client_id {
+            // Without a pinned issuer, the redirect URI names no server: only `iss` can tell
+            // this server's answers from another's (a mix-up).
+            if oauth.issuer.is_none() && !sends_iss {
+                return Err(authorization_server(format!(
+                    "upstream {}: {:?} does not send iss (RFC 9207), so its answers cannot be told from another \
+                     server's; set [upstream.oauth] issuer to the server client_id was registered at",
+                    upstream.config.name, server.issuer
+                )));
+            }
             let auth = match &oauth.client_secret {
                 None => ClientAuth::None,
                 Some(_) => preferred_secret_auth(server),
@@ -83,11 +97,21 @@ impl Connector {
             let client = ClientRegistration { client_id, client_secret: oauth.client_secret, auth };
             return Ok((client, ClientSource::Configured));
         }
+        // A document is the same client at every server that takes one: only `iss` tells this
+        // server's answers from another's, so it is used only where the server sends it.
         if server.client_id_metadata_document_supported
+            && sends_iss
             && let Some(client_id) = self.client_metadata_url()
         {
             let client = ClientRegistration { client_id, client_secret: None, auth: ClientAuth::None };
             return Ok((client, ClientSource::Metadata));
+        }
+        if server.registration_endpoint.is_none() && server.client_id_metadata_document_supported && !sends_iss {
+            return Err(authorization_server(format!(
+                "upstream {}: {:?} takes a Client ID Metadata Document but does not send iss (RFC 9207), and offers \
+                 no registration: register a client there and set [upstream.oauth] client_id and issuer",
+                upstream.config.name, server.issuer
+            )));
         }
         Ok((self.registered(upstream, server).await?, ClientSource::Registered))
     }
@@ -115,7 +139,7 @@ impl Connector {
     }
 
     /// The fleet's registration at `server` for `upstream`, registering once if there is none
-    /// (or the one there was made for another redirect URI).
+    /// (or the one there was made for another redirect URI: one of an earlier release).
     async fn registered(
         &self,
         upstream: &Upstream,
@@ -124,7 +148,7 @@ impl Connector {
         let name = &upstream.config.name;
         let issuer = &server.issuer;
         let key = VaultKey::new(VaultKind::Registration, name, issuer);
-        let redirect_uri = self.public(CALLBACK_PATH);
+        let redirect_uri = self.public(&callback_path(name, ClientSource::Registered, issuer));
         if let Some(found) = self.usable_registration(name, issuer, &key, &redirect_uri).await? {
             return Ok(found);
         }

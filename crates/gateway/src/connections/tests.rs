@@ -4,7 +4,8 @@
 //! connectors, as two replicas share Redis: refreshing is single-flight and survives its
 //! caller's cancellation; only `invalid_grant` drops a connection, never one written since; a
 //! fresh token refused again, or a record that does not open, asks the user again; a 403 asks
-//! for more scopes.
+//! for more scopes; a client whose redirect URI names no single server is used only where the
+//! server sends `iss`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -367,4 +368,67 @@ async fn a_plain_record_planted_under_a_users_key_is_never_used_nor_its_refresh_
     let series =
         r#"mcpgate_oauth_vault_records_refused_total{upstream="files",record="connection",reason="not_sealed"} 2"#;
     assert!(metrics.contains(series), "{metrics}");
+}
+
+/// A connector whose upstream `files` has `oauth` as its `[upstream.oauth]`.
+fn connector_with(
+    store: &MemoryStore,
+    sealer: &Sealer,
+    oauth: mcpgate_upstream::config::OAuthConfig,
+) -> Arc<Connector> {
+    let mut config = Config::default();
+    let mut upstream = mcpgate_upstream::UpstreamConfig::http("files", "http://127.0.0.1:9/mcp");
+    upstream.auth = mcpgate_upstream::config::UpstreamAuth::Oauth;
+    upstream.oauth = Some(oauth);
+    config.upstream = vec![upstream];
+    config.server.public_url = Some("https://gw.example".to_owned());
+    config.auth.browser_login.verify_user = false;
+    Connector::from_config(&config, AnyStore::Memory(store.clone()), sealer).expect("builds").expect("an upstream")
+}
+
+/// Metadata of `https://as.example`: Client ID Metadata Documents taken or not, `iss` sent or
+/// not, no registration (so nothing here makes a request).
+fn server_metadata(documents: bool, iss: bool) -> mcpgate_upstream::oauth::ServerMetadata {
+    serde_json::from_value(json!({
+        "issuer": "https://as.example", "authorization_endpoint": "https://as.example/authorize",
+        "token_endpoint": "https://as.example/token", "code_challenge_methods_supported": ["S256"],
+        "client_id_metadata_document_supported": documents,
+        "authorization_response_iss_parameter_supported": iss,
+    }))
+    .expect("metadata")
+}
+
+#[tokio::test]
+async fn a_client_whose_redirect_uri_names_no_single_server_is_used_only_where_the_server_sends_iss() {
+    use super::registration::ClientSource;
+    let (store, sealer) = (MemoryStore::new(1), sealer());
+
+    // The metadata document: any server taking one accepts it, so only iss tells servers apart.
+    let connector = connector_only(&store, &sealer);
+    let files = connector.upstreams.get("files").expect("files");
+    let (client, source) = connector.client_for(files, &server_metadata(true, true)).await.expect("the document");
+    assert_eq!(
+        (client.client_id.as_str(), source),
+        ("https://gw.example/oauth/client-metadata.json", ClientSource::Metadata)
+    );
+    let e = connector.client_for(files, &server_metadata(true, false)).await.expect_err("no iss, no registration");
+    assert!(format!("{e:?}").contains("does not send iss"), "{e:?}");
+    assert_eq!(connector.metadata_redirect_uris(), ["https://gw.example/oauth/callback/files"]);
+
+    // A client id registered beforehand, without the issuer it was registered at.
+    let bare = mcpgate_upstream::config::OAuthConfig { client_id: Some("gw".to_owned()), ..Default::default() };
+    let connector = connector_with(&store, &sealer, bare.clone());
+    let files = connector.upstreams.get("files").expect("files");
+    let e = connector.client_for(files, &server_metadata(false, false)).await.expect_err("no iss");
+    assert!(format!("{e:?}").contains("[upstream.oauth] issuer"), "{e:?}");
+    let (_, source) = connector.client_for(files, &server_metadata(false, true)).await.expect("iss sent");
+    assert_eq!(source, ClientSource::Configured);
+    assert!(connector.metadata_redirect_uris().is_empty(), "its redirect URI is the operator's, not the document's");
+
+    // Pinned, the redirect URI names the one server: no iss needed.
+    let pinned = mcpgate_upstream::config::OAuthConfig { issuer: Some("https://as.example".to_owned()), ..bare };
+    let connector = connector_with(&store, &sealer, pinned);
+    let files = connector.upstreams.get("files").expect("files");
+    let (_, source) = connector.client_for(files, &server_metadata(false, false)).await.expect("pinned");
+    assert_eq!(source, ClientSource::Configured);
 }

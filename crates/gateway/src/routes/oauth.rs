@@ -1,5 +1,6 @@
 //! The browser's routes of users' connections to `auth = "oauth"` upstreams, on any replica:
-//! the connect link, the sign-in's return, the upstream authorization's return, the gateway's
+//! the connect link, the sign-in's return, the upstream authorization's return (at the redirect
+//! URI of its upstream and server; the retired `/oauth/callback` only says so), the gateway's
 //! Client ID Metadata Document, and `DELETE /oauth/connections/<upstream>` (the caller's own
 //! bearer) to disconnect.
 //!
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, REFERRER_POLICY, SET_COOKIE};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use serde::Deserialize;
@@ -27,7 +28,9 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/oauth/connect/{sealed}", get(connect))
         .route("/oauth/login/callback", get(login_callback))
-        .route(CALLBACK_PATH, get(callback))
+        .route(CALLBACK_PATH, get(retired_callback))
+        .route(&format!("{CALLBACK_PATH}/{{upstream}}"), get(callback))
+        .route(&format!("{CALLBACK_PATH}/{{upstream}}/{{server}}"), get(callback))
         .route("/oauth/connections/{upstream}", delete(disconnect))
         .route(CLIENT_METADATA_PATH, get(client_metadata))
 }
@@ -86,9 +89,23 @@ async fn login_callback(
     }
 }
 
-/// `GET /oauth/callback`: the upstream's authorization server came back.
-async fn callback(State(state): State<AppState>, Query(params): Query<CallbackParams>, headers: HeaderMap) -> Response {
-    match async { connector(&state)?.callback(params, &headers).await }.await {
+/// `GET /oauth/callback`, the one redirect URI of earlier releases: it names no upstream or
+/// server, so nothing that comes back to it is used (its state is left unopened).
+async fn retired_callback() -> Response {
+    failure(&GatewayError::Connect {
+        failure: ConnectFailure::RetiredCallback,
+        detail: "an authorization came back to the retired redirect URI /oauth/callback".to_owned(),
+    })
+}
+
+/// `GET /oauth/callback/<upstream>[/<server>]`: an upstream's authorization server came back.
+async fn callback(
+    State(state): State<AppState>,
+    uri: Uri,
+    Query(params): Query<CallbackParams>,
+    headers: HeaderMap,
+) -> Response {
+    match async { connector(&state)?.callback(uri.path(), params, &headers).await }.await {
         Ok(upstream) => page(
             StatusCode::OK,
             "Connected",
@@ -137,7 +154,7 @@ async fn client_metadata(State(state): State<AppState>) -> Response {
         // A document's client_id is its own URL (one hosted elsewhere copies this with its own).
         "client_id": connector.public(CLIENT_METADATA_PATH),
         "client_name": "mcpgate",
-        "redirect_uris": [connector.public(CALLBACK_PATH)],
+        "redirect_uris": connector.metadata_redirect_uris(),
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",

@@ -91,6 +91,8 @@ async fn links_and_states_that_do_not_open_are_refused_with_a_page_that_quotes_n
         ("/oauth/connect/not-sealed-at-all".to_owned(), StatusCode::BAD_REQUEST),
         (format!("/oauth/callback?code=c0de&state={forged}"), StatusCode::BAD_REQUEST),
         ("/oauth/callback?code=c0de".to_owned(), StatusCode::BAD_REQUEST),
+        (format!("/oauth/callback/files?code=c0de&state={forged}"), StatusCode::BAD_REQUEST),
+        ("/oauth/callback/files/0123abcd?code=c0de".to_owned(), StatusCode::BAD_REQUEST),
         (format!("/oauth/login/callback?code=c0de&state={forged}"), StatusCode::BAD_REQUEST),
         ("/oauth/login/callback?error=access_denied".to_owned(), StatusCode::FORBIDDEN),
     ] {
@@ -100,6 +102,15 @@ async fn links_and_states_that_do_not_open_are_refused_with_a_page_that_quotes_n
         assert!(body.contains("<html>") && !body.contains("c0de") && !body.contains(forged), "{path}: {body}");
         assert_eq!(resp.header("cache-control"), Some("no-store"), "{path}");
     }
+}
+
+#[tokio::test]
+async fn the_retired_single_callback_says_so_and_uses_nothing_it_was_sent() {
+    let app = app(oauth_config()).await;
+    let resp = Req::get("/oauth/callback?code=c0de&state=v1.k.AAAA").send(&app).await;
+    assert_eq!(resp.status, StatusCode::BAD_REQUEST);
+    let body = String::from_utf8_lossy(&resp.body);
+    assert!(body.contains("no longer used") && !body.contains("c0de"), "{body}");
 }
 
 #[tokio::test]
@@ -124,12 +135,22 @@ async fn disconnecting_needs_the_callers_own_bearer_and_a_connection() {
 async fn the_client_metadata_document_names_the_gateways_callback() {
     let mut c = oauth_config();
     c.server.public_url = Some("http://127.0.0.1:8080/gw/".to_owned());
+    // An upstream with a client registered beforehand has its own redirect URI, registered by
+    // the operator: the document, which any server accepts, does not list it.
+    let mut pre = oauth_upstream();
+    pre.name = "mail".to_owned();
+    pre.oauth = Some(mcpgate_upstream::config::OAuthConfig {
+        client_id: Some("gw".to_owned()),
+        issuer: Some("https://as.example".to_owned()),
+        ..Default::default()
+    });
+    c.upstream.push(pre);
     let app = app(c).await;
     let resp = Req::get("/oauth/client-metadata.json").send(&app).await;
     assert_eq!(resp.status, StatusCode::OK);
     let doc = resp.json();
     assert_eq!(doc["client_id"], "http://127.0.0.1:8080/gw/oauth/client-metadata.json");
-    assert_eq!(doc["redirect_uris"], serde_json::json!(["http://127.0.0.1:8080/gw/oauth/callback"]));
+    assert_eq!(doc["redirect_uris"], serde_json::json!(["http://127.0.0.1:8080/gw/oauth/callback/files"]));
     assert_eq!(doc["token_endpoint_auth_method"], "none");
 }
 

@@ -42,6 +42,11 @@ pub struct OAuthConfig {
     pub scopes: Vec<String>,
     /// How long one request to the authorization server may take.
     pub timeout_secs: Option<u64>,
+    /// Whether the authorization server (its metadata, registration and token endpoints) may
+    /// be at a loopback, private, link-local or other non-public address. Unset: public
+    /// addresses only, and loopback where the upstream itself is on a loopback host (else an
+    /// upstream's metadata could aim the gateway's requests at its own network).
+    pub allow_private_addresses: bool,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -53,6 +58,7 @@ impl fmt::Debug for OAuthConfig {
             .field("issuer", &self.issuer)
             .field("scopes", &self.scopes)
             .field("timeout_secs", &self.timeout_secs)
+            .field("allow_private_addresses", &self.allow_private_addresses)
             .finish()
     }
 }

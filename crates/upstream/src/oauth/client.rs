@@ -4,8 +4,11 @@
 //! and refresh tokens at the token endpoint (revoking them is `revocation`'s).
 //!
 //! Threat model: every server here may be hostile. Redirects are never followed (a metadata or
-//! token request could otherwise be steered elsewhere, with its secrets); every answer is
-//! bounded in size and time; errors name what failed, never a code, verifier, secret or token.
+//! token request could otherwise be steered elsewhere, with its secrets); every request to an
+//! authorization server (metadata, registration, token) reaches only an address its
+//! [`AddressPolicy`] allows, checked on the address connected to (`address`), so an upstream
+//! cannot aim the gateway at its own network; every answer is bounded in size and time; errors
+//! name what failed, never a code, verifier, secret or token.
 
 use std::fmt;
 use std::time::Duration;
@@ -15,6 +18,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::address::{AddressPolicy, GuardedResolver};
 use super::challenge::BearerChallenge;
 use super::discovery::{
     ResourceMetadata, ServerMetadata, check_resource, check_server, pick_issuer, resource_metadata_urls, secure_url,
@@ -105,7 +109,11 @@ struct Registered {
 /// An OAuth client over HTTP, bounded in time per request.
 #[derive(Debug, Clone)]
 pub struct OAuthClient {
+    /// For the upstream's own origin (its challenge and resource metadata: the operator named it).
     pub(super) http: reqwest::Client,
+    /// For authorization servers (named by the upstream): resolves through `addresses`.
+    pub(super) guarded: reqwest::Client,
+    pub(super) addresses: AddressPolicy,
     pub(super) timeout: Duration,
     /// The only authorization server discovery may pick (`[upstream.oauth] issuer`).
     issuer: Option<String>,
@@ -119,12 +127,31 @@ impl OAuthClient {
     /// The HTTP client cannot be built.
     pub fn new(timeout: Duration) -> Result<Self, UpstreamError> {
         install_tls_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| authorization(format!("cannot build an HTTP client: {e}")))?;
-        Ok(Self { http, timeout, issuer: None })
+        let http = Self::http_client(timeout, None)?;
+        let addresses = AddressPolicy::default();
+        let guarded = Self::http_client(timeout, Some(addresses))?;
+        Ok(Self { http, guarded, addresses, timeout, issuer: None })
+    }
+
+    /// The client, reaching authorization servers only at addresses `addresses` allows
+    /// (default: public ones and loopback).
+    ///
+    /// # Errors
+    ///
+    /// The HTTP client cannot be built.
+    pub fn guarded_by(mut self, addresses: AddressPolicy) -> Result<Self, UpstreamError> {
+        self.guarded = Self::http_client(self.timeout, Some(addresses))?;
+        self.addresses = addresses;
+        Ok(self)
+    }
+
+    fn http_client(timeout: Duration, guard: Option<AddressPolicy>) -> Result<reqwest::Client, UpstreamError> {
+        let mut builder =
+            reqwest::Client::builder().connect_timeout(timeout).redirect(reqwest::redirect::Policy::none());
+        if let Some(policy) = guard {
+            builder = builder.dns_resolver(GuardedResolver(policy));
+        }
+        builder.build().map_err(|e| authorization(format!("cannot build an HTTP client: {e}")))
     }
 
     /// The client, discovering only authorization server `issuer` (`None`: whichever the
@@ -175,7 +202,7 @@ impl OAuthClient {
         let named = challenge.and_then(|c| c.resource_metadata.as_deref());
         let mut resource = None;
         for url in resource_metadata_urls(endpoint, named) {
-            if let Some(found) = self.document::<ResourceMetadata>(&url).await? {
+            if let Some(found) = self.document::<ResourceMetadata>(&url, false).await? {
                 check_resource(&found, endpoint)?;
                 resource = Some(found);
                 break;
@@ -196,7 +223,7 @@ impl OAuthClient {
     /// None found where the specs say to look, or metadata that fails its checks.
     pub async fn server_metadata(&self, issuer: &str) -> Result<ServerMetadata, UpstreamError> {
         for url in server_metadata_urls(issuer)? {
-            if let Some(server) = self.document::<ServerMetadata>(&url).await? {
+            if let Some(server) = self.document::<ServerMetadata>(&url, true).await? {
                 check_server(&server, issuer)?;
                 return Ok(server);
             }
@@ -221,7 +248,8 @@ impl OAuthClient {
             .as_deref()
             .ok_or_else(|| authorization(format!("authorization server {:?} offers no registration", server.issuer)))?;
         // Metadata not from `discover` (or from before the rule) gets the same check.
-        secure_url(endpoint, "registration_endpoint")?;
+        let url = secure_url(endpoint, "registration_endpoint")?;
+        self.addresses.check_literal(&url, "the registration endpoint")?;
         let methods = server.token_endpoint_auth_methods_supported.as_deref().unwrap_or_default();
         let wanted = [ClientAuth::None, ClientAuth::Basic, ClientAuth::Post]
             .into_iter()
@@ -236,8 +264,8 @@ impl OAuthClient {
             "application_type": "web",
         });
         let request = self
-            .http
-            .post(endpoint)
+            .guarded
+            .post(url)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
             .body(body.to_string());
@@ -313,8 +341,9 @@ impl OAuthClient {
     ) -> Result<TokenSet, UpstreamError> {
         // A code, a refresh token or a secret goes there: never in clear off loopback, whatever
         // built `server` (a stored connection's token endpoint is not re-discovered).
-        secure_url(&server.token_endpoint, "token_endpoint")?;
-        let request = self.client_post(&server.token_endpoint, client, fields);
+        let url = secure_url(&server.token_endpoint, "token_endpoint")?;
+        self.addresses.check_literal(&url, "the token endpoint")?;
+        let request = self.client_post(url, client, fields);
         let (status, body) = answer(request, MAX_DOCUMENT, self.timeout)
             .await
             .map_err(|e| authorization(e.describe("the token endpoint")))?;
@@ -322,18 +351,19 @@ impl OAuthClient {
     }
 
     /// A form POST of `fields` to `url`, authenticated as `client` authenticates at the token
-    /// endpoint (RFC 6749 §2.3; RFC 7009 §2.1 has revocation do the same). `url` must have
-    /// passed [`secure_url`].
+    /// endpoint (RFC 6749 §2.3; RFC 7009 §2.1 has revocation do the same), through the
+    /// `guarded` client (an authorization server's address). `url` must have passed
+    /// [`secure_url`] and [`AddressPolicy::check_literal`].
     pub(super) fn client_post(
         &self,
-        url: &str,
+        url: Url,
         client: &ClientRegistration,
         fields: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
         let mut fields = fields.to_vec();
         let secret = client.client_secret.as_deref().unwrap_or_default();
         let mut request = self
-            .http
+            .guarded
             .post(url)
             .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(ACCEPT, "application/json");
@@ -347,10 +377,21 @@ impl OAuthClient {
         request.body(form_body(fields))
     }
 
-    /// A metadata document at `url`: `None` when it is not there (any non-2xx answer, or not
-    /// JSON of the expected shape), so the next place may be tried.
-    async fn document<T: for<'de> Deserialize<'de>>(&self, url: &Url) -> Result<Option<T>, UpstreamError> {
-        let request = self.http.get(url.clone()).header(ACCEPT, "application/json");
+    /// A metadata document at `url` (an authorization server's: `guarded`): `None` when it is
+    /// not there (any non-2xx answer, or not JSON of the expected shape), so the next place
+    /// may be tried.
+    async fn document<T: for<'de> Deserialize<'de>>(
+        &self,
+        url: &Url,
+        guarded: bool,
+    ) -> Result<Option<T>, UpstreamError> {
+        let http = if guarded {
+            self.addresses.check_literal(url, &format!("authorization server metadata {url}"))?;
+            &self.guarded
+        } else {
+            &self.http
+        };
+        let request = http.get(url.clone()).header(ACCEPT, "application/json");
         let (status, body) = match answer(request, MAX_DOCUMENT, self.timeout).await {
             Ok(answered) => answered,
             Err(e) => return Err(authorization(e.describe(url.as_str()))),

@@ -4,6 +4,7 @@
 //! PKCE, redeeming codes and refresh tokens, and revoking tokens (RFC 7009). Connecting users
 //! and keeping their tokens sealed in the store build on these.
 
+mod address;
 mod challenge;
 mod client;
 mod connections;
@@ -13,6 +14,7 @@ mod pkce;
 mod revocation;
 mod tokens;
 
+pub use address::AddressPolicy;
 pub use challenge::BearerChallenge;
 pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, authorization_url};
 pub(crate) use connections::refused;

@@ -49,8 +49,10 @@ impl OAuthClient {
         kind: TokenKind,
     ) -> Result<bool, UpstreamError> {
         let Some(endpoint) = server.revocation_endpoint.as_deref() else { return Ok(false) };
-        secure_url(endpoint, "revocation_endpoint")?;
-        let request = self.client_post(endpoint, client, &[("token", token), ("token_type_hint", kind.hint())]);
+        // An authorization server's address, as for the token endpoint: never a private one.
+        let url = secure_url(endpoint, "revocation_endpoint")?;
+        self.addresses.check_literal(&url, "the revocation endpoint")?;
+        let request = self.client_post(url, client, &[("token", token), ("token_type_hint", kind.hint())]);
         let (status, _) = answer(request, MAX_ANSWER, self.timeout)
             .await
             .map_err(|e| UpstreamError::Authorization { detail: e.describe("the revocation endpoint") })?;

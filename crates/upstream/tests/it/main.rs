@@ -2,6 +2,7 @@
 
 mod connections;
 mod discovery;
+mod oauth_addresses;
 mod oauth_requests;
 mod oauth_tools;
 mod overrides;
