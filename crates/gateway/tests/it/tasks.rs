@@ -98,10 +98,15 @@ async fn bad_arguments_are_a_tool_error_answered_before_a_task_exists() {
     let out_of_range =
         Req::modern_with("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1e9}}), with_ext());
     assert!(refused(&out_of_range.send(&app).await.result()).contains("seconds"));
+    // A 2025-11-25 call without `task` gets the result; one augmented with `task` is owed a
+    // CreateTaskResult, so the refusal stays the protocol error its client can read.
     let (session, _) = initialize(&app, "2025-11-25").await;
-    let legacy = json!({"name": "slow_compute", "arguments": {"seconds": -1}, "task": {}});
-    let json = Req::legacy("tools/call", legacy, Some(&session)).send(&app).await.result();
+    let plain = json!({"name": "slow_compute", "arguments": {"seconds": -1}});
+    let json = Req::legacy("tools/call", plain, Some(&session)).send(&app).await.result();
     assert!(refused(&json).contains("invalid arguments"), "{json}");
+    let augmented = json!({"name": "slow_compute", "arguments": {"seconds": -1}, "task": {}});
+    let json = assert_error(&Req::legacy("tools/call", augmented, Some(&session)).send(&app).await, 200, -32602);
+    assert!(json["error"]["message"].as_str().unwrap_or_default().contains("invalid arguments"), "{json}");
     // An unknown tool stays a protocol error.
     let unknown = Req::modern_with("tools/call", json!({"name": "nope", "arguments": {}}), with_ext());
     assert_error(&unknown.send(&app).await, 200, -32602);

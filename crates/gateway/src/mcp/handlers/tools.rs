@@ -84,9 +84,13 @@ pub(in crate::mcp) async fn call_tool(
     if let Some(ttl) = as_task {
         // Refused now, not by a worker later: a task is only created for a call that can run.
         // Arguments the tool refuses are answered as its result with `isError` (SEP-1303) and
-        // no task is made: 2026-07-28 lets the server answer any call without a task, and a
-        // 2025-11-25 client gets the result a task would have ended with.
-        if let Some(refused) = refuse(cx, tool.check(&call.arguments))? {
+        // no task is made: 2026-07-28 lets the server answer any call without a task. A
+        // 2025-11-25 client that augmented the call is owed a `CreateTaskResult`, which a
+        // plain result is not (its SDK would fail to parse it): there they stay -32602.
+        let verdict = tool.check(&call.arguments);
+        if cx.era == Era::Legacy {
+            verdict?;
+        } else if let Some(refused) = refuse(cx, verdict)? {
             return Ok(ToolPlan::Ask(refused));
         }
         round.commit(state).await?;
