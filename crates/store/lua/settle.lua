@@ -14,6 +14,8 @@
 --                              ARGV[7..] request key, method asked, request JSON, ...
 --                              (stored as req:<key> and reqm:<key>; 'pending' counts them)
 -- returns  'done' | 'terminal' | 'lost' | 'gone'
+-- Finishing drops the status message the run last reported; completing sets a reported
+-- progress to 1 (1,000,000 ppm).
 -- A run that parks ended cleanly: its attempt is given back, so a task may ask for input any
 -- number of times without using up its attempts (and a resumed run is not taken for a rerun
 -- of an interrupted one).
@@ -81,6 +83,12 @@ if status == 'input_required' then
 else
   redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0,
     'iserr', ARGV[7])
+  -- The run's last progress note describes a step, not the ending: dropped. A completed task
+  -- that reported progress is at 1; a failed one keeps how far it got.
+  redis.call('HDEL', KEYS[1], 'msg')
+  if status == 'completed' and redis.call('HEXISTS', KEYS[1], 'progress') == 1 then
+    redis.call('HSET', KEYS[1], 'progress', 1000000)
+  end
 end
 redis.call('PUBLISH', ARGV[3], status)
 ack()
