@@ -88,6 +88,29 @@ fn start_up_errors_name_the_setting_and_exit_non_zero() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A port another process holds is a user's mistake: the message names the way to choose
+/// another, and no backtrace is printed even when `RUST_BACKTRACE` asks for one (nor for a
+/// configuration error).
+#[test]
+fn a_taken_port_names_the_listen_setting_without_a_backtrace() -> anyhow::Result<()> {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let at = taken.local_addr()?.to_string();
+    let (status, _, stderr) = run_to_end(&[], &[("MCPGATE_LISTEN", &at), ("RUST_BACKTRACE", "1")])?;
+    assert!(!status.success(), "{stderr}");
+    for needle in [at.as_str(), "port is taken", "--listen", "MCPGATE_LISTEN"] {
+        assert!(stderr.contains(needle), "{needle:?} missing: {stderr}");
+    }
+    let (status, _, config_error) =
+        run_to_end(&[], &[("MCPGATE_LISTEN", "127.0.0.1:0"), ("MCPGATE_TOOLSET", "nope"), ("RUST_BACKTRACE", "full")])?;
+    assert!(!status.success(), "{config_error}");
+    for printed in [&stderr, &config_error] {
+        assert!(!printed.to_lowercase().contains("backtrace"), "a backtrace was printed: {printed}");
+        assert!(printed.lines().any(|l| l.starts_with("Error: ")), "{printed}");
+    }
+    drop(taken);
+    Ok(())
+}
+
 #[test]
 fn help_documents_every_setting() -> anyhow::Result<()> {
     let (status, stdout, _) = run_to_end(&["--help"], &[])?;

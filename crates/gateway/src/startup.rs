@@ -271,6 +271,6 @@ fn sealer(config: &Config) -> Result<Sealer, StartupError> {
         let specs: Vec<&str> = config.seal.keys.iter().map(|k| k.expose()).collect();
         KeyRing::parse(&specs)
     }
-    .map_err(|e| StartupError::config_caused("seal.keys (MCPGATE_SEAL_KEYS)", "not a usable key ring", e))?;
+    .map_err(|e| StartupError::config_caused("seal.keys (MCPGATE_SEAL_KEYS)", crate::config::SEAL_KEYS_ADVICE, e))?;
     Ok(Sealer::new(ring, max))
 }
