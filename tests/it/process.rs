@@ -72,6 +72,58 @@ async fn a_legacy_session_works_on_every_replica_sharing_the_keys() -> anyhow::R
     Ok(())
 }
 
+/// A replica whose seal keys cannot open what the running replicas seal is refused at
+/// start-up, saying which key and how to fix it; a rotation done as docs/operations.md says
+/// (new key second everywhere, then first, then the old one removed) starts at every step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_with_other_seal_keys_is_refused_and_a_rotation_is_not() -> anyhow::Result<()> {
+    const NEW_KEY: &str = "k2:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
+    const SAME_ID_OTHER_KEY: &str = "k1:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
+    let redis = mcpgate_store::testing::RedisServer::start();
+    let url = redis.url();
+    let replica = |keys: &str| Gateway::builder().env("MCPGATE_SEAL_KEYS", keys).env("MCPGATE_REDIS_URL", &url).start();
+    let refused = |keys: &str| -> anyhow::Result<String> {
+        let env = [("MCPGATE_LISTEN", "127.0.0.1:0"), ("MCPGATE_SEAL_KEYS", keys), ("MCPGATE_REDIS_URL", &url)];
+        let (status, _, stderr) = run_to_end(&[], &env)?;
+        anyhow::ensure!(!status.success(), "{keys} must be refused: {stderr}");
+        anyhow::ensure!(stderr.contains("seal.keys") && stderr.contains("cannot open"), "{stderr}");
+        Ok(stderr)
+    };
+    let mut a = replica(KEYS)?;
+    let stderr = refused(OTHER_KEYS)?;
+    anyhow::ensure!(stderr.contains("seals with key \"k1\", which this replica's seal.keys lacks"), "{stderr}");
+    let stderr = refused(SAME_ID_OTHER_KEY)?;
+    anyhow::ensure!(stderr.contains("key id \"k1\" with a different key"), "{stderr}");
+
+    // The rotation: learn the new key everywhere, seal with it everywhere, drop the old one.
+    let mut b = replica(&format!("{KEYS},{NEW_KEY}"))?;
+    stop(&mut a).await?;
+    let a = replica(&format!("{NEW_KEY},{KEYS}"))?;
+    stop(&mut b).await?;
+    let b = replica(NEW_KEY)?;
+    for gw in [&a, &b] {
+        anyhow::ensure!(!gw.logs().contains("no other running replica holds"), "{}", gw.logs());
+    }
+    // They share sessions, and a replica left with the old key alone is refused now.
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}});
+    let client = Client::new()?;
+    let session = client.legacy(&b.url(), "initialize", init, None).await?.session.context("a session id")?;
+    let tools = client.legacy(&a.url(), "tools/list", json!({}), Some(&session)).await?;
+    anyhow::ensure!(tools.status == 200, "{}", tools.body);
+    let stderr = refused(KEYS)?;
+    anyhow::ensure!(stderr.contains("seals with key \"k2\""), "{stderr}");
+    Ok(())
+}
+
+/// SIGTERM, and the exit awaited.
+async fn stop(gw: &mut Gateway) -> anyhow::Result<()> {
+    gw.terminate()?;
+    let status = tokio::task::block_in_place(|| gw.wait(Duration::from_secs(30)))?;
+    anyhow::ensure!(status.success(), "exit status {status}\n{}", gw.logs());
+    Ok(())
+}
+
 #[test]
 fn start_up_errors_name_the_setting_and_exit_non_zero() -> anyhow::Result<()> {
     let ephemeral = ("MCPGATE_LISTEN", "127.0.0.1:0");
