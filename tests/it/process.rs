@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use anyhow::Context as _;
-use mcpgate_e2e::{Client, Gateway, PATIENCE, run_to_end};
+use mcpgate_e2e::{Client, Gateway, PATIENCE, run_to_end, wait_for};
 
 const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const OTHER_KEYS: &str = "k9:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
@@ -95,6 +95,13 @@ async fn a_replica_with_other_seal_keys_is_refused_and_a_rotation_is_not() -> an
     let stderr = refused(SAME_ID_OTHER_KEY)?;
     anyhow::ensure!(stderr.contains("key id \"k1\" with a different key"), "{stderr}");
 
+    // A new key first with the old one still in the ring starts (it opens all the fleet
+    // seals), warning that the others cannot open what it seals until they hold the new key.
+    let mut early = replica(&format!("{NEW_KEY},{KEYS}"))?;
+    let warned = early.logs().contains("seals with key \"k2\", which no other running replica holds");
+    anyhow::ensure!(warned, "{}", early.logs());
+    stop(&mut early).await?;
+
     // The rotation: learn the new key everywhere, seal with it everywhere, drop the old one.
     let mut b = replica(&format!("{KEYS},{NEW_KEY}"))?;
     stop(&mut a).await?;
@@ -116,8 +123,14 @@ async fn a_replica_with_other_seal_keys_is_refused_and_a_rotation_is_not() -> an
     Ok(())
 }
 
-/// SIGTERM, and the exit awaited.
+/// SIGTERM once the replica serves (its SIGTERM handler is in place from then on), and the
+/// exit awaited.
 async fn stop(gw: &mut Gateway) -> anyhow::Result<()> {
+    let (client, ready) = (Client::new()?, format!("http://{}/readyz", gw.addr()));
+    wait_for("the replica to serve", PATIENCE, async || {
+        Ok(matches!(client.get(&ready).await, Ok((200, _))).then_some(()))
+    })
+    .await;
     gw.terminate()?;
     let status = tokio::task::block_in_place(|| gw.wait(Duration::from_secs(30)))?;
     anyhow::ensure!(status.success(), "exit status {status}\n{}", gw.logs());
