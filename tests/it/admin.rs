@@ -71,6 +71,13 @@ async fn operators_list_cancel_purge_and_drain_a_running_fleet() -> anyhow::Resu
     let (status, _, stderr) =
         run_to_end(&wrong, &[("MCPGATE_ADMIN_TOKEN", "not-the-admin-token-but-long-enough-0000")])?;
     anyhow::ensure!(!status.success() && stderr.contains("401"), "a wrong token: {status} {stderr}");
+    // The MCP port instead of the admin one: said as such, not as a bare 404.
+    let mcp_port = format!("http://{}", cluster.replica(0).addr());
+    let (status, _, stderr) = run_to_end(&["admin", "--url", &mcp_port, "status"], &[("MCPGATE_ADMIN_TOKEN", TOKEN)])?;
+    anyhow::ensure!(
+        !status.success() && stderr.contains("not from mcpgate's admin API") && stderr.contains("admin.listen"),
+        "the MCP port: {status} {stderr}"
+    );
 
     // Alice has two long tasks, bob one short one, all through the balancer.
     let (a1, a2) = (report(&client, &lb, "alice", 60).await?, report(&client, &lb, "alice", 60).await?);
@@ -116,6 +123,12 @@ async fn operators_list_cancel_purge_and_drain_a_running_fleet() -> anyhow::Resu
     anyhow::ensure!(purged["purged"] == 1, "{purged}");
     let purged = admin(&api(1), TOKEN, &["tasks", "purge"])?;
     anyhow::ensure!(purged["purged"] == 1, "{purged}");
+    // One log line per purge request, none per task.
+    let logs = cluster.replica(1).logs();
+    anyhow::ensure!(
+        logs.matches("admin: tasks purged").count() == 2 && !logs.contains("admin: task purged"),
+        "purge log lines: {logs}"
+    );
     anyhow::ensure!(
         ids(&admin(&api(0), TOKEN, &["tasks", "list"])?) == vec![a2.clone()],
         "only the working task is left"

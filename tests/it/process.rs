@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use anyhow::Context as _;
-use mcpgate_e2e::{Client, Gateway, PATIENCE, run_to_end};
+use mcpgate_e2e::{Client, Gateway, PATIENCE, run_to_end, wait_for};
 
 const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const OTHER_KEYS: &str = "k9:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
@@ -72,6 +72,71 @@ async fn a_legacy_session_works_on_every_replica_sharing_the_keys() -> anyhow::R
     Ok(())
 }
 
+/// A replica whose seal keys cannot open what the running replicas seal is refused at
+/// start-up, saying which key and how to fix it; a rotation done as docs/operations.md says
+/// (new key second everywhere, then first, then the old one removed) starts at every step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_with_other_seal_keys_is_refused_and_a_rotation_is_not() -> anyhow::Result<()> {
+    const NEW_KEY: &str = "k2:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
+    const SAME_ID_OTHER_KEY: &str = "k1:HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
+    let redis = mcpgate_store::testing::RedisServer::start();
+    let url = redis.url();
+    let replica = |keys: &str| Gateway::builder().env("MCPGATE_SEAL_KEYS", keys).env("MCPGATE_REDIS_URL", &url).start();
+    let refused = |keys: &str| -> anyhow::Result<String> {
+        let env = [("MCPGATE_LISTEN", "127.0.0.1:0"), ("MCPGATE_SEAL_KEYS", keys), ("MCPGATE_REDIS_URL", &url)];
+        let (status, _, stderr) = run_to_end(&[], &env)?;
+        anyhow::ensure!(!status.success(), "{keys} must be refused: {stderr}");
+        anyhow::ensure!(stderr.contains("seal.keys") && stderr.contains("cannot open"), "{stderr}");
+        Ok(stderr)
+    };
+    let mut a = replica(KEYS)?;
+    let stderr = refused(OTHER_KEYS)?;
+    anyhow::ensure!(stderr.contains("seals with key \"k1\", which this replica's seal.keys lacks"), "{stderr}");
+    let stderr = refused(SAME_ID_OTHER_KEY)?;
+    anyhow::ensure!(stderr.contains("key id \"k1\" with a different key"), "{stderr}");
+
+    // A new key first with the old one still in the ring starts (it opens all the fleet
+    // seals), warning that the others cannot open what it seals until they hold the new key.
+    let mut early = replica(&format!("{NEW_KEY},{KEYS}"))?;
+    let warned = early.logs().contains("seals with key \"k2\", which no other running replica holds");
+    anyhow::ensure!(warned, "{}", early.logs());
+    stop(&mut early).await?;
+
+    // The rotation: learn the new key everywhere, seal with it everywhere, drop the old one.
+    let mut b = replica(&format!("{KEYS},{NEW_KEY}"))?;
+    stop(&mut a).await?;
+    let a = replica(&format!("{NEW_KEY},{KEYS}"))?;
+    stop(&mut b).await?;
+    let b = replica(NEW_KEY)?;
+    for gw in [&a, &b] {
+        anyhow::ensure!(!gw.logs().contains("no other running replica holds"), "{}", gw.logs());
+    }
+    // They share sessions, and a replica left with the old key alone is refused now.
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}});
+    let client = Client::new()?;
+    let session = client.legacy(&b.url(), "initialize", init, None).await?.session.context("a session id")?;
+    let tools = client.legacy(&a.url(), "tools/list", json!({}), Some(&session)).await?;
+    anyhow::ensure!(tools.status == 200, "{}", tools.body);
+    let stderr = refused(KEYS)?;
+    anyhow::ensure!(stderr.contains("seals with key \"k2\""), "{stderr}");
+    Ok(())
+}
+
+/// SIGTERM once the replica serves (its SIGTERM handler is in place from then on), and the
+/// exit awaited.
+async fn stop(gw: &mut Gateway) -> anyhow::Result<()> {
+    let (client, ready) = (Client::new()?, format!("http://{}/readyz", gw.addr()));
+    wait_for("the replica to serve", PATIENCE, async || {
+        Ok(matches!(client.get(&ready).await, Ok((200, _))).then_some(()))
+    })
+    .await;
+    gw.terminate()?;
+    let status = tokio::task::block_in_place(|| gw.wait(Duration::from_secs(30)))?;
+    anyhow::ensure!(status.success(), "exit status {status}\n{}", gw.logs());
+    Ok(())
+}
+
 #[test]
 fn start_up_errors_name_the_setting_and_exit_non_zero() -> anyhow::Result<()> {
     let ephemeral = ("MCPGATE_LISTEN", "127.0.0.1:0");
@@ -85,6 +150,29 @@ fn start_up_errors_name_the_setting_and_exit_non_zero() -> anyhow::Result<()> {
         assert!(!status.success(), "{env:?} must fail");
         assert!(stderr.contains(needle), "{env:?}: {stderr}");
     }
+    Ok(())
+}
+
+/// A port another process holds is a user's mistake: the message names the way to choose
+/// another, and no backtrace is printed even when `RUST_BACKTRACE` asks for one (nor for a
+/// configuration error).
+#[test]
+fn a_taken_port_names_the_listen_setting_without_a_backtrace() -> anyhow::Result<()> {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let at = taken.local_addr()?.to_string();
+    let (status, _, stderr) = run_to_end(&[], &[("MCPGATE_LISTEN", &at), ("RUST_BACKTRACE", "1")])?;
+    assert!(!status.success(), "{stderr}");
+    for needle in [at.as_str(), "port is taken", "--listen", "MCPGATE_LISTEN"] {
+        assert!(stderr.contains(needle), "{needle:?} missing: {stderr}");
+    }
+    let (status, _, config_error) =
+        run_to_end(&[], &[("MCPGATE_LISTEN", "127.0.0.1:0"), ("MCPGATE_TOOLSET", "nope"), ("RUST_BACKTRACE", "full")])?;
+    assert!(!status.success(), "{config_error}");
+    for printed in [&stderr, &config_error] {
+        assert!(!printed.to_lowercase().contains("backtrace"), "a backtrace was printed: {printed}");
+        assert!(printed.lines().any(|l| l.starts_with("Error: ")), "{printed}");
+    }
+    drop(taken);
     Ok(())
 }
 

@@ -150,6 +150,7 @@ async fn without_the_variable_nothing_is_sent_even_to_the_default_endpoint() -> 
 struct Span {
     trace: Vec<u8>,
     id: Vec<u8>,
+    parent: Vec<u8>,
     name: String,
     attributes: Vec<(String, String)>,
     links: Vec<(Vec<u8>, Vec<u8>)>,
@@ -203,6 +204,7 @@ fn spans(body: &[u8]) -> Vec<Span> {
                     match field {
                         1 => span.trace = value.to_vec(),
                         2 => span.id = value.to_vec(),
+                        4 => span.parent = value.to_vec(),
                         5 => span.name = text(value),
                         9 => {
                             let kv = fields(value);
@@ -247,11 +249,14 @@ async fn a_queued_task_run_links_to_its_creation_and_settles_in_its_trace() -> a
             bodies.iter().flat_map(|(_, body)| spans(body)).collect()
         };
         let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
-        let found = ["mcp", "task", "settle"].iter().all(|name| of_task(&all, name, &id).is_some());
+        let found = ["mcp", "task"].iter().all(|name| of_task(&all, name, &id).is_some())
+            && of_task(&all, "task", &id).is_some_and(|run| child(&all, "settle", run).is_some());
         Ok(if found { Look::Done(all) } else { Look::not_yet(names) })
     })
     .await;
-    let (create, run, settle) = (of_task(&all, "mcp", &id), of_task(&all, "task", &id), of_task(&all, "settle", &id));
+    let (create, run) = (of_task(&all, "mcp", &id), of_task(&all, "task", &id));
+    // The settle span is the run's child and does not repeat the task id its parent carries.
+    let settle = run.and_then(|run| child(&all, "settle", run));
     let (Some(create), Some(run), Some(settle)) = (create, run, settle) else { unreachable!("found above") };
     anyhow::ensure!(run.trace != create.trace, "a queued run is a trace of its own");
     anyhow::ensure!(
@@ -259,7 +264,13 @@ async fn a_queued_task_run_links_to_its_creation_and_settles_in_its_trace() -> a
         "the run links to the creating request: {run:?} / {create:?}"
     );
     anyhow::ensure!(settle.trace == run.trace, "the settle span is in the run's trace");
+    anyhow::ensure!(!settle.attributes.iter().any(|(k, _)| k == "task"), "task named twice: {settle:?}");
     Ok(())
+}
+
+/// The span named `name` whose parent is `parent`.
+fn child<'a>(all: &'a [Span], name: &str, parent: &Span) -> Option<&'a Span> {
+    all.iter().find(|s| s.name == name && s.parent == parent.id)
 }
 
 /// The span named `name` whose `task` attribute is `id`.

@@ -400,6 +400,13 @@ pub enum GatewayError {
         /// The id asked for.
         id: String,
     },
+    /// A path the admin API does not serve (answered in the admin API's own form, so its
+    /// client can tell the admin listener from any other).
+    #[error("Not found: the admin API has no route {path}")]
+    AdminNoRoute {
+        /// The path asked for.
+        path: String,
+    },
     /// The task store holds what this replica cannot read: data it does not understand, or a
     /// sealed payload that does not open (wrong or retired key). A retry will not help.
     #[error("Internal error: a stored task cannot be read")]
@@ -676,6 +683,7 @@ impl GatewayError {
             | E::AdminInvalid { .. }
             | E::AdminConflict { .. }
             | E::AdminNotFound { .. }
+            | E::AdminNoRoute { .. }
             | E::Connect { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR, None, None),
             E::Store { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -703,7 +711,7 @@ impl GatewayError {
         match self {
             Self::AdminUnauthorized => StatusCode::UNAUTHORIZED,
             Self::AdminInvalid { .. } => StatusCode::BAD_REQUEST,
-            Self::AdminNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::AdminNotFound { .. } | Self::AdminNoRoute { .. } => StatusCode::NOT_FOUND,
             Self::AdminConflict { .. } => StatusCode::CONFLICT,
             Self::ForbiddenOrigin { .. } | Self::ForbiddenHost { .. } => StatusCode::FORBIDDEN,
             Self::Store { .. } => StatusCode::SERVICE_UNAVAILABLE,

@@ -23,6 +23,7 @@ mod catalog_refresh;
 pub mod config;
 mod connections;
 pub mod error;
+mod fleet_keys;
 mod gateway;
 mod http;
 mod limits;

@@ -1,6 +1,8 @@
 //! The `mcpgate` binary: load the configuration, start logging, bind, serve until SIGTERM.
 
 use std::io::Write as _;
+use std::net::SocketAddr;
+use std::process::ExitCode;
 
 use anyhow::Context as _;
 use base64::Engine as _;
@@ -8,7 +10,29 @@ use base64::Engine as _;
 use mcpgate::config::{self, Cli};
 use mcpgate::{AppState, shutdown, telemetry};
 
-fn main() -> anyhow::Result<()> {
+/// Runs the binary; an error is printed with its causes and ends the process with status 1.
+/// It is never printed with a backtrace, whatever `RUST_BACKTRACE` says: it reports what the
+/// operator can fix (a setting, a port, an unreachable Redis), not where the code was.
+fn main() -> ExitCode {
+    match start() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut text = format!("Error: {e}");
+            let causes: Vec<String> = e.chain().skip(1).map(ToString::to_string).collect();
+            if !causes.is_empty() {
+                text.push_str("\n\nCaused by:");
+                for (i, cause) in causes.iter().enumerate() {
+                    text.push_str(&format!("\n    {i}: {cause}"));
+                }
+            }
+            // Nothing more can be done about a failed write to stderr.
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn start() -> anyhow::Result<()> {
     let mut cli = Cli::parse_args();
     if let Some(config::Command::Admin(args)) = cli.command.take() {
         return mcpgate::admin::run_command(args);
@@ -37,10 +61,10 @@ async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
     let admin_listen = config.admin.listen;
     let state = AppState::new(config).await?;
     let admin = match admin_listen {
-        Some(at) => Some(tokio::net::TcpListener::bind(at).await.with_context(|| format!("binding admin {at}"))?),
+        Some(at) => Some(bind(at, "MCPGATE_ADMIN_LISTEN or `admin.listen` in the config file").await?),
         None => None,
     };
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+    let listener = bind(listen, "--listen, MCPGATE_LISTEN or `listen` in the config file").await?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let mut stdout = std::io::stdout().lock();
     // The admin address first: the MCP one is the line scripts wait for, the last.
@@ -61,4 +85,19 @@ async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
     mcpgate::serve_with_admin(listener, admin, state, shutdown::signal()).await.context("serving")?;
     tracing::info!("mcpgate stopped");
     Ok(())
+}
+
+/// Binds `at`; a port another process holds is said as such, naming `how` to choose another
+/// (the flag, the variable, the setting).
+async fn bind(at: SocketAddr, how: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(at).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            anyhow::anyhow!(
+                "cannot listen on {at}: the port is taken (another process listens there, perhaps another \
+                 mcpgate); choose another address with {how}"
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("cannot listen on {at}"))
+        }
+    })
 }

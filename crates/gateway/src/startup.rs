@@ -1,6 +1,7 @@
 //! Starting a replica: building its [`AppState`] from a validated config — the sealer, the
 //! authenticator, the store connection (waiting for Redis a while), the upstreams' first
-//! lists, the catalog, the task workers and service — and starting the catalog refresh loop.
+//! lists, the catalog, the task workers and service — and starting the catalog refresh loop
+//! (and, with Redis, checking the seal keys against the fleet's: `fleet_keys`).
 //!
 //! Invariant: a replica serves only once all of this stands; any part that cannot be built is
 //! a start-up error naming what failed (the task workers start only after everything that can
@@ -75,6 +76,10 @@ impl AppState {
                 .map_err(|e| StartupError::step_caused("configuring upstreams", "an upstream cannot be set up", e))?,
         );
         let store = connect_store(&config, &sealer).await?;
+        // Before anything is served: a replica whose keys cannot open what the fleet seals
+        // would answer its tokens and tasks with errors.
+        let ring_record = format!("{}-{:08x}", std::process::id(), rand_u32());
+        crate::fleet_keys::check(&store, &ring_record, sealer.ring(), &config.store.prefix).await?;
         let connections = Connector::from_config(&config, store.clone(), &sealer)?;
         if let Some(connector) = &connections {
             federation.set_connections(connector.seam());
@@ -120,6 +125,8 @@ impl AppState {
         let permits = usize::try_from(config.http.max_concurrent_requests).unwrap_or(Semaphore::MAX_PERMITS);
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
+        let in_flight = TaskTracker::new();
+        crate::fleet_keys::keep_recorded(store.clone(), ring_record, sealer.ring(), stopping.clone(), &in_flight);
         let workers = Workers::start(
             store.clone(),
             catalog.clone(),
@@ -164,7 +171,7 @@ impl AppState {
             metrics,
             audit,
             server_info,
-            in_flight: TaskTracker::new(),
+            in_flight,
             shutdown,
             stopping,
         }));
@@ -271,6 +278,6 @@ fn sealer(config: &Config) -> Result<Sealer, StartupError> {
         let specs: Vec<&str> = config.seal.keys.iter().map(|k| k.expose()).collect();
         KeyRing::parse(&specs)
     }
-    .map_err(|e| StartupError::config_caused("seal.keys (MCPGATE_SEAL_KEYS)", "not a usable key ring", e))?;
+    .map_err(|e| StartupError::config_caused("seal.keys (MCPGATE_SEAL_KEYS)", crate::config::SEAL_KEYS_ADVICE, e))?;
     Ok(Sealer::new(ring, max))
 }

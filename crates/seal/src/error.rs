@@ -22,10 +22,12 @@ pub enum SealError {
         max: usize,
     },
     /// A configured key is unusable (the key bytes are never included).
-    #[error("invalid sealing key {key_id:?}: {problem}")]
+    #[error("invalid sealing key {}: {problem}", name_key(key_id, *position))]
     InvalidKey {
-        /// The key id as configured.
+        /// The key id as configured (empty when the entry has none).
         key_id: String,
+        /// Its place in the configured list, from 1 (0 when not from a list).
+        position: usize,
         /// What is wrong with it.
         problem: &'static str,
     },
@@ -36,6 +38,17 @@ pub enum SealError {
         #[source]
         source: getrandom::Error,
     },
+}
+
+/// A key as an error names it: its id, and its place in the list (the one thing to go by
+/// when the entry has no id; the entry itself may be the secret and is never shown).
+fn name_key(key_id: &str, position: usize) -> String {
+    match (key_id.is_empty(), position) {
+        (false, 0) => format!("{key_id:?}"),
+        (false, n) => format!("{key_id:?} (entry {n})"),
+        (true, 0) => "(no key id)".to_owned(),
+        (true, n) => format!("entry {n} (no key id)"),
+    }
 }
 
 impl SealError {

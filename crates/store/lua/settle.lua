@@ -14,6 +14,8 @@
 --                              ARGV[7..] request key, method asked, request JSON, ...
 --                              (stored as req:<key> and reqm:<key>; 'pending' counts them)
 -- returns  'done' | 'terminal' | 'lost' | 'gone'
+-- Finishing blanks the status message the run last reported ('' reads as none); completing
+-- sets a reported progress to 1 (1,000,000 ppm).
 -- A run that parks ended cleanly: its attempt is given back, so a task may ask for input any
 -- number of times without using up its attempts (and a resumed run is not taken for a rerun
 -- of an interrupted one).
@@ -24,7 +26,7 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'lease_until', 'id')
+local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'lease_until', 'id', 'progress')
 
 -- (A gone task's lease entry, which has no id to name here, is dropped by the lapse sweep.)
 local function ack()
@@ -79,8 +81,20 @@ if status == 'input_required' then
     redis.call('HSET', KEYS[1], 'state', ARGV[5])
   end
 else
-  redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0,
-    'iserr', ARGV[7])
+  -- The run's last progress note describes a step, not the ending: blanked (read as none;
+  -- in this HSET, so finishing costs no command more). A completed task that reported
+  -- progress is at 1; a failed one keeps how far it got.
+  local progress = f[7]
+  if status == 'completed' and progress then
+    progress = '1000000'
+  end
+  if progress then
+    redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0,
+      'iserr', ARGV[7], 'msg', '', 'progress', progress)
+  else
+    redis.call('HSET', KEYS[1], 'status', status, ARGV[5], ARGV[6], 'updated', now, 'lease_until', 0,
+      'iserr', ARGV[7], 'msg', '')
+  end
 end
 redis.call('PUBLISH', ARGV[3], status)
 ack()

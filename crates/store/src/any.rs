@@ -19,6 +19,7 @@ use crate::model::{
 use crate::pins::{Approval, Approved, Observed, Withheld};
 use crate::rate::{Admission, Bucket};
 use crate::redis::RedisStore;
+use crate::seal_ring::{RingConflict, RingKey, RingStep};
 use crate::vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultPage};
 
 /// One of the store implementations.
@@ -52,6 +53,22 @@ impl AnyStore {
         match self {
             Self::Memory(s) => Ok(s.queue_depth()),
             Self::Redis(s) => s.queue_depth().await,
+        }
+    }
+
+    /// Checks this replica's seal key ring (sealing key first) against the rings of the
+    /// other live replicas and records it (see [`RingStep`]); `live` is how long a record
+    /// lasts unrefreshed. The memory store has no other replicas: nothing to check.
+    pub async fn seal_ring(
+        &self,
+        replica: &str,
+        ring: &[RingKey],
+        live: Duration,
+        step: RingStep,
+    ) -> Result<Vec<RingConflict>, StoreError> {
+        match self {
+            Self::Memory(_) => Ok(Vec::new()),
+            Self::Redis(s) => s.seal_ring(replica, ring, live, step).await,
         }
     }
 

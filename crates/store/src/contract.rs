@@ -133,7 +133,9 @@ pub trait TaskStore: Send + Sync {
 
     /// Writes the final status and outcome (`tool_error`: a tool result with `isError: true`)
     /// and acknowledges the job, in one atomic step (one round trip), only with the current
-    /// lease and only from a non-terminal status. Safe to repeat with the same lease after a
+    /// lease and only from a non-terminal status. The status message the run last reported is
+    /// dropped (it named a step, not the ending); a completed task's reported progress becomes
+    /// 1, a failed one's stays where the run left it. Safe to repeat with the same lease after a
     /// lost reply: a repeat finds the outcome written and changes nothing (`finish` and
     /// `park` both say `Done` or `AlreadyTerminal` then, never `Lost` unless another worker
     /// took the task over since).

@@ -21,6 +21,7 @@ mod pins;
 mod quota;
 mod rate;
 mod redis;
+mod seal_ring;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod vault;
@@ -40,4 +41,5 @@ pub use pins::{Approval, Approved, MAX_DEFINITION_BYTES, MAX_PINNED_TOOLS, Obser
 pub use quota::{Quota, QuotaKind};
 pub use rate::{Admission, Bucket};
 pub use redis::{RedisOptions, RedisStore, SentinelOptions, TerminalCacheLimits, TerminalCacheStats};
+pub use seal_ring::{RingConflict, RingKey, RingStep};
 pub use vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultListing, VaultPage};

@@ -39,6 +39,9 @@ pub struct Contribution {
     /// Entries left out (invalid or colliding names), each saying why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// Whether these counts come from a registration (not only a list read's error).
+    #[serde(skip)]
+    pub registered: bool,
 }
 
 /// Every upstream of this replica.
@@ -158,20 +161,29 @@ impl Federation {
         for (upstream, lists) in self.upstreams.iter().zip(lists) {
             let Some(lists) = lists else { continue };
             let contribution = self.register_one(builder, upstream, lists, &mut owners);
-            for problem in &contribution.problems {
-                tracing::warn!(upstream = %upstream.name(), "{problem}");
+            let Ok(mut c) = self.contributions.lock() else { continue };
+            let old = c.get(upstream.name());
+            // Each catalog build registers every upstream again (twice at start-up, once per
+            // refresh): only a contribution that changed is news.
+            let changed = old.is_none_or(|old| {
+                !old.registered
+                    || (old.tools, old.prompts, old.resources, &old.problems)
+                        != (contribution.tools, contribution.prompts, contribution.resources, &contribution.problems)
+            });
+            if changed {
+                for problem in &contribution.problems {
+                    tracing::warn!(upstream = %upstream.name(), "{problem}");
+                }
+                tracing::info!(
+                    upstream = %upstream.name(),
+                    tools = contribution.tools,
+                    prompts = contribution.prompts,
+                    resources = contribution.resources,
+                    "upstream entries registered"
+                );
             }
-            tracing::info!(
-                upstream = %upstream.name(),
-                tools = contribution.tools,
-                prompts = contribution.prompts,
-                resources = contribution.resources,
-                "upstream entries registered"
-            );
-            if let Ok(mut c) = self.contributions.lock() {
-                let list_error = c.get(upstream.name()).and_then(|old| old.list_error.clone());
-                c.insert(upstream.name().to_owned(), Contribution { list_error, ..contribution });
-            }
+            let list_error = old.and_then(|old| old.list_error.clone());
+            c.insert(upstream.name().to_owned(), Contribution { list_error, registered: true, ..contribution });
         }
     }
 

@@ -280,7 +280,15 @@ impl Api {
         let text = response.text().await.with_context(|| format!("reading the answer of {url}"))?;
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if !status.is_success() {
-            let message = value["error"].as_str().map_or_else(|| value.to_string(), str::to_owned);
+            // The admin API answers every failure with `{"error": …}` (an unknown route too);
+            // anything else came from another listener, most often the replica's MCP port.
+            let Some(message) = value["error"].as_str() else {
+                bail!(
+                    "{url}: {status}, and not from mcpgate's admin API (it answers with an \"error\" message): \
+                     this reached some other listener — is it the MCP port? Point --url (MCPGATE_ADMIN_URL) at \
+                     a replica's admin listener, the address of its admin.listen setting"
+                );
+            };
             bail!("{url}: {status}: {message}");
         }
         Ok(value)

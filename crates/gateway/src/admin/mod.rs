@@ -42,6 +42,11 @@ pub fn router(state: AppState) -> Router {
         .merge(pins::routes())
         .layer(axum::middleware::from_fn_with_state(state.clone(), authorize))
         .merge(crate::routes::ops::observability())
+        // An admin answer even for a path it does not serve, so `mcpgate admin` can tell
+        // this listener from any other (its MCP port answers a bare 404).
+        .fallback(|uri: axum::http::Uri| async move {
+            failure(&GatewayError::AdminNoRoute { path: uri.path().chars().take(200).collect() })
+        })
         .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
             let policy = policy.clone();
             async move {

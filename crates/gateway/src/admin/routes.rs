@@ -204,7 +204,8 @@ async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result
         for task in page.tasks.iter().filter(|t| t.status.is_terminal() && select.selects(&state, t, None)) {
             if let Purged::Deleted { issuer, subject } = state.store.purge(&task.id, &filter).await? {
                 purged += 1;
-                tracing::info!(task = %task.id, owner = %task.owner, "admin: task purged");
+                // One line per purge request (below): a purge may delete millions.
+                tracing::debug!(task = %task.id, owner = %task.owner, "admin: task purged");
                 if quotas {
                     let creator = Principal::new(&issuer, &subject, Vec::new());
                     state.store.forget_quota(creator.caller_key(), &task.id).await?;
@@ -216,6 +217,7 @@ async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result
             break;
         }
     }
+    tracing::info!(purged, more = cursor.is_some(), "admin: tasks purged");
     Ok(Json(json!({ "purged": purged, "nextCursor": cursor })))
 }
 

@@ -12,6 +12,11 @@ use super::{AuthMode, Cli, Config};
 use crate::error::StartupError;
 use mcpgate_runtime::toolsets;
 
+/// What an unusable `seal.keys` is told (the key ring's own error, naming the entry, is the
+/// cause).
+pub(crate) const SEAL_KEYS_ADVICE: &str =
+    "not a usable key ring: each entry is <key id>:<base64 of 32 bytes>; make one with `mcpgate --generate-seal-key`";
+
 /// Highest rate a limit may name: one request a microsecond (the buckets' resolution).
 pub(crate) const MAX_PER_MINUTE: u64 = 60_000_000;
 /// Largest burst a limit may name.
@@ -192,7 +197,10 @@ const GATEWAY_TABLE: &str = "gateway";
 /// and `[[server]]` tables.
 fn parse_file(text: &str, source: &str) -> Result<(Table, ListTables), StartupError> {
     let mut table: Table =
-        text.parse().map_err(|e: toml::de::Error| StartupError::config_caused(source, "not valid TOML", e))?;
+        text.parse().map_err(|e: toml::de::Error| match super::suggest::server_table_clash(text) {
+            Some(clash) => StartupError::config_caused(source, format!("not valid TOML: {clash}"), e),
+            None => StartupError::config_caused(source, "not valid TOML", e),
+        })?;
     // `[server]` is a table of settings, `[[server]]` the virtual servers (TOML allows one of
     // the two in a file).
     let virtual_servers = table.get("server").is_some_and(Value::is_array);
@@ -263,8 +271,10 @@ fn normalize(table: &mut Table, prefix: &str, source: &str) -> Result<(), Startu
                 continue;
             }
         }
-        let setting = settings::find(&path)
-            .ok_or_else(|| StartupError::config(path.clone(), format!("unknown setting in {source}")))?;
+        let setting = settings::find(&path).ok_or_else(|| {
+            let hint = super::suggest::unknown_key_hint(&path, value.is_table());
+            StartupError::config(path.clone(), format!("unknown setting in {source}{hint}"))
+        })?;
         let fits = match (setting.kind, &*value) {
             (Kind::Str, Value::String(_)) | (Kind::Bool, Value::Boolean(_)) => true,
             (Kind::Int, Value::Integer(i)) => *i >= 0,
@@ -580,8 +590,7 @@ pub(super) fn validate(c: &Config) -> Result<(), StartupError> {
     }
     if !c.seal.keys.is_empty() {
         let specs: Vec<&str> = c.seal.keys.iter().map(|k| k.expose()).collect();
-        mcpgate_seal::KeyRing::parse(&specs)
-            .map_err(|e| invalid_key_caused("seal.keys", "not a usable key ring", e))?;
+        mcpgate_seal::KeyRing::parse(&specs).map_err(|e| invalid_key_caused("seal.keys", SEAL_KEYS_ADVICE, e))?;
     }
     tracing_subscriber::EnvFilter::try_new(&c.log.level)
         .map_err(|e| invalid_key_caused("log.level", "not a valid filter", e))?;

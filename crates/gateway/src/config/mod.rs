@@ -10,6 +10,7 @@ mod connect;
 mod load;
 mod server;
 pub mod settings;
+mod suggest;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::policy::{Effect, PolicyRule};
 pub use cli::{Cli, Command};
+pub(crate) use load::SEAL_KEYS_ADVICE;
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env, parse_origin};
 pub use server::{Discovery, MCP_PATH, VirtualServer};
 pub(crate) use settings::invalid_key;

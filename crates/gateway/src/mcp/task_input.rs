@@ -115,7 +115,8 @@ pub(crate) async fn answer(
     tracing::Span::current().record("task", task.as_str());
     let Some(result) = response.result else {
         let message = response.error.as_ref().map(|e| clip(&e.message)).unwrap_or_default();
-        tracing::info!(task = %task, key = %clip(&input.key), %message, "client answered an input request with an error");
+        // The span names the task (recorded just above).
+        tracing::info!(key = %clip(&input.key), %message, "client answered an input request with an error");
         return Ok(());
     };
     let answers = answers::check(state, [(input.key.clone(), result.get().to_owned())])?;

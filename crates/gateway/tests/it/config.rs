@@ -512,3 +512,42 @@ fn replicas_ack_is_validated() {
     // A timeout at or above the command timeout matters only when something waits.
     load_from_str(&format!("{redis}[store]\nreplicas_ack_timeout_ms = 5000\n")).expect("valid with replicas_ack = 0");
 }
+
+/// An unknown key is answered with the setting it most likely meant, or with where it
+/// belongs; a file with both `[server]` and `[[server]]` is told to use `[gateway]`.
+#[test]
+fn unknown_keys_suggest_the_setting_meant() {
+    let said = |text: &str| error_text(load_from_str(text).expect_err(text));
+    let typo = said("listn = \"127.0.0.1:9000\"\n");
+    assert!(typo.contains("listn") && typo.contains("did you mean `listen`?"), "{typo}");
+    let typo = said("[htp]\nbody_limit_bytes = 1\n");
+    assert!(typo.contains("did you mean [http]?"), "{typo}");
+    let misplaced = said("[auth]\npolicy_default = \"deny\"\n");
+    assert!(misplaced.contains("auth.policy_default"), "{misplaced}");
+    assert!(misplaced.contains("`policy_default` is a top-level setting"), "{misplaced}");
+    let elsewhere = said("[http]\nissuer = \"https://a\"\n");
+    assert!(elsewhere.contains("did you mean `auth.jwt.issuer`?"), "{elsewhere}");
+    let both =
+        said("[server]\npublic_url = \"https://gw.example\"\n\n[[server]]\nname = \"ops\"\ntools = [\"echo\"]\n");
+    assert!(both.contains("[[server]]") && both.contains("rename [server] to [gateway]"), "{both}");
+    // Advice only where something is close: no guess for a key like nothing known.
+    let unknown = said("zzzzzzzzzzzz = 1\n");
+    assert!(unknown.contains("unknown setting") && !unknown.contains("did you mean"), "{unknown}");
+}
+
+/// A sealing key that does not parse is named by its id and place (never its value), and
+/// the error says how to make a good one.
+#[test]
+fn a_bad_sealing_key_is_named_and_the_generator_suggested() {
+    let said = |keys: &str| error_text(load_from_str(&format!("[seal]\nkeys = {keys}\n")).expect_err(keys));
+    let short = said(&format!("[\"{KEY}\", \"k2:AAAA\"]"));
+    assert!(short.contains("\"k2\" (entry 2)") && short.contains("exactly 32 bytes"), "{short}");
+    assert!(short.contains("mcpgate --generate-seal-key"), "{short}");
+    // The output of `openssl rand -base64 32` alone: no id, and the secret is not echoed.
+    let secret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let bare = said(&format!("[\"{secret}\"]"));
+    assert!(bare.contains("entry 1 (no key id)") && bare.contains("<key id>:<base64"), "{bare}");
+    assert!(bare.contains("mcpgate --generate-seal-key") && !bare.contains(secret), "{bare}");
+    let bad_id = said("[\"k 1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"]");
+    assert!(bad_id.contains("\"k 1\" (entry 1)"), "{bad_id}");
+}

@@ -27,7 +27,8 @@ use crate::task_metrics::TaskMetric;
 use crate::task_transition::{TaskTransition, TransitionNote};
 
 /// Runs one job (`reclaimed`: taken over from a worker that stopped renewing), in a `task`
-/// span that carries the task id from the claim on (tool and attempt once claimed).
+/// span that carries the task id from the claim on (tool and attempt once claimed); the
+/// events inside do not repeat it.
 pub(super) async fn run(shared: &Shared, job: Job, reclaimed: bool) {
     let span =
         tracing::info_span!("task", task = %job.task, tool = tracing::field::Empty, attempt = tracing::field::Empty);
@@ -49,7 +50,7 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
             (lease, *task)
         }
         Ok(Claim::Exhausted { tool }) => {
-            tracing::warn!(task = %job.task, "task failed: no attempt finished");
+            tracing::warn!("task failed: no attempt finished");
             options.metrics.count(&tool, TaskMetric::Failed);
             options.report(&TransitionNote::bare(job.task.as_str(), &tool, TaskTransition::Failed));
             return;
@@ -67,11 +68,11 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
         // under the same claim id) is not run either: a failover could hand the same job to
         // another worker, running the tool twice.
         Err(e @ StoreError::NotAcknowledged { .. }) => {
-            tracing::warn!(task = %job.task, error = %e, "claim not confirmed by the Redis replicas; left to be reclaimed");
+            tracing::warn!(error = %e, "claim not confirmed by the Redis replicas; left to be reclaimed");
             return;
         }
         Err(e) => {
-            tracing::warn!(task = %job.task, error = %e, "claiming a job failed");
+            tracing::warn!(error = %e, "claiming a job failed");
             return;
         }
     };
@@ -313,7 +314,8 @@ async fn settle(
     task: &TaskRecord,
     teller: &mut Teller,
 ) {
-    let span = tracing::info_span!("settle", task = %task.id);
+    // Inside the run's `task` span, which names the task already.
+    let span = tracing::info_span!("settle");
     tracing::Instrument::instrument(settle_in_span(shared, job, lease, outcome, task, teller), span).await;
 }
 

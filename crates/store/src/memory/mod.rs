@@ -171,6 +171,11 @@ impl TaskStore for MemoryStore {
                 entry.record.status = status;
                 entry.record.outcome = Some(outcome);
                 entry.record.tool_error = tool_error;
+                // As settle.lua: the last note was a step's, not the ending's.
+                entry.record.status_message = None;
+                if status == TaskStatus::Completed && entry.record.progress_ppm.is_some() {
+                    entry.record.progress_ppm = Some(1_000_000);
+                }
             })
         }))
     }

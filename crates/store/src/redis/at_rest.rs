@@ -321,10 +321,22 @@ impl RedisStore {
         // with write access) does not keep plain values acceptable.
         let cutover = at.min(now.saturating_add(window));
         let _ = self.inner.payloads.cutover.set(cutover);
-        tracing::info!(
-            cutover_ms = cutover,
-            "tasks created from the cutover on hold payloads sealed in the current format only"
-        );
+        // News only while the migration window is open (plain payloads written by replicas
+        // with store.encrypt_at_rest = false are still accepted); after it, routine.
+        if cutover > now {
+            tracing::info!(
+                window_left_secs = (cutover - now).div_ceil(1000),
+                "encryption at rest: tasks created from now on may still hold plain payloads (written by replicas \
+                 with store.encrypt_at_rest = false) for the rest of the migration window \
+                 (store.at_rest_window_secs); after it, only sealed ones are read (docs/operations.md, \
+                 \"Encryption at rest\")"
+            );
+        } else {
+            tracing::debug!(
+                cutover_ms = cutover,
+                "encryption at rest: every task created from the cutover on is sealed"
+            );
+        }
         Ok(())
     }
 }

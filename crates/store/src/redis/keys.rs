@@ -18,6 +18,8 @@
 //! <p>:{<p>:catalog}:generation    integer advanced whenever any upstream's lists change
 //! <p>:at-rest:cutover             string  Unix ms from which records hold payloads sealed in
 //!                                         the current format only (see `at_rest`)
+//! <p>:seal:rings                 hash    each live replica's seal key ids and fingerprints
+//!                                         (replica id → "<seen ms>|<sealing id>|<id>=<fp>,…")
 //! <p>:{<p>:vault}:<kind>:<h>      hash    a vault entry (h: digest of its scope and name):
 //!                                         value, meta, version, updated, scope, name
 //! <p>:{<p>:vault}:<kind>:index    zset    every entry of a kind, "<scope>\0<name>" (lex order)
@@ -129,6 +131,11 @@ impl Keys {
     }
 
     /// The encryption-at-rest cutover (see `at_rest`).
+    /// The fleet's seal key rings (see `seal_ring`).
+    pub(super) fn seal_rings(&self) -> String {
+        format!("{}:seal:rings", self.prefix)
+    }
+
     pub(super) fn at_rest_cutover(&self) -> String {
         format!("{}:at-rest:cutover", self.prefix)
     }

@@ -25,6 +25,7 @@ mod quota;
 mod rate;
 mod record;
 mod scripts;
+mod seal_ring;
 mod sentinel;
 mod subscriber;
 mod task_store;

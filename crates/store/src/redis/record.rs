@@ -161,7 +161,8 @@ pub(super) fn decode_named<'a>(
         capabilities: take("caps").unwrap_or_default(),
         scopes: take("scopes").map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default(),
         status,
-        status_message: take("msg"),
+        // Empty once a run finished (settle.lua blanks the last note in its one HSET).
+        status_message: take("msg").filter(|m| !m.is_empty()),
         progress_ppm: take("progress").and_then(|p| p.parse().ok()).filter(|p| *p <= 1_000_000),
         created_ms: u64::try_from(number(take("created"), "created")?).unwrap_or(0),
         updated_ms: u64::try_from(number(take("updated"), "updated")?).unwrap_or(0),

@@ -29,11 +29,12 @@ pub(super) static VAULT_DELETE: LazyLock<Script> =
 pub(super) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/unlock.lua")));
 pub(super) static PIN_OBSERVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/pin_observe.lua")));
+pub(super) static SEAL_RING: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/seal_ring.lua")));
 pub(super) static PIN_APPROVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/pin_approve.lua")));
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 22] {
+pub(super) fn all() -> [&'static Script; 23] {
     [
         &CREATE,
         &CANCEL,
@@ -57,5 +58,6 @@ pub(super) fn all() -> [&'static Script; 22] {
         &UNLOCK,
         &PIN_OBSERVE,
         &PIN_APPROVE,
+        &SEAL_RING,
     ]
 }

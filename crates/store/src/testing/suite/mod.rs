@@ -105,6 +105,7 @@ where
     create_get_and_idempotency(&make().await).await;
     list_pages_by_owner(&make().await).await;
     run_to_completion_with_events(&make().await).await;
+    a_failed_run_keeps_how_far_it_got(&make().await).await;
     cancel_is_idempotent_and_final(&make().await).await;
     stale_leases_cannot_write(&make().await).await;
     checkpoints_survive_the_run_that_wrote_them(&make().await).await;
@@ -208,6 +209,19 @@ async fn running<S: TaskStore>(store: &S, task: NewTask, lease: Duration) -> (Ta
         (Created::New(record), Some((lease, job))) => (record, lease, job),
         other => panic!("created anew and running: {other:?}"),
     }
+}
+
+async fn a_failed_run_keeps_how_far_it_got<S: TaskStore + JobQueue>(store: &S) {
+    let record = store.create(new_task("faller", 1)).await.expect("create").record().expect("a task").clone();
+    let job = next_job(store, "w1", &record.id).await;
+    let Claim::Run { lease, .. } = store.claim(&job, "w1", LEASE, 3).await.expect("claim") else { panic!("runs") };
+    let note = StatusNote::new("Compiled section 1 of 2", Some(0.5));
+    assert_eq!(store.renew(&lease, LEASE, Some(&note)).await.expect("renew"), Renewal::Held);
+    let error = TaskOutcome::Error(r#"{"code":-32603,"message":"x"}"#.to_owned());
+    assert_eq!(store.finish(&lease, &job, TaskStatus::Failed, error, false).await.expect("finish"), Settled::Done);
+    let failed = store.get(&record.id, Read::Control).await.expect("get").expect("exists");
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!((failed.status_message.as_deref(), failed.progress_ppm), (None, Some(500_000)), "no stale message");
 }
 
 async fn settling_twice_writes_once<S: TaskStore + JobQueue>(store: &S) {
@@ -349,6 +363,8 @@ async fn run_to_completion_with_events<S: TaskStore + JobQueue + EventBus>(store
     assert_eq!(event::<S>(&mut sub).await, TaskEvent::Status(TaskStatus::Completed));
     let done = store.get(&record.id, Read::Full).await.expect("get").expect("exists");
     assert_eq!((done.status, done.outcome), (TaskStatus::Completed, Some(outcome.clone())));
+    // The last note described a step of the run, not its end: gone; the progress is complete.
+    assert_eq!((done.status_message.as_deref(), done.progress_ppm), (None, Some(1_000_000)), "no stale progress");
     // A terminal task never changes again, and its job is gone.
     assert_eq!(
         store.finish(&lease, &job, TaskStatus::Failed, outcome, false).await.expect("finish"),
