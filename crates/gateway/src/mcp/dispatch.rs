@@ -30,6 +30,7 @@ use mcpgate_store::{EventBus as _, TaskEvent};
 use super::admission::admit;
 use super::cancellation;
 use super::handlers;
+use super::resource_uri;
 use super::work::{Prepared, Reply};
 use crate::audit::RequestAudit;
 use crate::call_context::CallContext;
@@ -252,8 +253,15 @@ async fn route(
             (cx, prepared, false)
         }
         Some(Method::ResourcesRead) => {
-            let (cx, params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
+            let (cx, mut params) = admitted!(mcpgate_protocol::resource::ReadResourceParams);
+            // Audited, judged, selected and read by its normal form; a URI refused there is
+            // audited as sent.
+            let normal = resource_uri::normalize(&params.uri);
+            if let Ok(uri) = &normal {
+                params.uri.clone_from(uri);
+            }
             *audit = open_audit(state, &cx, &params.uri, || None).await;
+            normal.map_err(fail(&cx))?;
             let prepared = Box::pin(handlers::read_resource(state, &cx, params)).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }

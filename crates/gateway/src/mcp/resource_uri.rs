@@ -15,10 +15,11 @@
 //!   path);
 //!
 //! and a URI that still holds an escaped separator (`%2F`, `%5C`, `%3F`, `%23`, `%3A`, `%40`,
-//! `%5B`, `%5D`), an escaped control character (`%00`-`%1F`, `%7F`), a malformed escape or a
-//! raw control character is refused (-32602) before anything reads it. Not covered: an upstream
-//! that decodes twice (`%252F` reaches it as `%2F`, which it may decode again), and meanings a
-//! scheme gives to other characters (sub-delimiters such as `;` are kept as sent).
+//! `%5B`, `%5D`), an escaped control character (`%00`-`%1F`, `%7F`), a malformed escape, a
+//! raw control character or a raw backslash is refused (-32602) before anything reads it. Not
+//! covered: an upstream that decodes twice (`%252F` reaches it as `%2F`, which it may decode
+//! again), and meanings a scheme gives to other characters (sub-delimiters such as `;` are
+//! kept as sent).
 
 use std::fmt::Write as _;
 
@@ -33,6 +34,10 @@ pub(crate) fn normalize(uri: &str) -> Result<String, GatewayError> {
     let refuse = |why: &str| GatewayError::invalid_params(format!("Invalid resource URI: {why}"));
     if uri.chars().any(char::is_control) {
         return Err(refuse("it holds a control character"));
+    }
+    // Not a URI character at all (RFC 3986 §2), and a separator to servers that take it as `/`.
+    if uri.contains('\\') {
+        return Err(refuse("it holds a backslash"));
     }
     let decoded = decode_unreserved(uri).map_err(refuse)?;
     Ok(case_and_dots(&decoded))
@@ -188,6 +193,7 @@ mod tests {
             "docs://public%2F..%2Fsecret/plan",
             "docs://public/..%2fsecret",
             "docs://public%5C..%5Csecret",
+            "docs://public/..\\secret/plan",
             "docs://secret/plan%3Fx",
             "docs://secret/plan%23x",
             "docs://evil%40secret/plan",

@@ -130,12 +130,12 @@ impl Keys {
             .collect()
     }
 
-    /// The encryption-at-rest cutover (see `at_rest`).
     /// The fleet's seal key rings (see `seal_ring`).
     pub(super) fn seal_rings(&self) -> String {
         format!("{}:seal:rings", self.prefix)
     }
 
+    /// The encryption-at-rest cutover (see `at_rest`).
     pub(super) fn at_rest_cutover(&self) -> String {
         format!("{}:at-rest:cutover", self.prefix)
     }

@@ -97,6 +97,10 @@ fn kind(ip: IpAddr) -> Option<&'static str> {
             if v6.segments()[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
                 return kind_v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
             }
+            // 6to4 (2002::/16) carries its IPv4 address in the next 32 bits: judged as that.
+            if v6.segments()[0] == 0x2002 {
+                return kind_v4(Ipv4Addr::new(o[2], o[3], o[4], o[5]));
+            }
             kind_v6(v6)
         }
     }
@@ -133,6 +137,12 @@ fn kind_v6(ip: Ipv6Addr) -> Option<&'static str> {
         Some("private")
     } else if first & 0xffc0 == 0xfe80 {
         Some("link-local (cloud metadata services live there)")
+    } else if first & 0xffc0 == 0xfec0 {
+        // Deprecated site-local (fec0::/10): still routed inside some networks.
+        Some("private")
+    } else if ip.segments()[..3] == [0x64, 0xff9b, 1] {
+        // The local-use NAT64 prefix (64:ff9b:1::/48, RFC 8215): translated inside the network.
+        Some("private")
     } else if ip.is_unspecified() || ip.is_multicast() || ip.segments()[..6] == [0; 6] {
         // `::`, multicast, and the deprecated IPv4-compatible `::a.b.c.d`.
         Some("unspecified, multicast or reserved")
@@ -226,6 +236,10 @@ mod tests {
             ("fe80::1", "link-local"),
             ("::ffff:169.254.169.254", "link-local"),
             ("64:ff9b::a9fe:a9fe", "link-local"),
+            ("2002:a9fe:a9fe::", "link-local"),
+            ("2002:7f00:1::1", "loopback"),
+            ("64:ff9b:1::a00:1", "private"),
+            ("fec0::1", "private"),
             ("0.0.0.0", "unspecified"),
             ("::", "unspecified"),
             ("224.0.0.1", "multicast"),
@@ -234,7 +248,7 @@ mod tests {
             let why = public.refuses(ip(addr)).unwrap_or_else(|| panic!("{addr} refused"));
             assert!(why.contains(kind), "{addr}: {why}");
         }
-        for addr in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "100.128.0.1"] {
+        for addr in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "100.128.0.1", "2002:808:808::"] {
             assert_eq!(public.refuses(ip(addr)), None, "{addr} is public");
         }
     }

@@ -700,7 +700,6 @@ pub(crate) fn describe(e: reqwest::Error) -> String {
     super::pool::describe(&e.without_url())
 }
 
-/// Reads a whole body, failing past `max` bytes.
 /// Closes the connection an answer came on unless the answer is request `id`'s: an answer to
 /// another request (or none at all) means the connection is out of step with its requests, and
 /// what it carries next could reach the wrong caller.
@@ -710,6 +709,7 @@ fn discard_unless_answer(response: &mut Reply<'_>, inbound: &Result<Inbound, Str
     }
 }
 
+/// Reads a whole body, failing past `max` bytes.
 async fn read_body(response: &mut Reply<'_>, max: usize) -> Result<Vec<u8>, UpstreamError> {
     let mut body = Vec::new();
     while let Some(chunk) = response

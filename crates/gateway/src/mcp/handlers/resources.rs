@@ -1,7 +1,8 @@
 //! `resources/read`: the first handler (in registration order) that serves the URI reads it; a
 //! resource of an upstream is counted against the upstream's rate limits, like a call of its
-//! tools. The URI is normalized first (`mcp::resource_uri`): selection, policy, the handler
-//! and the upstream all see its normal form, never the caller's spelling.
+//! tools. The URI arrives in its normal form (`mcp::resource_uri`, applied by dispatch before
+//! the read is audited): the audit, selection, policy, the handler and the upstream all see
+//! it, never the caller's spelling.
 
 use mcpgate_protocol::Era;
 use mcpgate_protocol::resource::ReadResourceParams;
@@ -11,20 +12,20 @@ use crate::call_context::CallContext;
 use crate::error::GatewayError;
 use crate::limits::Charge;
 use crate::mcp::request_state::{Mode, Round, Target};
-use crate::mcp::resource_uri;
 use crate::mcp::work::Prepared;
 use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
 use mcpgate_runtime::catalog::Outcome;
 
-/// Prepares a read (after opening an echoed requestState). The read is charged to its
-/// upstream, if it has one, before the requestState is committed or anything is sent.
+/// Prepares a read (after opening an echoed requestState) of `params.uri`, already in its
+/// normal form. The read is charged to its upstream, if it has one, before the requestState
+/// is committed or anything is sent.
 pub(in crate::mcp) async fn read_resource(
     state: &AppState,
     cx: &CallContext,
     params: ReadResourceParams,
 ) -> Result<Prepared, GatewayError> {
-    let uri = resource_uri::normalize(&params.uri)?;
+    let uri = params.uri;
     let target = Target::new(cx, &uri, &mcpgate_protocol::JsonObject::new(), Mode::Now)?;
     let mut round = Round::resume(state, cx, target, params.request_state.as_deref(), params.input_responses.as_ref())?;
     let state = state.clone();
