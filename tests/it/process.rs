@@ -43,6 +43,20 @@ async fn sigterm_lets_in_flight_work_finish_then_exits_cleanly() -> anyhow::Resu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_right_after_the_address_is_announced_is_a_clean_stop() -> anyhow::Result<()> {
+    // Scripts and supervisors may stop a replica the moment it says where it listens: its
+    // handler is in place before that line, so the stop is graceful (exit 0), never the
+    // signal's default action. Several times, as the window it closes is short.
+    for _ in 0..8 {
+        let mut gw = Gateway::builder().start()?;
+        gw.terminate()?;
+        let status = tokio::task::block_in_place(|| gw.wait(Duration::from_secs(30)))?;
+        anyhow::ensure!(status.success(), "exit status {status}\n{}", gw.logs());
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_session_works_on_every_replica_sharing_the_keys() -> anyhow::Result<()> {
     let a = Gateway::builder().env("MCPGATE_SEAL_KEYS", KEYS).start()?;
     let b = Gateway::builder().env("MCPGATE_SEAL_KEYS", KEYS).start()?;
@@ -123,8 +137,7 @@ async fn a_replica_with_other_seal_keys_is_refused_and_a_rotation_is_not() -> an
     Ok(())
 }
 
-/// SIGTERM once the replica serves (its SIGTERM handler is in place from then on), and the
-/// exit awaited.
+/// SIGTERM once the replica serves, and the exit awaited.
 async fn stop(gw: &mut Gateway) -> anyhow::Result<()> {
     let (client, ready) = (Client::new()?, format!("http://{}/readyz", gw.addr()));
     wait_for("the replica to serve", PATIENCE, async || {

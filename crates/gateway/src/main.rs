@@ -66,6 +66,8 @@ async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
     };
     let listener = bind(listen, "--listen, MCPGATE_LISTEN or `listen` in the config file").await?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    // Taken over before the address is announced: whoever reads it may stop us at once.
+    let stop = shutdown::signal();
     let mut stdout = std::io::stdout().lock();
     // The admin address first: the MCP one is the line scripts wait for, the last.
     if let Some(admin) = &admin {
@@ -82,7 +84,7 @@ async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
         store = state.store.kind(),
         "mcpgate started"
     );
-    mcpgate::serve_with_admin(listener, admin, state, shutdown::signal()).await.context("serving")?;
+    mcpgate::serve_with_admin(listener, admin, state, stop).await.context("serving")?;
     tracing::info!("mcpgate stopped");
     Ok(())
 }

@@ -1,29 +1,46 @@
 //! The future that resolves when the process is asked to stop (SIGTERM or SIGINT).
+//!
+//! Invariant: the signals are taken over when [`signal`] is called, not when its future is
+//! first polled, so a stop asked for right after a replica says where it listens (as scripts
+//! and supervisors do) is a graceful shutdown, never the default action that kills the process
+//! outright.
 
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-pub async fn signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
+use std::future::Future;
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C). Call it before announcing the listener; it must be
+/// called inside a Tokio runtime.
+pub fn signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal as take_over};
+        let term = take_over(SignalKind::terminate());
+        let interrupt = take_over(SignalKind::interrupt());
+        async move {
+            let wait = |taken: std::io::Result<tokio::signal::unix::Signal>, name: &'static str| async move {
+                match taken {
+                    Ok(mut s) => {
+                        s.recv().await;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot listen for {name}");
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            tokio::select! {
+                () = wait(interrupt, "SIGINT") => tracing::info!("SIGINT received"),
+                () = wait(term, "SIGTERM") => tracing::info!("SIGTERM received"),
             }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            if let Err(e) = tokio::signal::ctrl_c().await {
+                tracing::error!(error = %e, "cannot listen for Ctrl-C");
                 std::future::pending::<()>().await;
             }
+            tracing::info!("Ctrl-C received");
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received"),
-        () = term => tracing::info!("SIGTERM received"),
     }
 }
