@@ -57,7 +57,7 @@ pub(crate) fn keyed(owner: &str, scope: u8) -> NewTask {
 
 /// Thaws the replica however the test ends (a frozen redis-server outlives nothing, but a
 /// panic must not leave it stopped while the next assertion runs).
-struct Thaw<'a>(&'a RedisServer);
+pub(crate) struct Thaw<'a>(pub(crate) &'a RedisServer);
 
 impl Drop for Thaw<'_> {
     fn drop(&mut self) {

@@ -18,6 +18,7 @@ use mcpgate_store::{
 use tokio::time::Instant;
 
 use crate::redis::{Monitor, options};
+use crate::replicas_ack::Thaw;
 
 /// How long anything here may take on a loaded machine (a bound, never a pause).
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -29,15 +30,6 @@ fn acked(server: &RedisServer, replicas: u32, wait: Duration) -> RedisOptions {
         replicas_ack_timeout: wait,
         command_timeout: wait + Duration::from_secs(5),
         ..options(server)
-    }
-}
-
-/// Thaws the replica however the test ends.
-struct Thaw<'a>(&'a RedisServer);
-
-impl Drop for Thaw<'_> {
-    fn drop(&mut self) {
-        self.0.resume();
     }
 }
 
@@ -66,21 +58,6 @@ async fn freeze(replica: &RedisServer) -> Thaw<'_> {
             return thaw;
         }
         assert!(Instant::now() < deadline, "the replica was not stopped within {PATIENCE:?}: {stat}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Thaws the replica and waits (bounded) until it has applied everything the primary wrote.
-async fn thaw_and_catch_up(set: &RedisReplicated, thaw: Thaw<'_>) {
-    drop(thaw);
-    let written = info(set.primary(), "replication", "master_repl_offset").await.expect("the primary's offset");
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let applied = info(set.replica(), "replication", "slave_repl_offset").await.unwrap_or(0);
-        if applied >= written {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the replica did not catch up within {PATIENCE:?}: {applied} < {written}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -177,7 +154,8 @@ async fn vault_writes_and_single_use_marks_the_replica_cannot_confirm_fail() {
     assert_eq!(store.vault_put(&alices(), "sealed-2", "{}", Expect::Absent).await.err(), refused, "a vault write");
     assert_eq!(store.vault_delete(&alices()).await.err(), refused, "a delete");
     assert_eq!(store.first_use("link-2", expires).await.err(), refused, "a single-use mark");
-    thaw_and_catch_up(&set, thaw).await;
+    drop(thaw);
+    set.wait_until_caught_up(PATIENCE);
 
     // The unconfirmed mark landed: the link is spent, never usable again.
     assert_eq!(store.first_use("link-2", expires).await, Ok(false), "an unconfirmed mark counts as spent");
