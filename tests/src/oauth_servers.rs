@@ -217,20 +217,7 @@ fn start_authorization_server(
         .context("starting node (Node.js ≥ 22: run scripts/test, which installs it when missing)")?;
     let stdout = child.stdout.take().context("no stdout")?;
     let mut server = Process { child, log };
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let issuer = serde_json::from_str::<serde_json::Value>(&line)
-                .ok()
-                .and_then(|v| v["issuer"].as_str().map(str::to_owned));
-            if let Some(issuer) = issuer {
-                let _ = tx.send(issuer);
-            }
-        }
-    });
-    let Ok(issuer) = rx.recv_timeout(patience(START_TIMEOUT)) else {
-        bail!("the authorization server printed no issuer within {START_TIMEOUT:?}: {}", server.log());
-    };
+    let issuer = printed_issuer(stdout, &server)?;
     let port = Url::parse(&issuer)?.port().with_context(|| format!("issuer {issuer:?} has no port"))?;
     let request = probe::get("/.well-known/oauth-authorization-server");
     let expect = format!("\"issuer\":\"{issuer}\"");
