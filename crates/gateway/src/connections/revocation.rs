@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpgate_store::{StoreError, Vault as _};
+use mcpgate_upstream::UpstreamError;
 use mcpgate_upstream::oauth::TokenKind;
 
 use super::Connector;
@@ -88,7 +89,7 @@ impl Connector {
         let run = tokio::spawn(async move {
             let outcome = match tokio::time::timeout(bound, this.revoke(&name, &connection)).await {
                 Ok(outcome) => outcome,
-                Err(_) => Err(format!("not done within {} s", bound.as_secs())),
+                Err(_) => Err(UpstreamError::Timeout { secs: bound.as_secs() }),
             };
             let counted = match outcome {
                 Ok(Revocation::Revoked) => {
@@ -99,8 +100,8 @@ impl Connector {
                     tracing::info!(upstream = %name, "the authorization server offers no token revocation");
                     other
                 }
-                Err(detail) => {
-                    tracing::warn!(upstream = %name, error = %detail, "could not revoke a disconnected user's tokens");
+                Err(e) => {
+                    tracing::warn!(upstream = %name, error = %e, "could not revoke a disconnected user's tokens");
                     Revocation::Failed
                 }
             };
@@ -112,9 +113,9 @@ impl Connector {
     /// Revokes the refresh token (RFC 7009 §2.1: the server then also revokes the access
     /// tokens of its grant), then the access token too (for servers that do not); without a
     /// refresh token, the access token. The outcome is the first one's.
-    async fn revoke(&self, upstream: &str, connection: &Connection) -> Result<Revocation, String> {
+    async fn revoke(&self, upstream: &str, connection: &Connection) -> Result<Revocation, UpstreamError> {
         let Some(client) = self.upstreams.get(upstream) else { return Ok(Revocation::Unsupported) };
-        let server = client.oauth.server_metadata(&connection.issuer).await.map_err(|e| e.to_string())?;
+        let server = client.oauth.server_metadata(&connection.issuer).await?;
         if server.revocation_endpoint.is_none() {
             return Ok(Revocation::Unsupported);
         }
@@ -123,7 +124,7 @@ impl Connector {
             Some(refresh) => (refresh.as_str(), TokenKind::Refresh),
             None => (connection.access_token.as_str(), TokenKind::Access),
         };
-        client.oauth.revoke(&server, &registration, first, kind).await.map_err(|e| format!("{kind:?} token: {e}"))?;
+        client.oauth.revoke(&server, &registration, first, kind).await?;
         if kind == TokenKind::Refresh
             && let Err(e) =
                 client.oauth.revoke(&server, &registration, &connection.access_token, TokenKind::Access).await
