@@ -199,7 +199,7 @@ impl Endpoint {
     /// Whether a task (already found to be the caller's) is read through here: a virtual
     /// server reads only the tasks created through it, the root every one.
     pub fn sees_task(&self, record: &TaskRecord) -> bool {
-        self.server().is_none_or(|name| record.server.as_deref() == Some(name))
+        task_seen_through(self.server(), record)
     }
 
     /// `serverInfo`.
@@ -254,4 +254,11 @@ fn render(
 ) -> Result<Bytes, StartupError> {
     discover_result(has, server_info, instructions, r.ttl_ms, r.cache_scope)
         .map_err(|e| StartupError::step_caused("rendering server/discover", "it cannot be serialized", e))
+}
+
+/// Whether `record` is read through the virtual server named `server` (`None`: the root, which
+/// reads every task of its owner); also for callers that hold only the server's name (the
+/// background companions, from a tool's context).
+pub(crate) fn task_seen_through(server: Option<&str>, record: &TaskRecord) -> bool {
+    server.is_none_or(|name| record.server.as_deref() == Some(name))
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 pub(crate) use capabilities::legacy_capabilities;
 pub use endpoint::Endpoint;
-pub(crate) use endpoint::Rendering;
+pub(crate) use endpoint::{Rendering, task_seen_through};
 pub use selection::Selection;
 
 use mcpgate_protocol::implementation::Implementation;

@@ -28,6 +28,7 @@ use mcpgate_store::{Cancelled, Read, TaskId, TaskOutcome, TaskRecord};
 
 use crate::config::BackgroundConfig;
 use crate::error::{StartupError, clip};
+use crate::servers::task_seen_through;
 use crate::tasks::TaskBook;
 
 /// Registers the companions when some tool is a background tool. `fixed` says whether a
@@ -117,9 +118,9 @@ impl Tool for Companion {
                 tracing::warn!(task = %id, error = %e, "a background-task companion could not reach the task store");
                 Outcome::Failed(Failure::Unavailable("The task store is unavailable; try again shortly".to_owned()))
             };
-            // Through a virtual server, a task made elsewhere does not exist (`Endpoint::sees_task`):
-            // checked before a cancel changes anything, and on every read.
-            let seen = |record: &TaskRecord| cx.server().is_none_or(|name| record.server.as_deref() == Some(name));
+            // Through a virtual server, a task made elsewhere does not exist (as for the tasks
+            // methods): checked before a cancel changes anything, and on every read.
+            let seen = |record: &TaskRecord| task_seen_through(cx.server(), record);
             match self.kind {
                 Kind::Cancel => {
                     if cx.server().is_some() {
