@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
+use crate::json::JsonObject;
 
 /// Extension id of the modern tasks extension.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

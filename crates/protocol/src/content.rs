@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
 use crate::implementation::Icon;
+use crate::json::JsonObject;
 
 /// Who a piece of content is meant for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

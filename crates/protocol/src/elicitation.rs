@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
+use crate::json::JsonObject;
 
 /// `elicitation/create` params: a form or a URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
 use crate::elicitation::{ElicitParams, ElicitResult};
+use crate::json::JsonObject;
 use crate::result::{ResultMeta, ResultType};
 use crate::roots::ListRootsResult;
 use crate::sampling::{CreateMessageParams, CreateMessageResult};

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use crate::ProtocolError;
+use crate::error::ProtocolError;
 use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX};
 use crate::method::Method;
 

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
 use crate::content::{ContentBlock, Role};
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
+use crate::json::JsonObject;
 use crate::meta::RequestMeta;
 use crate::pagination::{ListResult, Listed};
 use crate::result::{ResultMeta, ResultType};

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
 use crate::content::{Annotations, ResourceContents};
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
+use crate::json::JsonObject;
 use crate::meta::RequestMeta;
 use crate::pagination::{ListResult, Listed};
 use crate::result::{CacheScope, ResultMeta, ResultType};

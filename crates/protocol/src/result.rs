@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::JsonObject;
 use crate::implementation::Implementation;
+use crate::json::JsonObject;
 
 /// `resultType` of a 2026-07-28 result.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

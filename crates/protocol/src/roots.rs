@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::JsonObject;
+use crate::json::JsonObject;
 
 /// A root the client exposes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::JsonObject;
 use crate::content::{BinaryContent, ContentBlock, Role, TextContent};
+use crate::json::JsonObject;
 use crate::tool::Tool;
 
 /// `sampling/createMessage` params.

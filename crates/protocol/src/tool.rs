@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::JsonObject;
 use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::input::RawInputResponses;
+use crate::json::JsonObject;
 use crate::meta::RequestMeta;
 use crate::pagination::{ListResult, Listed};
 use crate::relayed::RawMembers;
