@@ -11,6 +11,7 @@
 mod admin;
 mod any;
 mod change;
+mod clock;
 mod contract;
 mod error;
 mod events;

@@ -26,7 +26,8 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_seal::{AtRest, AtRestFormat as Format, RecordBinding, SealError};
 
-use super::{RedisStore, Retry, era_name, millis, reply, scripts};
+use super::{RedisStore, Retry, era_name, reply, scripts};
+use crate::clock::millis;
 use crate::error::StoreError;
 use crate::model::{TaskId, TaskOutcome, TaskRecord};
 

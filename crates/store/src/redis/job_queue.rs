@@ -16,7 +16,8 @@ use redis::{AsyncCommands as _, AsyncConnectionConfig, Value};
 use super::cluster_reader::ClusterReader;
 use super::keys::GROUP;
 use super::record::item;
-use super::{Backend, RedisStore, Retry, millis, scripts};
+use super::{Backend, RedisStore, Retry, scripts};
+use crate::clock::millis;
 use crate::contract::JobQueue;
 use crate::error::StoreError;
 use crate::model::{Job, TaskId};
@@ -222,7 +223,7 @@ impl RedisStore {
     /// candidate, sent together; nothing more when no lease lapsed.
     async fn sweep_lapsed(&self, max: usize) -> Result<(), StoreError> {
         let keys = &self.inner.keys;
-        let now = crate::memory::now_ms();
+        let now = crate::clock::now_ms();
         let per_shard = max.clamp(1, SWEEP_BATCH);
         let shards: Vec<u8> = (0..self.inner.shards).map(|s| u8::try_from(s).unwrap_or(u8::MAX)).collect();
         let ranges = shards

@@ -42,6 +42,7 @@ use tokio::sync::Mutex;
 
 use mcpgate_protocol::Era;
 
+use crate::clock::millis;
 use crate::contract::{EventBus, OnceMarks};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription};
@@ -509,10 +510,6 @@ enum Retry {
     Yes,
     /// Writes whose repetition would be observable (claims, cancel, settle).
     No,
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn reply(v: Value) -> Result<Vec<Value>, StoreError> {

@@ -117,7 +117,7 @@ impl Connections {
         if let Some(conn) = self.live(slot) {
             return Ok(conn);
         }
-        let timeout = || StoreError::Timeout { millis: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX) };
+        let timeout = || StoreError::Timeout { millis: crate::clock::millis(self.timeout) };
         let _connecting =
             tokio::time::timeout(self.timeout, self.connecting[slot].lock()).await.map_err(|_| timeout())?;
         // Someone else may have connected it while we waited.

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::{RedisStore, Retry, millis, reply, scripts};
+use super::{RedisStore, Retry, reply, scripts};
+use crate::clock::millis;
 use crate::error::StoreError;
 use crate::seal_ring::{RingConflict, RingKey, RingStep};
 

@@ -161,7 +161,7 @@ impl Resolver {
         if let Some(node) = self.cached() {
             return Ok(node);
         }
-        let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let millis = crate::clock::millis(self.timeout);
         let resolve = async {
             let mut sentinel = self.sentinel.lock().await;
             // Whoever held the lock before us may have resolved it already.

@@ -68,7 +68,7 @@ impl Subscriber {
             return Ok(subscription);
         }
         let mut ready = self.ready.clone();
-        let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let millis = crate::clock::millis(self.timeout);
         match tokio::time::timeout(self.timeout, ready.wait_for(|r| *r)).await {
             Ok(Ok(_)) => Ok(subscription),
             Ok(Err(_)) => Err(StoreError::Unavailable { detail: "event subscriber stopped".to_owned() }),

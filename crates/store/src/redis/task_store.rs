@@ -12,7 +12,8 @@ use super::at_rest::Payloads;
 use super::record::{
     CONTROL_FIELDS, OUTCOME_FIELDS, RequestKeys, decode, decode_fields, decode_named, item, parse_status, request_keys,
 };
-use super::{RedisStore, Retry, era_name, millis, reply, scripts};
+use super::{RedisStore, Retry, era_name, reply, scripts};
+use crate::clock::millis;
 use crate::contract::TaskStore;
 use crate::error::StoreError;
 use crate::model::{
@@ -55,7 +56,7 @@ impl TaskStore for RedisStore {
             return self.read_whole(&key).await;
         }
         // A finished task read here before: no round trip (see `terminal_cache`).
-        let now = crate::memory::now_ms();
+        let now = crate::clock::now_ms();
         if let Some(record) = self.inner.terminal.get(id, read, now) {
             return Ok(Some(record));
         }

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::{RedisStore, Retry, millis, reply, scripts};
+use super::{RedisStore, Retry, reply, scripts};
+use crate::clock::millis;
 use crate::contract::{Locks, Vault};
 use crate::error::StoreError;
 use crate::vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultListing, VaultPage, member, valid_part};
