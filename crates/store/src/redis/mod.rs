@@ -16,6 +16,7 @@ mod admin;
 mod at_rest;
 mod cluster_reader;
 mod conn;
+mod create;
 mod job_queue;
 mod keys;
 mod lists;
