@@ -105,7 +105,10 @@ impl RedisStore {
                 // Nothing was created under this id (or maybe not: a failed call is given the
                 // benefit of the doubt rather than leave the caller blocked): its place is free.
                 if let Err(e) = self.unreserve(quota, &id).await {
-                    tracing::warn!(error = %e, "a quota place reserved for a task not created stays counted until checked");
+                    tracing::warn!(
+                        error = &e as &dyn std::error::Error,
+                        "a quota place reserved for a task not created stays counted until checked"
+                    );
                 }
             }
             // Only a creation a retry can find again (it has an idempotency key): without one
@@ -129,14 +132,14 @@ impl RedisStore {
                 (Some("2"), Some(_)) => return Ok((Created::KeyReused, String::new())),
                 (Some("0"), Some(existing)) => {
                     let existing = TaskId::parse(&existing)
-                        .ok_or_else(|| StoreError::Corrupt { detail: "idempotency key holds no task id".to_owned() })?;
+                        .ok_or_else(|| StoreError::corrupt("idempotency key holds no task id"))?;
                     match self.get(&existing, Read::Control).await? {
                         Some(record) => return Ok((Created::Existing(record), String::new())),
                         // Expired at the edge of the window: create anew.
                         None => force = true,
                     }
                 }
-                _ => return Err(StoreError::Corrupt { detail: "unexpected create reply".to_owned() }),
+                _ => return Err(StoreError::corrupt("unexpected create reply")),
             }
         }
     }
@@ -163,7 +166,7 @@ impl RedisStore {
                 match store.release(&lease_held, &job).await {
                     Ok(_) => return,
                     Err(e) if tokio::time::Instant::now() + backoff >= give_up => {
-                        tracing::warn!(task = %job.task, error = %e, "a task created to run here but not confirmed could not be handed back; it is taken over once its lease lapses");
+                        tracing::warn!(task = %job.task, error = &e as &dyn std::error::Error, "a task created to run here but not confirmed could not be handed back; it is taken over once its lease lapses");
                         return;
                     }
                     Err(_) => {

@@ -179,7 +179,10 @@ impl JobQueue for RedisStore {
             if !held.is_empty()
                 && let Err(e) = self.hand_back(&held).await
             {
-                tracing::warn!(error = %e, "handing back jobs held by the paused cluster readers failed");
+                tracing::warn!(
+                    error = &e as &dyn std::error::Error,
+                    "handing back jobs held by the paused cluster readers failed"
+                );
             }
             return;
         }
@@ -191,7 +194,7 @@ impl JobQueue for RedisStore {
         cmd.arg("UNBLOCK").arg(id);
         if let Err(e) = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async::<i64>(conn))).await {
             // The read ends within its block time; a job it takes meanwhile is reclaimed later.
-            tracing::warn!(error = %e, "could not end the job reader's blocking read");
+            tracing::warn!(error = &e as &dyn std::error::Error, "could not end the job reader's blocking read");
         }
         // The connection is not reused: a later read opens a fresh one.
         *self.inner.reader.lock().await = None;

@@ -174,15 +174,13 @@ impl RedisStore {
     /// Connects, creates the consumer groups and loads the scripts.
     pub async fn connect(options: RedisOptions) -> Result<Self, StoreError> {
         if !(1..=256).contains(&options.shards) {
-            return Err(StoreError::Config { detail: "shards must be between 1 and 256".to_owned() });
+            return Err(StoreError::config("shards must be between 1 and 256"));
         }
-        let invalid = |e: redis::RedisError| StoreError::Config { detail: format!("invalid Redis URL: {e}") };
+        let invalid = |e: redis::RedisError| StoreError::config_caused("invalid Redis URL", e);
         let trust = Trust::new(options.tls_ca_pem.clone())?;
         let (backend, sources) = if let Some(sentinel) = &options.sentinel {
             if options.cluster {
-                return Err(StoreError::Config {
-                    detail: "a Sentinel set is one primary, not a cluster (store.cluster)".to_owned(),
-                });
+                return Err(StoreError::config("a Sentinel set is one primary, not a cluster (store.cluster)"));
             }
             let source =
                 Arc::new(NodeSource::Sentinel(Box::new(Resolver::new(sentinel, &trust, options.command_timeout)?)));
@@ -197,8 +195,7 @@ impl RedisStore {
                 .iter()
                 .map(|u| trust.client(u).map(|c| Arc::new(NodeSource::Fixed(Box::new(c)))))
                 .collect::<Result<Vec<_>, _>>()?;
-            let first =
-                sources.first().cloned().ok_or_else(|| StoreError::Config { detail: "no Redis URL".to_owned() })?;
+            let first = sources.first().cloned().ok_or_else(|| StoreError::config("no Redis URL"))?;
             let backend = if options.cluster {
                 let client = trust
                     .cluster(urls.clone())?
@@ -221,9 +218,9 @@ impl RedisStore {
                 Backend::Cluster { urls, conn, trust, acked }
             } else {
                 if sources.len() > 1 {
-                    return Err(StoreError::Config {
-                        detail: "several Redis URLs are only meaningful for a cluster (store.cluster)".to_owned(),
-                    });
+                    return Err(StoreError::config(
+                        "several Redis URLs are only meaningful for a cluster (store.cluster)",
+                    ));
                 }
                 let pool = Arc::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
                 let acked = acked_pool(&options, &first);
@@ -516,7 +513,7 @@ enum Retry {
 fn reply(v: Value) -> Result<Vec<Value>, StoreError> {
     match v {
         Value::Array(items) => Ok(items),
-        other => Err(StoreError::Corrupt { detail: format!("unexpected script reply {other:?}") }),
+        other => Err(StoreError::corrupt(format!("unexpected script reply {other:?}"))),
     }
 }
 

@@ -131,7 +131,7 @@ impl Connections {
             tokio::time::timeout(self.timeout, node.client.get_multiplexed_async_connection_with_config(&self.config))
                 .await
                 .map_err(|_| timeout())?
-                .map_err(|e| StoreError::Unavailable { detail: e.to_string() })?;
+                .map_err(|e| StoreError::unavailable_caused("connecting to Redis failed", e))?;
         let conn = Pooled { conn, generation };
         *self.slots[slot].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(conn.clone());
         Ok(conn)

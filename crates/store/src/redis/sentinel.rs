@@ -109,7 +109,7 @@ pub(super) struct Resolver {
 impl Resolver {
     /// Checks the options; contacts no sentinel yet.
     pub(super) fn new(options: &SentinelOptions, trust: &Trust, timeout: Duration) -> Result<Self, StoreError> {
-        let invalid = |detail: String| StoreError::Config { detail };
+        let invalid = |detail: String| StoreError::config(detail);
         if options.master_name.is_empty() {
             return Err(invalid("store.sentinel.master_name is empty".to_owned()));
         }
@@ -124,7 +124,7 @@ impl Resolver {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut builder = SentinelClientBuilder::new(addresses, &options.master_name, SentinelServerType::Master)
-            .map_err(|e| invalid(format!("store.sentinel: {e}")))?;
+            .map_err(|e| StoreError::config_caused("store.sentinel is refused", e))?;
         if options.tls {
             builder =
                 builder.set_client_to_redis_tls_mode(TlsMode::Secure).set_client_to_sentinel_tls_mode(TlsMode::Secure);
@@ -147,7 +147,7 @@ impl Resolver {
         if let Some(password) = &options.sentinel_password {
             builder = builder.set_client_to_sentinel_password(password);
         }
-        let sentinel = builder.build().map_err(|e| invalid(format!("store.sentinel: {e}")))?;
+        let sentinel = builder.build().map_err(|e| StoreError::config_caused("store.sentinel is refused", e))?;
         Ok(Self {
             sentinel: tokio::sync::Mutex::new(sentinel),
             current: Mutex::new(None),
@@ -168,8 +168,8 @@ impl Resolver {
             if let Some(node) = self.cached() {
                 return Ok(node);
             }
-            let client = sentinel.async_get_client().await.map_err(|e| StoreError::Unavailable {
-                detail: format!("no primary for {:?} from the sentinels: {e}", self.master_name),
+            let client = sentinel.async_get_client().await.map_err(|e| {
+                StoreError::unavailable_caused(format!("no primary for {:?} from the sentinels", self.master_name), e)
             })?;
             let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
             let node = Node { client, epoch };

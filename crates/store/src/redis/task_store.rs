@@ -168,7 +168,7 @@ impl TaskStore for RedisStore {
                 .payloads
                 .open_found(decode(out.split_off(1))?)?
                 .map_or(Ok(Cancelled::NotFound), |r| Ok(Cancelled::Now(r))),
-            _ => Err(StoreError::Corrupt { detail: "unexpected cancel reply".to_owned() }),
+            _ => Err(StoreError::corrupt("unexpected cancel reply")),
         }
     }
 
@@ -220,9 +220,9 @@ impl TaskStore for RedisStore {
             Some("run") => {
                 let token = item(&out, 1)
                     .and_then(|t| t.parse().ok())
-                    .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a token".to_owned() })?;
-                let record = decode(out.split_off(2))?
-                    .ok_or_else(|| StoreError::Corrupt { detail: "claim reply without a record".to_owned() })?;
+                    .ok_or_else(|| StoreError::corrupt("claim reply without a token"))?;
+                let record =
+                    decode(out.split_off(2))?.ok_or_else(|| StoreError::corrupt("claim reply without a record"))?;
                 let binding = Payloads::binding_of(&record);
                 let record = self.inner.payloads.open(record)?;
                 let lease = Lease {
@@ -239,7 +239,7 @@ impl TaskStore for RedisStore {
             Some("parked") => Claim::Skip(Skip::Parked),
             Some("busy") => Claim::Skip(Skip::Busy),
             Some("exhausted") => Claim::Exhausted { tool: item(&out, 1).unwrap_or_default() },
-            _ => return Err(StoreError::Corrupt { detail: "unexpected claim reply".to_owned() }),
+            _ => return Err(StoreError::corrupt("unexpected claim reply")),
         })
     }
 
@@ -265,7 +265,7 @@ impl TaskStore for RedisStore {
             Some("cancelled") => Renewal::Cancelled,
             Some("gone") => Renewal::Gone,
             Some("lost") => Renewal::Lost,
-            _ => return Err(StoreError::Corrupt { detail: "unexpected renew reply".to_owned() }),
+            _ => return Err(StoreError::corrupt("unexpected renew reply")),
         })
     }
 
@@ -277,7 +277,7 @@ impl TaskStore for RedisStore {
     ) -> Result<Renewal, StoreError> {
         let names: Vec<&String> = input_requests.keys().collect();
         let names =
-            serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
+            serde_json::to_string(&names).map_err(|e| StoreError::corrupt_caused("request keys not encodable", e))?;
         let (change, json) = match state {
             None => ("keep", String::new()),
             Some(None) => ("none", String::new()),
@@ -335,7 +335,7 @@ impl TaskStore for RedisStore {
     ) -> Result<Settled, StoreError> {
         let names: Vec<&String> = input_requests.keys().collect();
         let names =
-            serde_json::to_string(&names).map_err(|e| StoreError::Corrupt { detail: format!("request keys: {e}") })?;
+            serde_json::to_string(&names).map_err(|e| StoreError::corrupt_caused("request keys not encodable", e))?;
         let state =
             self.inner.payloads.seal(&lease.task, &lease.binding, "state", state.unwrap_or_default().to_owned())?;
         let mut args = vec![state, names];
@@ -377,13 +377,13 @@ impl TaskStore for RedisStore {
             Some("idle") => Answered::NotWaiting(
                 item(&out, 1)
                     .and_then(|s| parse_status(&s))
-                    .ok_or_else(|| StoreError::Corrupt { detail: "answer reply without a status".to_owned() })?,
+                    .ok_or_else(|| StoreError::corrupt("answer reply without a status"))?,
             ),
             Some("invalid") => Answered::Invalid(item(&out, 1).unwrap_or_default()),
             Some("toolarge") => Answered::TooLarge(item(&out, 1).and_then(|n| n.parse().ok()).unwrap_or(max_bytes)),
             Some("waiting") => Answered::Waiting(item(&out, 1).and_then(|n| n.parse().ok()).unwrap_or(1)),
             Some("resumed") => Answered::Resumed,
-            _ => return Err(StoreError::Corrupt { detail: "unexpected answer reply".to_owned() }),
+            _ => return Err(StoreError::corrupt("unexpected answer reply")),
         })
     }
 
@@ -428,7 +428,7 @@ fn settled(out: &Value) -> Result<Settled, StoreError> {
         Some("lost") => Settled::Lost,
         Some("gone") => Settled::Gone,
         Some("gaveup") => Settled::GaveUp,
-        _ => return Err(StoreError::Corrupt { detail: "unexpected settle reply".to_owned() }),
+        _ => return Err(StoreError::corrupt("unexpected settle reply")),
     })
 }
 
@@ -473,6 +473,6 @@ fn renewal(out: &redis::Value, script: &str) -> Result<Renewal, StoreError> {
         Some("cancelled") => Renewal::Cancelled,
         Some("gone") => Renewal::Gone,
         Some("lost") => Renewal::Lost,
-        _ => return Err(StoreError::Corrupt { detail: format!("unexpected {script} reply") }),
+        _ => return Err(StoreError::corrupt(format!("unexpected {script} reply"))),
     })
 }
