@@ -17,9 +17,11 @@ mod at_rest;
 mod cluster_reader;
 mod conn;
 mod create;
+mod events;
 mod job_queue;
 mod keys;
 mod lists;
+mod once;
 mod pins;
 mod pool;
 mod quota;
@@ -44,11 +46,9 @@ use tokio::sync::Mutex;
 use mcpgate_protocol::Era;
 
 use crate::clock::millis;
-use crate::contract::{EventBus, OnceMarks};
 use crate::error::StoreError;
-use crate::events::{Hub, Subscription};
+use crate::events::Hub;
 use crate::metrics::{CallOutcome, StoreMetrics};
-use crate::model::{TaskEvent, TaskId};
 use cluster_reader::ClusterReader;
 use conn::Conn;
 use keys::{GROUP, Keys};
@@ -521,46 +521,5 @@ fn era_name(era: Era) -> &'static str {
     match era {
         Era::Legacy => "legacy",
         Era::Modern => "modern",
-    }
-}
-
-impl EventBus for RedisStore {
-    async fn subscribe(&self, id: &TaskId) -> Result<Subscription, StoreError> {
-        self.inner.subscriber.subscribe(id).await
-    }
-
-    async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
-        let channel = self.inner.keys.channel(id);
-        let payload = match event {
-            TaskEvent::Status(s) => s.as_str(),
-            TaskEvent::Resync => "resync",
-        };
-        let mut cmd = redis::cmd("PUBLISH");
-        cmd.arg(&channel).arg(payload);
-        self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
-            .await
-    }
-
-    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
-        let mut cmd = redis::cmd("PUBLISH");
-        cmd.arg(self.inner.keys.changes_channel()).arg(change.encode());
-        self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
-            .await
-    }
-
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
-        self.inner.subscriber.changes()
-    }
-}
-
-impl OnceMarks for RedisStore {
-    async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(self.inner.keys.once(id)).arg(1).arg("NX").arg("PXAT").arg(expires_at_ms.max(1));
-        // Not retried: after a lost reply the retry would find its own mark and say "used".
-        // Waited for like a task write (`store.replicas_ack`): a mark lost in a failover would
-        // let a spent link or state be used again.
-        let set: Option<String> = self.command_acked(Retry::No, cmd).await?;
-        Ok(set.is_some())
     }
 }
