@@ -294,7 +294,7 @@ fn failure(field: &str, action: &'static str, e: &SealError) -> StoreError {
     let reason = match e.open_failure() {
         Some(mcpgate_seal::OpenFailure::UnknownKey) => "sealed with a key no longer in seal.keys".to_owned(),
         Some(other) => format!("it did not open ({other:?})"),
-        None => "the key ring failed".to_owned(),
+        None => "the sealer refused it".to_owned(),
     };
     StoreError::Sealing { field: field.to_owned(), action, reason, source: Some(e.clone()) }
 }

@@ -109,18 +109,18 @@ pub(super) struct Resolver {
 impl Resolver {
     /// Checks the options; contacts no sentinel yet.
     pub(super) fn new(options: &SentinelOptions, trust: &Trust, timeout: Duration) -> Result<Self, StoreError> {
-        let invalid = |detail: String| StoreError::config(detail);
         if options.master_name.is_empty() {
-            return Err(invalid("store.sentinel.master_name is empty".to_owned()));
+            return Err(StoreError::config("store.sentinel.master_name is empty"));
         }
         if options.addresses.is_empty() {
-            return Err(invalid("store.sentinel.addresses names no sentinel".to_owned()));
+            return Err(StoreError::config("store.sentinel.addresses names no sentinel"));
         }
         let addresses = options
             .addresses
             .iter()
             .map(|a| {
-                sentinel_addr(a, options.tls).ok_or_else(|| invalid(format!("sentinel address {a:?} is not host:port")))
+                sentinel_addr(a, options.tls)
+                    .ok_or_else(|| StoreError::config(format!("sentinel address {a:?} is not host:port")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut builder = SentinelClientBuilder::new(addresses, &options.master_name, SentinelServerType::Master)
