@@ -5,17 +5,15 @@
 -- returns  {'notfound'}                       unknown, expired, or another owner's
 --          {'terminal', field, value, ...}    already terminal: the record, unchanged
 --          {'ok', field, value, ...}          now cancelled: the record
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'created', 'ttl')
 if not f[1] or f[1] ~= ARGV[1] then
   return {'notfound'}
 end
-local ttl = tonumber(f[4])
-if ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[3], f[4], now) then
   return {'notfound'}
 end
 local status = f[2]

@@ -5,17 +5,15 @@
 -- KEYS[1]  task record (hash)
 -- ARGV[1]  fencing token         ARGV[2]  state JSON
 -- returns  'held' | 'cancelled' | 'gone' | 'lost'
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl')
 if not f[1] then
   return 'gone'
 end
-local ttl = tonumber(f[4])
-if ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[3], f[4], now) then
   return 'gone'
 end
 if f[1] == 'cancelled' then

@@ -12,9 +12,9 @@
 --          {'gone'} | {'terminal'} | {'parked'}   nothing to do; job acknowledged
 --          {'busy'}                            a live lease exists; job left pending
 --          {'exhausted', tool}                 task failed; job dead-lettered
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local function ack()
   redis.call('XACK', KEYS[2], 'workers', ARGV[1])
@@ -26,9 +26,7 @@ if not f[1] then
   ack()
   return {'gone'}
 end
-local ttl = tonumber(f[5])
-if ttl >= 0 and now >= tonumber(f[4]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[4], f[5], now) then
   ack()
   return {'gone'}
 end

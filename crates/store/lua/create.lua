@@ -34,9 +34,9 @@
 --          {0, existing_id}    the same call created that task within the window
 --          {2, existing_id}    the idempotency key was used for another call: nothing created
 -- The idempotency key holds "<task id> <call digest>".
+-- uses (from prelude.lua): now_ms
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local created = redis.call('HGET', KEYS[1], 'created')
 if created then

@@ -7,9 +7,9 @@
 -- KEYS[1]  the cutover (string: Unix ms, store clock)
 -- ARGV[1]  migration window, ms
 -- returns  {cutover ms, now ms}   (a stored value that is not a number is replaced)
+-- uses (from prelude.lua): now_ms
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local at = tonumber(redis.call('GET', KEYS[1]) or '')
 if not at then

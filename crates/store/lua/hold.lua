@@ -11,17 +11,15 @@
 -- ARGV[6..] request key, method asked, request JSON, ...
 -- returns  'held' | 'cancelled' | 'gone' | 'lost'  (a repeat of a hold that was applied: 'held'
 --          while it waits, 'lost' once answered: the run then finds the answers in the record)
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl')
 if not f[1] then
   return 'gone'
 end
-local ttl = tonumber(f[4])
-if ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[3], f[4], now) then
   return 'gone'
 end
 if f[1] == 'cancelled' then

@@ -12,9 +12,9 @@
 --          'live'     its lease was renewed meanwhile: the entry stays (at the new deadline)
 --          'dropped'  nothing left to run (gone, expired, ended, parked, or already swept):
 --                     the entry is removed
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   return 'dropped'
@@ -24,9 +24,7 @@ if not f[1] then
   redis.call('ZREM', KEYS[2], ARGV[1])
   return 'dropped'
 end
-local ttl = tonumber(f[4])
-if ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[3], f[4], now) then
   redis.call('ZREM', KEYS[2], ARGV[1])
   return 'dropped'
 end

@@ -12,17 +12,16 @@
 --          {'live', status}              not ended: kept
 --          {'skipped'}                   another status, or changed too recently: kept
 --          {'notfound'}                  no such task (or it expired)
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'status', 'updated', 'created', 'ttl', 'iss', 'sub')
 if not f[1] then
   return {'notfound'}
 end
-local ttl = tonumber(f[4])
-if ttl and ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+-- A record without a numeric ttl (not one create.lua wrote) is not taken for expired.
+if tonumber(f[4]) and drop_if_expired(KEYS[1], f[3], f[4], now) then
   return {'notfound'}
 end
 local status = f[1]

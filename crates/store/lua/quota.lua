@@ -20,9 +20,9 @@
 -- returns  {0, 0} reserved; {1, 0} the running quota is full; {2, ms until the oldest
 --          retained task expires, or -1 if it never does} the retained quota is full;
 --          {3, the same for the oldest counted task} the bytes quota would be exceeded
+-- uses (from prelude.lua): now_ms
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local ttl = tonumber(ARGV[2])
 local max_running = tonumber(ARGV[3])
 local max_retained = tonumber(ARGV[4])

@@ -15,9 +15,9 @@
 -- returns      {0, 0} admitted; {0, advice µs} admitted past a soft bucket's burst (the
 --              largest advice of all buckets); {i, retry after µs} refused by bucket i
 --              (nothing charged)
+-- uses (from prelude.lua): now_us
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = now_us()
 local tats = {}
 local advice = 0
 for i = 1, #KEYS do

@@ -14,9 +14,9 @@
 -- defer only: ARGV[3] grace ms   ARGV[4] error JSON (when giving up)   ARGV[5] event channel
 --             ARGV[6] status message (when giving up)
 -- returns  'done' | 'gaveup' (defer only) | 'terminal' | 'lost' | 'gone'
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'id', 'attempts', 'deferred_since')
 
@@ -32,9 +32,7 @@ if not f[1] then
   ack()
   return 'gone'
 end
-local ttl = tonumber(f[4])
-if ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[3], f[4], now) then
   ack()
   return 'gone'
 end

@@ -11,17 +11,15 @@
 -- ARGV[6]  worker name
 -- ARGV[7]  fraction done in millionths, or '' when the note has none
 -- returns  'held' | 'cancelled' | 'gone' | 'lost'
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'msg', 'created', 'ttl', 'progress', 'id')
 if not f[1] then
   return 'gone'
 end
-local ttl = tonumber(f[5])
-if ttl >= 0 and now >= tonumber(f[4]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[4], f[5], now) then
   return 'gone'
 end
 if f[1] == 'cancelled' then

@@ -14,9 +14,9 @@
 --          'unknown'    this ring seals with this key id, which no other live replica holds
 --                       (only when there is one)
 -- Redis's clock decides what is live, so replicas' clocks need not agree.
+-- uses (from prelude.lua): now_ms
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local me, live, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
 if mode == 'forget' then

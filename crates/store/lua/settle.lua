@@ -22,9 +22,9 @@
 -- Repeating a settle that was applied (its reply lost) is safe: the lease it used is then
 -- released (lease_until 0 under the same token), and the repeat answers 'done' (or
 -- 'terminal') without writing.
+-- uses (from prelude.lua): now_ms, drop_if_expired
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local f = redis.call('HMGET', KEYS[1], 'status', 'token', 'created', 'ttl', 'lease_until', 'id', 'progress')
 
@@ -42,9 +42,7 @@ if not f[1] then
   ack()
   return 'gone'
 end
-local ttl = tonumber(f[4])
-if ttl >= 0 and now >= tonumber(f[3]) + ttl then
-  redis.call('DEL', KEYS[1])
+if drop_if_expired(KEYS[1], f[3], f[4], now) then
   ack()
   return 'gone'
 end

@@ -14,6 +14,7 @@
 -- ARGV[5]  scope
 -- ARGV[6]  name
 -- returns  {1, new version} when written; {0, version found or 0 when absent} otherwise
+-- uses (from prelude.lua): now_ms
 
 local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '')
 local expect = ARGV[3]
@@ -28,8 +29,7 @@ end
 if not ok then
   return {0, current or 0}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local version = redis.call('INCR', KEYS[3])
 redis.call('HSET', KEYS[1], 'value', ARGV[1], 'meta', ARGV[2], 'version', version,
   'updated', string.format('%.0f', now), 'scope', ARGV[5], 'name', ARGV[6])

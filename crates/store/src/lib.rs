@@ -11,6 +11,7 @@
 mod admin;
 mod any;
 mod change;
+mod clock;
 mod contract;
 mod error;
 mod events;
@@ -32,7 +33,7 @@ pub use change::Change;
 pub use contract::{
     EventBus, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
 };
-pub use error::StoreError;
+pub use error::{Cause, StoreError};
 pub use events::Subscription;
 pub use memory::MemoryStore;
 pub use metrics::StoreMetrics;

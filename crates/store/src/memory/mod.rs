@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 
 use mcpgate_protocol::task::TaskStatus;
 
+use crate::clock::{millis, now_ms, now_us};
 use crate::contract::{EventBus, JobQueue, OnceMarks, RateLimits, TaskStore, UpstreamLists};
 use crate::error::StoreError;
 use crate::events::{Hub, Subscription, Watcher};
@@ -89,17 +90,6 @@ impl MemoryStore {
         }
         value
     }
-}
-
-/// Unix time in milliseconds.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl TaskStore for MemoryStore {
@@ -300,9 +290,7 @@ impl OnceMarks for MemoryStore {
 
 impl RateLimits for MemoryStore {
     async fn admit(&self, scope: &str, buckets: &[Bucket]) -> Result<Admission, StoreError> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        let now = now_us();
         Ok(self.rates.lock().unwrap_or_else(std::sync::PoisonError::into_inner).admit(scope, buckets, now))
     }
 }

@@ -1,23 +1,23 @@
-//! The state of the embedded store and its transitions, as plain synchronous code run under
-//! the store's lock.
+//! The state of the embedded store, as plain synchronous code run under the store's lock:
+//! the task records, their expiry, the owner indexes, the single-use marks, and the owner's
+//! own transitions (cancel, answer). Creating a task (`create`), a run's transitions under
+//! its lease (`lease`) and the job queue (`queue`) are its parts, in files of their own.
+
+mod create;
+mod lease;
+mod queue;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 
-use serde_json::json;
-
 use mcpgate_protocol::task::TaskStatus;
 
-use crate::error::StoreError;
 use crate::model::{
-    Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawAnswer, Read,
-    Renewal, Settled, Skip, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
+    Answered, Cancelled, CheckedAnswers, Job, ListCursor, Page, RawAnswer, Read, TaskEvent, TaskId, TaskRecord,
 };
-use crate::quota::{Quota, QuotaKind};
+use queue::Pending;
 
-/// Most dead-lettered jobs kept in memory.
-const MAX_DEAD: usize = 1000;
-
+/// A task as the embedded store keeps it: its record, and what only the store reads.
 pub(super) struct Entry {
     pub(super) record: TaskRecord,
     lease_token: u64,
@@ -68,12 +68,6 @@ impl Entry {
             server: r.server.clone(),
         }
     }
-}
-
-struct Pending {
-    job: Job,
-    worker: String,
-    delivered: u64,
 }
 
 pub(super) struct State {
@@ -156,145 +150,6 @@ impl State {
         }
     }
 
-    pub(super) fn create(&mut self, task: NewTask, now: u64) -> Result<Created, StoreError> {
-        if let Some(idempotency) = &task.idempotency
-            && let Some((id, call, _)) = self.idempotency.get(&idempotency.scope)
-            && let Some(entry) = self.tasks.get(id)
-        {
-            if *call != idempotency.call {
-                return Ok(Created::KeyReused);
-            }
-            return Ok(Created::Existing(entry.view(Read::Control)));
-        }
-        if let Some(quota) = task.quota.as_ref().filter(|q| q.is_limited()) {
-            self.check_quota(quota, task.payload_bytes(), now)?;
-        }
-        let shard = match &task.idempotency {
-            Some(i) => u16::from(i.scope[0]) % self.shards,
-            None => rand::random_range(0..self.shards),
-        };
-        let id = TaskId::generate(u8::try_from(shard).unwrap_or(0));
-        let (ttl_ms, idempotency, task_indexed) = (task.ttl_ms, task.idempotency.clone(), task.indexed);
-        let task_quota = task.quota.clone().filter(Quota::is_limited);
-        let answer_bytes = task.input_responses.values().map(|a| a.json.len() as u64).sum();
-        let stored_bytes = task.payload_bytes();
-        let record = task.into_record(id.clone(), now);
-        if let Some(ttl) = ttl_ms {
-            self.expiries.insert((now.saturating_add(ttl), id.clone()));
-        }
-        if task_indexed {
-            self.owners.entry(record.owner.clone()).or_default().insert((now, id.clone()));
-        }
-        if let Some(idempotency) = idempotency {
-            let window = ttl_ms.map_or(idempotency.window_ms, |ttl| ttl.min(idempotency.window_ms));
-            if window > 0 {
-                let expires = now.saturating_add(window);
-                self.idempotency.insert(idempotency.scope, (id.clone(), idempotency.call, expires));
-                self.idempotency_order.push_back((expires, idempotency.scope));
-            }
-        }
-        self.enqueue(id.clone());
-        let entry = Entry {
-            record: record.clone(),
-            lease_token: 0,
-            lease_until: 0,
-            asked: std::collections::BTreeMap::new(),
-            answer_bytes,
-            stored_bytes,
-            deferred_since: None,
-        };
-        if let Some(quota) = task_quota {
-            self.quotas.entry(quota.scope).or_default().push(id.clone());
-        }
-        self.tasks.insert(id, entry);
-        Ok(Created::New(record))
-    }
-
-    /// Fails when the caller of `quota` is at one of its quotas (tasks that ended no longer
-    /// count as running, expired ones not at all).
-    fn check_quota(&mut self, quota: &Quota, bytes: u64, now: u64) -> Result<(), StoreError> {
-        let Some(ids) = self.quotas.get_mut(&quota.scope) else { return Ok(()) };
-        let tasks = &self.tasks;
-        ids.retain(|id| tasks.contains_key(id));
-        let running = ids.iter().filter(|id| !tasks[*id].record.status.is_terminal()).count();
-        if quota.max_running > 0 && running as u64 >= quota.max_running {
-            return Err(StoreError::QuotaExceeded {
-                kind: QuotaKind::Running,
-                max: quota.max_running,
-                retry_after_ms: None,
-            });
-        }
-        let oldest = || {
-            ids.iter()
-                .filter_map(|id| tasks[id].record.ttl_ms.map(|ttl| tasks[id].record.created_ms.saturating_add(ttl)))
-                .min()
-                .map(|expires| expires.saturating_sub(now))
-        };
-        if quota.max_retained > 0 && ids.len() as u64 >= quota.max_retained {
-            return Err(StoreError::QuotaExceeded {
-                kind: QuotaKind::Retained,
-                max: quota.max_retained,
-                retry_after_ms: oldest(),
-            });
-        }
-        let stored: u64 = ids.iter().map(|id| tasks[id].stored_bytes).sum();
-        if quota.max_bytes > 0 && stored.saturating_add(bytes) > quota.max_bytes {
-            return Err(StoreError::QuotaExceeded {
-                kind: QuotaKind::Bytes,
-                max: quota.max_bytes,
-                retry_after_ms: oldest(),
-            });
-        }
-        Ok(())
-    }
-
-    /// See [`crate::TaskStore::charge`].
-    pub(super) fn charge(&mut self, scope: &str, id: &TaskId, bytes: u64) {
-        let counted = self.quotas.get(scope).is_some_and(|ids| ids.contains(id));
-        if let Some(entry) = self.tasks.get_mut(id).filter(|_| counted) {
-            entry.stored_bytes = entry.stored_bytes.saturating_add(bytes);
-        }
-    }
-
-    /// A task that runs on `worker` from now on: created (or found, like `create`), its lease
-    /// held, its job pending for that worker (as if read and claimed).
-    pub(super) fn create_running(
-        &mut self,
-        task: NewTask,
-        worker: &str,
-        lease: u64,
-        now: u64,
-    ) -> Result<(Created, Option<(Lease, Job)>), StoreError> {
-        let record = match self.create(task, now)? {
-            Created::New(record) => record,
-            other => return Ok((other, None)),
-        };
-        let job = self
-            .queue
-            .pop_back()
-            .filter(|j| j.task == record.id)
-            .unwrap_or_else(|| unreachable!("create enqueued its job last"));
-        self.pending.insert(job.entry.clone(), Pending { job: job.clone(), worker: worker.to_owned(), delivered: now });
-        let entry = self.tasks.get_mut(&record.id).unwrap_or_else(|| unreachable!("just created"));
-        entry.lease_token = 1;
-        entry.lease_until = now.saturating_add(lease);
-        entry.record.attempts = 1;
-        let lease = Lease {
-            task: record.id.clone(),
-            token: 1,
-            entry: job.entry.clone(),
-            worker: worker.to_owned(),
-            // The memory store seals nothing.
-            binding: mcpgate_seal::RecordBinding::default(),
-        };
-        Ok((Created::New(entry.record.clone()), Some((lease, job))))
-    }
-
-    fn enqueue(&mut self, task: TaskId) {
-        self.next_entry += 1;
-        self.queue.push_back(Job { task, entry: format!("{}-0", self.next_entry) });
-    }
-
     pub(super) fn list(&self, owner: &str, cursor: Option<&ListCursor>, limit: usize) -> Page {
         let Some(index) = self.owners.get(owner) else {
             return Page { tasks: Vec::new(), next: None };
@@ -329,198 +184,6 @@ impl State {
         entry.lease_until = 0;
         self.events.push((id.clone(), TaskEvent::Status(TaskStatus::Cancelled)));
         Cancelled::Now(entry.record.clone())
-    }
-
-    pub(super) fn claim(&mut self, job: &Job, worker: &str, lease: u64, max_attempts: u32, now: u64) -> Claim {
-        let Some(entry) = self.tasks.get_mut(&job.task) else {
-            self.ack(job);
-            return Claim::Skip(Skip::Gone);
-        };
-        match entry.record.status {
-            s if s.is_terminal() => {
-                self.ack(job);
-                return Claim::Skip(Skip::Terminal);
-            }
-            TaskStatus::InputRequired => {
-                self.ack(job);
-                return Claim::Skip(Skip::Parked);
-            }
-            _ => {}
-        }
-        if entry.lease_until > now {
-            return Claim::Skip(Skip::Busy);
-        }
-        entry.record.attempts += 1;
-        if entry.record.attempts > max_attempts {
-            let attempts = entry.record.attempts - 1;
-            entry.record.status = TaskStatus::Failed;
-            entry.record.status_message = Some(format!("Failed: no attempt finished ({attempts} tried)"));
-            entry.record.outcome = Some(TaskOutcome::Error(exhausted_error(attempts)));
-            entry.record.updated_ms = now;
-            let tool = entry.record.tool.clone();
-            self.events.push((job.task.clone(), TaskEvent::Status(TaskStatus::Failed)));
-            self.ack(job);
-            if self.dead.len() == MAX_DEAD {
-                self.dead.pop_front();
-            }
-            self.dead.push_back(job.clone());
-            return Claim::Exhausted { tool };
-        }
-        entry.lease_token += 1;
-        entry.lease_until = now.saturating_add(lease);
-        Claim::Run {
-            lease: Lease {
-                task: job.task.clone(),
-                token: entry.lease_token,
-                entry: job.entry.clone(),
-                worker: worker.to_owned(),
-                binding: mcpgate_seal::RecordBinding::default(),
-            },
-            task: Box::new(entry.record.clone()),
-        }
-    }
-
-    pub(super) fn hold(
-        &mut self,
-        lease: &Lease,
-        requests: &crate::model::RawRequests,
-        state: Option<Option<&str>>,
-        now: u64,
-    ) -> Renewal {
-        let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
-        if entry.record.status == TaskStatus::Cancelled {
-            return Renewal::Cancelled;
-        }
-        if entry.lease_token != lease.token || entry.record.status != TaskStatus::Working {
-            return Renewal::Lost;
-        }
-        entry.record.status = TaskStatus::InputRequired;
-        entry.record.input_requests = requests.iter().map(|(k, r)| (k.clone(), r.json.clone())).collect();
-        entry.asked = requests.iter().map(|(k, r)| (k.clone(), r.method.clone())).collect();
-        entry.record.updated_ms = now;
-        if let Some(state) = state {
-            entry.record.state = state.map(str::to_owned);
-            entry.record.resumable = false;
-        }
-        self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::InputRequired)));
-        Renewal::Held
-    }
-
-    pub(super) fn checkpoint(&mut self, lease: &Lease, state: &str) -> Renewal {
-        let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
-        if entry.record.status == TaskStatus::Cancelled {
-            return Renewal::Cancelled;
-        }
-        if entry.lease_token != lease.token || entry.record.status != TaskStatus::Working {
-            return Renewal::Lost;
-        }
-        entry.record.state = Some(state.to_owned());
-        entry.record.resumable = true;
-        Renewal::Held
-    }
-
-    pub(super) fn renew(&mut self, lease: &Lease, duration: u64, note: Option<&StatusNote>, now: u64) -> Renewal {
-        let Some(entry) = self.tasks.get_mut(&lease.task) else { return Renewal::Gone };
-        if entry.record.status == TaskStatus::Cancelled {
-            return Renewal::Cancelled;
-        }
-        if entry.lease_token != lease.token || entry.record.status.is_terminal() {
-            return Renewal::Lost;
-        }
-        entry.lease_until = now.saturating_add(duration);
-        if let Some(note) = note
-            && (entry.record.status_message.as_deref() != Some(note.message.as_str())
-                || entry.record.progress_ppm != note.progress_ppm)
-        {
-            entry.record.status_message = Some(note.message.clone());
-            // A note without a fraction leaves the last one known.
-            entry.record.progress_ppm = note.progress_ppm.or(entry.record.progress_ppm);
-            entry.record.updated_ms = now;
-        }
-        // Like XCLAIM in Redis: a renewed job is not idle, so reclaim scans skip it.
-        if let Some(pending) = self.pending.get_mut(&lease.entry) {
-            pending.worker.clone_from(&lease.worker);
-            pending.delivered = now;
-        }
-        Renewal::Held
-    }
-
-    /// The common shape of `finish` and `park`: only with the current lease, only from a
-    /// non-terminal status; acknowledges the job unless the lease was superseded.
-    pub(super) fn settle(&mut self, lease: &Lease, job: &Job, now: u64, apply: impl FnOnce(&mut Entry)) -> Settled {
-        let Some(entry) = self.tasks.get_mut(&lease.task) else {
-            self.ack(job);
-            return Settled::Gone;
-        };
-        if entry.record.status.is_terminal() {
-            self.ack(job);
-            return Settled::AlreadyTerminal;
-        }
-        if entry.lease_token != lease.token {
-            return Settled::Lost;
-        }
-        if entry.lease_until == 0 {
-            // This lease already settled (a repeat): nothing more to write.
-            self.ack(job);
-            return Settled::Done;
-        }
-        apply(&mut *entry);
-        entry.record.updated_ms = now;
-        entry.lease_until = 0;
-        let status = entry.record.status;
-        self.events.push((lease.task.clone(), TaskEvent::Status(status)));
-        self.ack(job);
-        Settled::Done
-    }
-
-    /// Gives a running task back (see `TaskStore::release`), or, with `defer` (grace ms and
-    /// the error to fail with), one this worker cannot run (see `TaskStore::defer`).
-    pub(super) fn release(&mut self, lease: &Lease, job: &Job, defer: Option<(u64, &str)>, now: u64) -> Settled {
-        let Some(entry) = self.tasks.get_mut(&lease.task) else {
-            self.ack(job);
-            return Settled::Gone;
-        };
-        if entry.lease_token != lease.token {
-            return Settled::Lost;
-        }
-        if entry.record.status == TaskStatus::InputRequired && defer.is_none() {
-            // Held (asking in place): it now waits like a parked task.
-            entry.lease_until = 0;
-            entry.record.attempts = entry.record.attempts.saturating_sub(1);
-            self.ack(job);
-            return Settled::Done;
-        }
-        if entry.record.status != TaskStatus::Working {
-            self.ack(job);
-            return Settled::AlreadyTerminal;
-        }
-        entry.lease_until = 0;
-        if let Some((grace, error)) = defer {
-            let since = *entry.deferred_since.get_or_insert(now);
-            if now.saturating_sub(since) >= grace {
-                entry.record.status = TaskStatus::Failed;
-                entry.record.outcome = Some(TaskOutcome::Error(error.to_owned()));
-                entry.record.status_message = Some("Failed: no replica can run its tool".to_owned());
-                entry.record.updated_ms = now;
-                self.events.push((lease.task.clone(), TaskEvent::Status(TaskStatus::Failed)));
-                self.ack(job);
-                return Settled::GaveUp;
-            }
-        }
-        entry.record.attempts = entry.record.attempts.saturating_sub(1);
-        self.ack(job);
-        self.enqueue(lease.task.clone());
-        Settled::Done
-    }
-
-    /// Puts read but unclaimed jobs back at the front of the queue.
-    pub(super) fn hand_back(&mut self, jobs: &[Job]) {
-        for job in jobs.iter().rev() {
-            if self.pending.remove(&job.entry).is_some() {
-                self.next_entry += 1;
-                self.queue.push_front(Job { task: job.task.clone(), entry: format!("{}-0", self.next_entry) });
-            }
-        }
     }
 
     /// Records answers to a parked task (see `TaskStore::answer`).
@@ -582,48 +245,6 @@ impl State {
         self.once_order.push(Reverse((expires_at_ms, id.to_owned())));
         true
     }
-
-    pub(super) fn queue_depth(&self) -> u64 {
-        u64::try_from(self.queue.len() + self.pending.len()).unwrap_or(u64::MAX)
-    }
-
-    pub(super) fn take_jobs(&mut self, worker: &str, max: usize, now: u64) -> Vec<Job> {
-        let n = max.min(self.queue.len());
-        let jobs: Vec<Job> = self.queue.drain(..n).collect();
-        for job in &jobs {
-            self.pending
-                .insert(job.entry.clone(), Pending { job: job.clone(), worker: worker.to_owned(), delivered: now });
-        }
-        jobs
-    }
-
-    pub(super) fn ack(&mut self, job: &Job) {
-        self.pending.remove(&job.entry);
-    }
-
-    pub(super) fn reclaim(&mut self, worker: &str, idle: u64, max: usize, now: u64) -> Vec<Job> {
-        let mut jobs = Vec::new();
-        for pending in self.pending.values_mut() {
-            if jobs.len() == max {
-                break;
-            }
-            if now.saturating_sub(pending.delivered) >= idle {
-                pending.worker = worker.to_owned();
-                pending.delivered = now;
-                jobs.push(pending.job.clone());
-            }
-        }
-        jobs
-    }
-}
-
-/// The error a task ends with when no attempt finished.
-pub(crate) fn exhausted_error(attempts: u32) -> String {
-    json!({
-        "code": -32603,
-        "message": format!("Task failed: its executor stopped before finishing, {attempts} times"),
-    })
-    .to_string()
 }
 
 /// `<13-digit created ms>:<id>`: sorts like (created, id).

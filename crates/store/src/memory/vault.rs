@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::PoisonError;
 use std::time::Duration;
 
-use super::{MemoryStore, now_ms};
+use super::MemoryStore;
+use crate::clock::now_ms;
 use crate::contract::{Locks, Vault};
 use crate::error::StoreError;
 use crate::vault::{
@@ -58,7 +59,7 @@ impl Vault for MemoryStore {
 
 impl Locks for MemoryStore {
     async fn try_lock(&self, name: &str, holder: &str, ttl: Duration) -> Result<bool, StoreError> {
-        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let ttl = crate::clock::millis(ttl);
         Ok(self.vault(|v, now| v.try_lock(name, holder, now.saturating_add(ttl), now)))
     }
 

@@ -40,7 +40,8 @@
 
 use redis::{ErrorKind, ServerErrorKind, Value};
 
-use super::{Lane, RedisStore, Retry, millis};
+use super::{Lane, RedisStore, Retry};
+use crate::clock::millis;
 use crate::error::StoreError;
 
 impl RedisStore {

@@ -65,7 +65,7 @@ impl TaskAdmin for RedisStore {
         let out = out?;
         let out = match out {
             Value::Array(items) => items,
-            other => return Err(StoreError::Corrupt { detail: format!("unexpected purge reply {other:?}") }),
+            other => return Err(StoreError::corrupt(format!("unexpected purge reply {other:?}"))),
         };
         Ok(match item(&out, 0).as_deref() {
             Some("deleted") => Purged::Deleted {
@@ -75,11 +75,11 @@ impl TaskAdmin for RedisStore {
             Some("live") => Purged::Live(
                 item(&out, 1)
                     .and_then(|s| parse_status(&s))
-                    .ok_or_else(|| StoreError::Corrupt { detail: "purge reply without a status".to_owned() })?,
+                    .ok_or_else(|| StoreError::corrupt("purge reply without a status"))?,
             ),
             Some("skipped") => Purged::Skipped,
             Some("notfound") => Purged::NotFound,
-            _ => return Err(StoreError::Corrupt { detail: "unexpected purge reply".to_owned() }),
+            _ => return Err(StoreError::corrupt("unexpected purge reply")),
         })
     }
 
@@ -141,8 +141,8 @@ impl RedisStore {
                     })
                 })
                 .await?;
-            let (next, keys): (String, Vec<String>) = redis::from_redis_value(reply)
-                .map_err(|e| StoreError::Corrupt { detail: format!("unexpected SCAN reply: {e}") })?;
+            let (next, keys): (String, Vec<String>) =
+                redis::from_redis_value(reply).map_err(|e| StoreError::corrupt_caused("unexpected SCAN reply", e))?;
             found.extend(keys);
             if next == "0" {
                 (shard, at) = (shard + 1, 0);

@@ -26,7 +26,8 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_seal::{AtRest, AtRestFormat as Format, RecordBinding, SealError};
 
-use super::{RedisStore, Retry, era_name, millis, reply, scripts};
+use super::{RedisStore, Retry, era_name, reply, scripts};
+use crate::clock::millis;
 use crate::error::StoreError;
 use crate::model::{TaskId, TaskOutcome, TaskRecord};
 
@@ -121,6 +122,7 @@ impl Payloads {
                 field: field.to_owned(),
                 action: "sealed",
                 reason: "a credential is only stored sealed, and this store has no key ring".to_owned(),
+                source: None,
             }),
         }
     }
@@ -242,6 +244,7 @@ impl Opening<'_> {
                 field: field.to_owned(),
                 action: "opened",
                 reason: "it is sealed and this replica has no key ring for the store".to_owned(),
+                source: None,
             });
         };
         let (id, (owner, era, tool)) = (self.id, self.facets);
@@ -281,18 +284,19 @@ fn is_store_authored(error: &str) -> bool {
 
 /// The error for a value refused for its form, naming why (never any of the value).
 fn refused(field: &str, why: &str) -> StoreError {
-    StoreError::Sealing { field: field.to_owned(), action: "opened", reason: why.to_owned() }
+    StoreError::Sealing { field: field.to_owned(), action: "opened", reason: why.to_owned(), source: None }
 }
 
-/// The error for `field`: the seal error's opaque text plus, for an open, its reason (a key
-/// no longer in the ring is the one an operator can act on).
+/// The error for `field`, the seal error kept as its source (its text is opaque by design), and
+/// for an open the precise reason in the store's words (a key no longer in the ring is the one
+/// an operator can act on).
 fn failure(field: &str, action: &'static str, e: &SealError) -> StoreError {
     let reason = match e.open_failure() {
         Some(mcpgate_seal::OpenFailure::UnknownKey) => "sealed with a key no longer in seal.keys".to_owned(),
-        Some(other) => format!("{e} ({other:?})"),
-        None => e.to_string(),
+        Some(other) => format!("it did not open ({other:?})"),
+        None => "the sealer refused it".to_owned(),
     };
-    StoreError::Sealing { field: field.to_owned(), action, reason }
+    StoreError::Sealing { field: field.to_owned(), action, reason, source: Some(Box::new(e.clone())) }
 }
 
 impl RedisStore {
@@ -315,7 +319,7 @@ impl RedisStore {
             _ => None,
         };
         let (Some(at), Some(now)) = (number(0), number(1)) else {
-            return Err(StoreError::Corrupt { detail: "unexpected cutover reply".to_owned() });
+            return Err(StoreError::corrupt("unexpected cutover reply"));
         };
         // Never later than a window from now: a cutover set far ahead (by hand, or by someone
         // with write access) does not keep plain values acceptable.

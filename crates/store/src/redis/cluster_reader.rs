@@ -59,7 +59,7 @@ impl ClusterReader {
         let mut jobs = self.jobs.lock().await;
         let first = match tokio::time::timeout(block, jobs.recv()).await {
             Err(_) => return Ok(Vec::new()),
-            Ok(None) => return Err(StoreError::Unavailable { detail: "the cluster job readers stopped".to_owned() }),
+            Ok(None) => return Err(StoreError::unavailable("the cluster job readers stopped")),
             Ok(Some(job)) => job,
         };
         let mut out = vec![first];
@@ -101,7 +101,7 @@ async fn shard_loop(shard: Shard, tx: mpsc::Sender<Job>, mut paused: tokio::sync
             None => match client.get_async_connection().await {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
-                    tracing::warn!(error = %e, %stream, "cluster job reader cannot connect; retrying");
+                    tracing::warn!(error = &e as &dyn std::error::Error, %stream, "cluster job reader cannot connect; retrying");
                     drop(permit);
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -125,7 +125,7 @@ async fn shard_loop(shard: Shard, tx: mpsc::Sender<Job>, mut paused: tokio::sync
                         back.key(&stream).arg(&job.entry).arg(job.task.as_str());
                         if let Err(e) = back.invoke_async::<i64>(c).await {
                             // Still pending here: reclaimed by another worker once idle.
-                            tracing::warn!(error = %e, %stream, "handing back a job read while paused failed");
+                            tracing::warn!(error = &e as &dyn std::error::Error, %stream, "handing back a job read while paused failed");
                         }
                     }
                     Some(job) => permit.send(job),
@@ -139,13 +139,13 @@ async fn shard_loop(shard: Shard, tx: mpsc::Sender<Job>, mut paused: tokio::sync
                 if let Err(e) = create.query_async::<()>(c).await
                     && e.code() != Some("BUSYGROUP")
                 {
-                    tracing::warn!(error = %e, %stream, "creating a consumer group failed");
+                    tracing::warn!(error = &e as &dyn std::error::Error, %stream, "creating a consumer group failed");
                     tokio::time::sleep(backoff).await;
                 }
             }
             Err(e) => {
                 drop(permit);
-                tracing::warn!(error = %e, %stream, "cluster job read failed; reconnecting");
+                tracing::warn!(error = &e as &dyn std::error::Error, %stream, "cluster job read failed; reconnecting");
                 conn = None;
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));

@@ -16,7 +16,8 @@ use redis::{AsyncCommands as _, AsyncConnectionConfig, Value};
 use super::cluster_reader::ClusterReader;
 use super::keys::GROUP;
 use super::record::item;
-use super::{Backend, RedisStore, Retry, millis, scripts};
+use super::{Backend, RedisStore, Retry, scripts};
+use crate::clock::millis;
 use crate::contract::JobQueue;
 use crate::error::StoreError;
 use crate::model::{Job, TaskId};
@@ -178,7 +179,10 @@ impl JobQueue for RedisStore {
             if !held.is_empty()
                 && let Err(e) = self.hand_back(&held).await
             {
-                tracing::warn!(error = %e, "handing back jobs held by the paused cluster readers failed");
+                tracing::warn!(
+                    error = &e as &dyn std::error::Error,
+                    "handing back jobs held by the paused cluster readers failed"
+                );
             }
             return;
         }
@@ -190,7 +194,7 @@ impl JobQueue for RedisStore {
         cmd.arg("UNBLOCK").arg(id);
         if let Err(e) = self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async::<i64>(conn))).await {
             // The read ends within its block time; a job it takes meanwhile is reclaimed later.
-            tracing::warn!(error = %e, "could not end the job reader's blocking read");
+            tracing::warn!(error = &e as &dyn std::error::Error, "could not end the job reader's blocking read");
         }
         // The connection is not reused: a later read opens a fresh one.
         *self.inner.reader.lock().await = None;
@@ -222,7 +226,7 @@ impl RedisStore {
     /// candidate, sent together; nothing more when no lease lapsed.
     async fn sweep_lapsed(&self, max: usize) -> Result<(), StoreError> {
         let keys = &self.inner.keys;
-        let now = crate::memory::now_ms();
+        let now = crate::clock::now_ms();
         let per_shard = max.clamp(1, SWEEP_BATCH);
         let shards: Vec<u8> = (0..self.inner.shards).map(|s| u8::try_from(s).unwrap_or(u8::MAX)).collect();
         let ranges = shards

@@ -16,9 +16,12 @@ mod admin;
 mod at_rest;
 mod cluster_reader;
 mod conn;
+mod create;
+mod events;
 mod job_queue;
 mod keys;
 mod lists;
+mod once;
 mod pins;
 mod pool;
 mod quota;
@@ -42,11 +45,10 @@ use tokio::sync::Mutex;
 
 use mcpgate_protocol::Era;
 
-use crate::contract::{EventBus, OnceMarks};
+use crate::clock::millis;
 use crate::error::StoreError;
-use crate::events::{Hub, Subscription};
+use crate::events::Hub;
 use crate::metrics::{CallOutcome, StoreMetrics};
-use crate::model::{TaskEvent, TaskId};
 use cluster_reader::ClusterReader;
 use conn::Conn;
 use keys::{GROUP, Keys};
@@ -172,15 +174,13 @@ impl RedisStore {
     /// Connects, creates the consumer groups and loads the scripts.
     pub async fn connect(options: RedisOptions) -> Result<Self, StoreError> {
         if !(1..=256).contains(&options.shards) {
-            return Err(StoreError::Config { detail: "shards must be between 1 and 256".to_owned() });
+            return Err(StoreError::config("shards must be between 1 and 256"));
         }
-        let invalid = |e: redis::RedisError| StoreError::Config { detail: format!("invalid Redis URL: {e}") };
+        let invalid = |e: redis::RedisError| StoreError::config_caused("invalid Redis URL", e);
         let trust = Trust::new(options.tls_ca_pem.clone())?;
         let (backend, sources) = if let Some(sentinel) = &options.sentinel {
             if options.cluster {
-                return Err(StoreError::Config {
-                    detail: "a Sentinel set is one primary, not a cluster (store.cluster)".to_owned(),
-                });
+                return Err(StoreError::config("a Sentinel set is one primary, not a cluster (store.cluster)"));
             }
             let source =
                 Arc::new(NodeSource::Sentinel(Box::new(Resolver::new(sentinel, &trust, options.command_timeout)?)));
@@ -195,8 +195,7 @@ impl RedisStore {
                 .iter()
                 .map(|u| trust.client(u).map(|c| Arc::new(NodeSource::Fixed(Box::new(c)))))
                 .collect::<Result<Vec<_>, _>>()?;
-            let first =
-                sources.first().cloned().ok_or_else(|| StoreError::Config { detail: "no Redis URL".to_owned() })?;
+            let first = sources.first().cloned().ok_or_else(|| StoreError::config("no Redis URL"))?;
             let backend = if options.cluster {
                 let client = trust
                     .cluster(urls.clone())?
@@ -219,9 +218,9 @@ impl RedisStore {
                 Backend::Cluster { urls, conn, trust, acked }
             } else {
                 if sources.len() > 1 {
-                    return Err(StoreError::Config {
-                        detail: "several Redis URLs are only meaningful for a cluster (store.cluster)".to_owned(),
-                    });
+                    return Err(StoreError::config(
+                        "several Redis URLs are only meaningful for a cluster (store.cluster)",
+                    ));
                 }
                 let pool = Arc::new(Connections::new(first.clone(), options.pool_size, options.command_timeout));
                 let acked = acked_pool(&options, &first);
@@ -511,14 +510,10 @@ enum Retry {
     No,
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 fn reply(v: Value) -> Result<Vec<Value>, StoreError> {
     match v {
         Value::Array(items) => Ok(items),
-        other => Err(StoreError::Corrupt { detail: format!("unexpected script reply {other:?}") }),
+        other => Err(StoreError::corrupt(format!("unexpected script reply {other:?}"))),
     }
 }
 
@@ -526,46 +521,5 @@ fn era_name(era: Era) -> &'static str {
     match era {
         Era::Legacy => "legacy",
         Era::Modern => "modern",
-    }
-}
-
-impl EventBus for RedisStore {
-    async fn subscribe(&self, id: &TaskId) -> Result<Subscription, StoreError> {
-        self.inner.subscriber.subscribe(id).await
-    }
-
-    async fn publish(&self, id: &TaskId, event: TaskEvent) -> Result<(), StoreError> {
-        let channel = self.inner.keys.channel(id);
-        let payload = match event {
-            TaskEvent::Status(s) => s.as_str(),
-            TaskEvent::Resync => "resync",
-        };
-        let mut cmd = redis::cmd("PUBLISH");
-        cmd.arg(&channel).arg(payload);
-        self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
-            .await
-    }
-
-    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
-        let mut cmd = redis::cmd("PUBLISH");
-        cmd.arg(self.inner.keys.changes_channel()).arg(change.encode());
-        self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
-            .await
-    }
-
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
-        self.inner.subscriber.changes()
-    }
-}
-
-impl OnceMarks for RedisStore {
-    async fn first_use(&self, id: &str, expires_at_ms: u64) -> Result<bool, StoreError> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(self.inner.keys.once(id)).arg(1).arg("NX").arg("PXAT").arg(expires_at_ms.max(1));
-        // Not retried: after a lost reply the retry would find its own mark and say "used".
-        // Waited for like a task write (`store.replicas_ack`): a mark lost in a failover would
-        // let a spent link or state be used again.
-        let set: Option<String> = self.command_acked(Retry::No, cmd).await?;
-        Ok(set.is_some())
     }
 }

@@ -32,18 +32,18 @@ impl Pins for RedisStore {
         let keys = self.inner.keys.pins(upstream);
         let out = reply(self.script(Retry::Yes, &scripts::PIN_OBSERVE, keys, args).await?)?;
         let Some((Value::Int(seeded), pairs)) = out.split_first() else {
-            return Err(StoreError::Corrupt { detail: "a pin_observe reply without its seeded flag".to_owned() });
+            return Err(StoreError::corrupt("a pin_observe reply without its seeded flag"));
         };
         let mut approved = BTreeMap::new();
         for pair in pairs.chunks(2) {
             match pair {
                 [tool, hash] => {
                     let (Some(tool), Some(hash)) = (text(tool), text(hash)) else {
-                        return Err(StoreError::Corrupt { detail: "a pin is not text".to_owned() });
+                        return Err(StoreError::corrupt("a pin is not text"));
                     };
                     approved.insert(tool, hash);
                 }
-                _ => return Err(StoreError::Corrupt { detail: "an odd pin_observe reply".to_owned() }),
+                _ => return Err(StoreError::corrupt("an odd pin_observe reply")),
             }
         }
         Ok(Observation { approved, seeded: *seeded == 1 })
@@ -85,7 +85,7 @@ impl Pins for RedisStore {
             [Value::Int(1), _] => Ok(Approval::Approved),
             [Value::Int(2), _] => Ok(Approval::Full),
             [Value::Int(0), current] => Ok(Approval::Stale { current: text(current).filter(|h| !h.is_empty()) }),
-            other => Err(StoreError::Corrupt { detail: format!("unexpected pin_approve reply {other:?}") }),
+            other => Err(StoreError::corrupt(format!("unexpected pin_approve reply {other:?}"))),
         }
     }
 }

@@ -117,7 +117,7 @@ impl Connections {
         if let Some(conn) = self.live(slot) {
             return Ok(conn);
         }
-        let timeout = || StoreError::Timeout { millis: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX) };
+        let timeout = || StoreError::Timeout { millis: crate::clock::millis(self.timeout) };
         let _connecting =
             tokio::time::timeout(self.timeout, self.connecting[slot].lock()).await.map_err(|_| timeout())?;
         // Someone else may have connected it while we waited.
@@ -131,7 +131,7 @@ impl Connections {
             tokio::time::timeout(self.timeout, node.client.get_multiplexed_async_connection_with_config(&self.config))
                 .await
                 .map_err(|_| timeout())?
-                .map_err(|e| StoreError::Unavailable { detail: e.to_string() })?;
+                .map_err(|e| StoreError::unavailable_caused("connecting to Redis failed", e))?;
         let conn = Pooled { conn, generation };
         *self.slots[slot].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(conn.clone());
         Ok(conn)

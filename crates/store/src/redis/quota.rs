@@ -51,7 +51,7 @@ impl RedisStore {
                         retry_after_ms: wait.and_then(|w| u64::try_from(w).ok()),
                     });
                 }
-                _ => return Err(StoreError::Corrupt { detail: "unexpected quota reply".to_owned() }),
+                _ => return Err(StoreError::corrupt("unexpected quota reply")),
             }
         }
     }
@@ -118,7 +118,7 @@ impl RedisStore {
             .await?;
         match out {
             Value::Array(items) => Ok(items),
-            other => Err(StoreError::Corrupt { detail: format!("unexpected quota reply {other:?}") }),
+            other => Err(StoreError::corrupt(format!("unexpected quota reply {other:?}"))),
         }
     }
 

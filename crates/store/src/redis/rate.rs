@@ -27,7 +27,7 @@ impl RateLimits for RedisStore {
         // Retried after a lost connection: at worst the request is charged twice, which is
         // better than refusing it for the store's sake.
         let reply = self.script(Retry::Yes, &scripts::RATE_LIMIT, keys, args).await?;
-        let malformed = || StoreError::Corrupt { detail: format!("ratelimit.lua answered {reply:?}") };
+        let malformed = || StoreError::corrupt(format!("ratelimit.lua answered {reply:?}"));
         let Value::Array(items) = &reply else { return Err(malformed()) };
         let (Some(Value::Int(bucket)), Some(Value::Int(micros))) = (items.first(), items.get(1)) else {
             return Err(malformed());

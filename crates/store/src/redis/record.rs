@@ -133,7 +133,7 @@ pub(super) fn decode_named<'a>(
     if fields.is_empty() && requests.is_empty() && answers.is_empty() {
         return Ok(None);
     }
-    let corrupt = |what: &str| StoreError::Corrupt { detail: format!("task record lacks a valid {what}") };
+    let corrupt = |what: &str| StoreError::corrupt(format!("task record lacks a valid {what}"));
     let mut take = |name: &str| fields.remove(name);
     let number = |v: Option<String>, what: &str| v.and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| corrupt(what));
     let id = take("id").and_then(|s| TaskId::parse(&s)).ok_or_else(|| corrupt("id"))?;

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::{RedisStore, Retry, millis, reply, scripts};
+use super::{RedisStore, Retry, reply, scripts};
+use crate::clock::millis;
 use crate::error::StoreError;
 use crate::seal_ring::{RingConflict, RingKey, RingStep};
 
@@ -41,13 +42,13 @@ impl RedisStore {
         let mut conflicts = Vec::with_capacity(out.len() / 2);
         for pair in out.chunks(2) {
             let (Some(kind), Some(key_id)) = (pair.first().and_then(text), pair.get(1).and_then(text)) else {
-                return Err(StoreError::Corrupt { detail: "unexpected seal ring reply".to_owned() });
+                return Err(StoreError::corrupt("unexpected seal ring reply"));
             };
             conflicts.push(match kind.as_str() {
                 "other_key" => RingConflict::OtherKey { key_id },
                 "missing" => RingConflict::Missing { key_id },
                 "unknown" => RingConflict::Unknown { key_id },
-                _ => return Err(StoreError::Corrupt { detail: format!("unknown seal ring conflict {kind:?}") }),
+                _ => return Err(StoreError::corrupt(format!("unknown seal ring conflict {kind:?}"))),
             });
         }
         conflicts.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));

@@ -109,22 +109,22 @@ pub(super) struct Resolver {
 impl Resolver {
     /// Checks the options; contacts no sentinel yet.
     pub(super) fn new(options: &SentinelOptions, trust: &Trust, timeout: Duration) -> Result<Self, StoreError> {
-        let invalid = |detail: String| StoreError::Config { detail };
         if options.master_name.is_empty() {
-            return Err(invalid("store.sentinel.master_name is empty".to_owned()));
+            return Err(StoreError::config("store.sentinel.master_name is empty"));
         }
         if options.addresses.is_empty() {
-            return Err(invalid("store.sentinel.addresses names no sentinel".to_owned()));
+            return Err(StoreError::config("store.sentinel.addresses names no sentinel"));
         }
         let addresses = options
             .addresses
             .iter()
             .map(|a| {
-                sentinel_addr(a, options.tls).ok_or_else(|| invalid(format!("sentinel address {a:?} is not host:port")))
+                sentinel_addr(a, options.tls)
+                    .ok_or_else(|| StoreError::config(format!("sentinel address {a:?} is not host:port")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut builder = SentinelClientBuilder::new(addresses, &options.master_name, SentinelServerType::Master)
-            .map_err(|e| invalid(format!("store.sentinel: {e}")))?;
+            .map_err(|e| StoreError::config_caused("store.sentinel is refused", e))?;
         if options.tls {
             builder =
                 builder.set_client_to_redis_tls_mode(TlsMode::Secure).set_client_to_sentinel_tls_mode(TlsMode::Secure);
@@ -147,7 +147,7 @@ impl Resolver {
         if let Some(password) = &options.sentinel_password {
             builder = builder.set_client_to_sentinel_password(password);
         }
-        let sentinel = builder.build().map_err(|e| invalid(format!("store.sentinel: {e}")))?;
+        let sentinel = builder.build().map_err(|e| StoreError::config_caused("store.sentinel is refused", e))?;
         Ok(Self {
             sentinel: tokio::sync::Mutex::new(sentinel),
             current: Mutex::new(None),
@@ -161,15 +161,15 @@ impl Resolver {
         if let Some(node) = self.cached() {
             return Ok(node);
         }
-        let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let millis = crate::clock::millis(self.timeout);
         let resolve = async {
             let mut sentinel = self.sentinel.lock().await;
             // Whoever held the lock before us may have resolved it already.
             if let Some(node) = self.cached() {
                 return Ok(node);
             }
-            let client = sentinel.async_get_client().await.map_err(|e| StoreError::Unavailable {
-                detail: format!("no primary for {:?} from the sentinels: {e}", self.master_name),
+            let client = sentinel.async_get_client().await.map_err(|e| {
+                StoreError::unavailable_caused(format!("no primary for {:?} from the sentinels", self.master_name), e)
             })?;
             let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
             let node = Node { client, epoch };

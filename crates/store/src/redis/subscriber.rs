@@ -68,10 +68,10 @@ impl Subscriber {
             return Ok(subscription);
         }
         let mut ready = self.ready.clone();
-        let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let millis = crate::clock::millis(self.timeout);
         match tokio::time::timeout(self.timeout, ready.wait_for(|r| *r)).await {
             Ok(Ok(_)) => Ok(subscription),
-            Ok(Err(_)) => Err(StoreError::Unavailable { detail: "event subscriber stopped".to_owned() }),
+            Ok(Err(_)) => Err(StoreError::unavailable("event subscriber stopped")),
             Err(_) => Err(StoreError::Timeout { millis }),
         }
     }
@@ -130,7 +130,7 @@ async fn run(sources: Vec<Arc<NodeSource>>, listener: Listener, mut stopped: mps
                 served
             }
             Err(e) => {
-                tracing::warn!(error = %e, "event subscriber cannot find its Redis server");
+                tracing::warn!(error = &e as &dyn std::error::Error, "event subscriber cannot find its Redis server");
                 Served::Lost { healthy: false }
             }
         };
@@ -174,7 +174,7 @@ async fn serve(
     let pubsub = match tokio::time::timeout(timeout, client.get_async_pubsub()).await {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
-            tracing::warn!(error = %e, "event subscriber cannot connect to Redis");
+            tracing::warn!(error = &e as &dyn std::error::Error, "event subscriber cannot connect to Redis");
             return Served::Lost { healthy: false };
         }
         Err(_) => {
@@ -191,7 +191,7 @@ async fn serve(
     match tokio::time::timeout(timeout, subscribed).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
-            tracing::warn!(error = %e, "event subscriber cannot subscribe");
+            tracing::warn!(error = &e as &dyn std::error::Error, "event subscriber cannot subscribe");
             return Served::Lost { healthy: false };
         }
         Err(_) => return Served::Lost { healthy: false },

@@ -34,11 +34,9 @@ impl Trust {
         if let Some(pem) = &ca_pem {
             let certificates = CertificateDer::pem_slice_iter(pem)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| StoreError::Config { detail: format!("store.tls_ca_file is not a PEM bundle: {e}") })?;
+                .map_err(|e| StoreError::config_caused("store.tls_ca_file is not a PEM bundle", e))?;
             if certificates.is_empty() {
-                return Err(StoreError::Config {
-                    detail: "store.tls_ca_file holds no certificate (-----BEGIN CERTIFICATE-----)".to_owned(),
-                });
+                return Err(StoreError::config("store.tls_ca_file holds no certificate (-----BEGIN CERTIFICATE-----)"));
             }
         }
         Ok(Self { ca_pem })
@@ -51,7 +49,7 @@ impl Trust {
 
     /// A client for one server's URL (`redis://`, `rediss://` or `redis+unix://`).
     pub(super) fn client(&self, url: &str) -> Result<Client, StoreError> {
-        let invalid = |e: redis::RedisError| StoreError::Config { detail: format!("invalid Redis URL: {e}") };
+        let invalid = |e: redis::RedisError| StoreError::config_caused("invalid Redis URL", e);
         let info = url.into_connection_info().map_err(invalid)?;
         match (info.addr(), self.certificates()) {
             (ConnectionAddr::TcpTls { insecure: true, .. }, _) => Err(insecure_refused()),
@@ -65,7 +63,7 @@ impl Trust {
     /// A cluster client builder for the seed URLs, verifying every node it reaches the same
     /// way (the nodes it learns of are reached like the first seed: TLS or not).
     pub(super) fn cluster(&self, urls: Vec<String>) -> Result<ClusterClientBuilder, StoreError> {
-        let invalid = |e: redis::RedisError| StoreError::Config { detail: format!("invalid Redis URL: {e}") };
+        let invalid = |e: redis::RedisError| StoreError::config_caused("invalid Redis URL", e);
         let mut tls = false;
         for url in &urls {
             match url.as_str().into_connection_info().map_err(invalid)?.addr() {
@@ -84,11 +82,10 @@ impl Trust {
 }
 
 fn insecure_refused() -> StoreError {
-    StoreError::Config {
-        detail: "a rediss:// URL with #insecure is refused: Redis's certificate is always verified \
-                 (trust a private CA with store.tls_ca_file)"
-            .to_owned(),
-    }
+    StoreError::config(
+        "a rediss:// URL with #insecure is refused: Redis's certificate is always verified \
+         (trust a private CA with store.tls_ca_file)",
+    )
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::{RedisStore, Retry, millis, reply, scripts};
+use super::{RedisStore, Retry, reply, scripts};
+use crate::clock::millis;
 use crate::contract::{Locks, Vault};
 use crate::error::StoreError;
 use crate::vault::{Expect, Put, VaultEntry, VaultKey, VaultKind, VaultListing, VaultPage, member, valid_part};
@@ -40,12 +41,12 @@ impl Vault for RedisStore {
         cmd.arg(&entry).arg("value").arg("meta").arg("version").arg("updated");
         let fields: Vec<Option<String>> =
             self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(cmd.query_async(conn))).await?;
-        let [value, meta, version, updated] = <[Option<String>; 4]>::try_from(fields)
-            .map_err(|_| StoreError::Corrupt { detail: "unexpected HMGET reply".to_owned() })?;
+        let [value, meta, version, updated] =
+            <[Option<String>; 4]>::try_from(fields).map_err(|_| StoreError::corrupt("unexpected HMGET reply"))?;
         let (Some(value), Some(version)) = (value, version) else { return Ok(None) };
         let number = |s: Option<String>| s.and_then(|s| s.parse::<u64>().ok());
-        let version = number(Some(version))
-            .ok_or_else(|| StoreError::Corrupt { detail: "a vault entry's version is not a number".to_owned() })?;
+        let version =
+            number(Some(version)).ok_or_else(|| StoreError::corrupt("a vault entry's version is not a number"))?;
         Ok(Some(VaultEntry {
             value,
             meta: meta.unwrap_or_default(),
@@ -69,7 +70,7 @@ impl Vault for RedisStore {
             [Value::Int(0), Value::Int(found)] => {
                 Ok(Put::Conflict { current: u64::try_from(*found).ok().filter(|v| *v > 0) })
             }
-            other => Err(StoreError::Corrupt { detail: format!("unexpected vault_put reply {other:?}") }),
+            other => Err(StoreError::corrupt(format!("unexpected vault_put reply {other:?}"))),
         }
     }
 
@@ -127,8 +128,8 @@ impl Vault for RedisStore {
             let rows: Vec<Vec<Option<String>>> =
                 self.call(Retry::Yes, &pipe, |conn, pipe| Box::pin(pipe.query_async(conn))).await?;
             for row in rows {
-                let [scope, name, meta, version, updated] = <[Option<String>; 5]>::try_from(row)
-                    .map_err(|_| StoreError::Corrupt { detail: "unexpected HMGET reply".to_owned() })?;
+                let [scope, name, meta, version, updated] =
+                    <[Option<String>; 5]>::try_from(row).map_err(|_| StoreError::corrupt("unexpected HMGET reply"))?;
                 // An index member whose entry is gone (deleted between the two reads) is skipped.
                 let (Some(scope), Some(name)) = (scope, name) else { continue };
                 let number = |s: Option<String>| s.and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);

@@ -34,7 +34,9 @@ async fn a_certificate_from_an_untrusted_ca_is_refused() {
     for (trusted, what) in [(None, "the system roots"), (Some(&stranger), "another CA")] {
         let error = RedisStore::connect(tls_options(&server, trusted)).await.expect_err(what);
         assert!(matches!(error, StoreError::Unavailable { .. }), "{what}: {error:?}");
-        let text = error.to_string();
+        // The TLS error is kept as a source: read the whole chain.
+        let chain = std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source());
+        let text = chain.map(ToString::to_string).collect::<Vec<_>>().join(": ");
         // UnknownIssuer for the system roots; BadSignature for a CA of the same name.
         assert!(text.contains("invalid peer certificate"), "{what}: {text}");
     }
