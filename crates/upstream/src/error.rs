@@ -156,3 +156,25 @@ impl UpstreamError {
         }
     }
 }
+
+/// An error with its causes, each once (many repeat their cause's text in their own):
+/// "error sending request: client error (Connect): tcp connect error: Connection refused".
+pub(crate) fn chain_text(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A reqwest error with its causes, without the URL it names (its query or userinfo may carry
+/// a credential).
+pub(crate) fn describe(e: reqwest::Error) -> String {
+    chain_text(&e.without_url())
+}

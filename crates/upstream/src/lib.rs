@@ -27,6 +27,7 @@ pub mod oauth;
 mod personal_tools;
 mod rpc;
 mod task_relay;
+mod tls;
 mod token_cache;
 mod token_exchange;
 mod transport;

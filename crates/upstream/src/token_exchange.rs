@@ -27,8 +27,8 @@ use mcpgate_runtime::Credential;
 use crate::config::{ACCESS_TOKEN_TYPE, TokenExchangeConfig, UpstreamConfig};
 use crate::error::UpstreamError;
 use crate::oauth::endpoint::{Unanswered, answer, basic_authorization, form, printable};
+use crate::tls::install_tls_provider;
 use crate::token_cache::{Key, TokenCache, UpstreamToken, key_of, lifetime};
-use crate::transport::http::install_tls_provider;
 
 /// The grant type of a token exchange (RFC 8693 §2.1).
 const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";

@@ -28,7 +28,7 @@ use super::endpoint::{answer, basic_authorization, form_body};
 use super::pkce::Pkce;
 use super::tokens::{self, TokenSet};
 use crate::error::UpstreamError;
-use crate::transport::http::install_tls_provider;
+use crate::tls::install_tls_provider;
 
 /// Most bytes read of a metadata document or registration answer.
 const MAX_DOCUMENT: usize = 64 * 1024;
@@ -179,7 +179,7 @@ impl OAuthClient {
         let response = request
             .send()
             .await
-            .map_err(|e| authorization(format!("cannot reach {endpoint}: {}", crate::transport::http::describe(e))))?;
+            .map_err(|e| authorization(format!("cannot reach {endpoint}: {}", crate::error::describe(e))))?;
         if !matches!(response.status().as_u16(), 401 | 403) {
             return Ok(None);
         }

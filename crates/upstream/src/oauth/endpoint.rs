@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use crate::transport::http::describe;
+use crate::error::describe;
 
 /// Why an answer could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]

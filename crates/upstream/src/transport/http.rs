@@ -31,6 +31,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::client::{bearer_header, client_for};
 use super::listener::Listener;
 use super::pool::{self, Pool};
 use super::reply::Reply;
@@ -38,7 +39,7 @@ use super::sessions::Sessions;
 use super::sse::{Event, SseReader};
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, describe};
 use crate::rpc::{self, Inbound, Negotiated, Offered};
 
 /// Most bytes of an error body read (to find a JSON-RPC error in it).
@@ -656,50 +657,6 @@ fn header_value(text: &str) -> Result<HeaderValue, UpstreamError> {
         .map_err(|_| UpstreamError::Protocol { detail: "a header value mcpgate cannot send".to_owned() })
 }
 
-/// `Bearer <token>`, marked sensitive (never in debug output); `None` for a token that cannot
-/// be a header value (the exchange accepts only visible ASCII, so this should not happen).
-fn bearer_header(token: &crate::token_cache::UpstreamToken) -> Option<HeaderValue> {
-    let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose())).ok()?;
-    value.set_sensitive(true);
-    Some(value)
-}
-
-/// The HTTP client of an upstream (its pool sized to `max_concurrency`, no redirects: a
-/// redirect could carry its credentials elsewhere) and its configured headers, marked
-/// sensitive so they never appear in debug output.
-pub(super) fn client_for(config: &UpstreamConfig) -> Result<(reqwest::Client, HeaderMap), UpstreamError> {
-    install_tls_provider();
-    let bad = |key: String, problem: &str| UpstreamError::Config {
-        upstream: config.name.clone(),
-        key,
-        problem: problem.to_owned(),
-    };
-    let mut headers = HeaderMap::new();
-    for (name, value) in &config.headers {
-        let header = HeaderName::try_from(name.as_str())
-            .map_err(|_| bad(format!("headers.{name}"), "not a valid header name"))?;
-        let mut value = HeaderValue::try_from(value.as_str())
-            .map_err(|_| bad(format!("headers.{name}"), "not a valid header value"))?;
-        value.set_sensitive(true);
-        headers.insert(header, value);
-    }
-    let client = reqwest::Client::builder()
-        .connect_timeout(config.connect_timeout())
-        .pool_max_idle_per_host(usize::try_from(config.max_concurrency).unwrap_or(64))
-        .pool_idle_timeout(Duration::from_secs(60))
-        .tcp_nodelay(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
-    Ok((client, headers))
-}
-
-/// A reqwest error with its causes ("error sending request: ... Connection refused"), without
-/// the URL (it may carry a credential).
-pub(crate) fn describe(e: reqwest::Error) -> String {
-    super::pool::describe(&e.without_url())
-}
-
 /// Closes the connection an answer came on unless the answer is request `id`'s: an answer to
 /// another request (or none at all) means the connection is out of step with its requests, and
 /// what it carries next could reach the wrong caller.
@@ -772,12 +729,4 @@ impl Drop for CancelGuard<'_> {
             let _ = request.send().await;
         });
     }
-}
-
-/// reqwest is built without a bundled TLS crypto provider; install ring once per process.
-pub(crate) fn install_tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }

@@ -15,13 +15,13 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{client_for, describe};
+use super::client::client_for;
 use super::mux::Mux;
 use super::sse::{Event, SseReader, Unfinished};
 use super::stdio::negotiate;
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig, redact_url};
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, describe};
 use crate::rpc::{self, Negotiated};
 
 struct Session {

@@ -13,8 +13,8 @@ use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
 use super::Signals;
-use super::http::describe;
 use super::sse::{Event, SseReader, Unfinished};
+use crate::error::describe;
 use crate::rpc::{self, Inbound};
 
 /// What the listener of one session needs of its upstream.

@@ -36,6 +36,8 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tower::Service as _;
 
+use crate::error::chain_text as describe;
+
 /// TCP keepalive idle time and probe interval (three probes), as the general client sets them.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How long data written may stay unacknowledged before the kernel gives the connection up.
@@ -237,21 +239,6 @@ async fn exchange(
     })
     .await?;
     Ok((response, driver_done))
-}
-
-/// An error with its causes (each once: many repeat their cause's text in their own).
-pub(crate) fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// An answer from a pooled connection: its head, and its body read chunk by chunk while the

@@ -6,8 +6,8 @@ use bytes::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
-use super::http::describe;
 use super::pool;
+use crate::error::describe;
 
 /// One answer.
 pub(crate) enum Reply<'a> {
