@@ -392,6 +392,8 @@ impl UpstreamConfig {
 
     /// Deserializes one table (TOML, JSON or any serde format); the error names the key.
     pub fn deserialize_from<'de, D: serde::Deserializer<'de>>(table: D) -> Result<Self, String> {
+        // Text: serde's message is the whole problem (it names the key); the gateway's start-up
+        // error shows it as the table's.
         Self::deserialize(table).map_err(|e| e.to_string())
     }
 
@@ -440,7 +442,8 @@ impl UpstreamConfig {
     /// and secret from `lookup` (`$$` is a literal `$`).
     pub fn expand(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), UpstreamError> {
         let name = &self.name;
-        let failed = |key: String| move |problem| UpstreamError::Config { upstream: name.clone(), key, problem };
+        let failed =
+            |key: String| move |problem| UpstreamError::Config { upstream: name.clone(), key, problem, source: None };
         for (section, map) in [("env", &mut self.env), ("headers", &mut self.headers)] {
             for (key, value) in map.iter_mut() {
                 *value = crate::expand::expand(value, lookup).map_err(failed(format!("{section}.{key}")))?;

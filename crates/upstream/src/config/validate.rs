@@ -17,6 +17,7 @@ impl UpstreamConfig {
             upstream: self.name.clone(),
             key: key.to_owned(),
             problem,
+            source: None,
         };
         if !is_valid_name(&self.name) {
             return Err(bad("name", "must be 1 to 32 characters of a-z, 0-9 and -".to_owned()));
@@ -165,8 +166,12 @@ impl UpstreamConfig {
         let mut renames = BTreeMap::new();
         for (tool, o) in &self.overrides {
             let key = |sub: &str| format!("overrides.{tool}.{sub}");
-            let bad =
-                |key: String, problem: String| UpstreamError::Config { upstream: self.name.clone(), key, problem };
+            let bad = |key: String, problem: String| UpstreamError::Config {
+                upstream: self.name.clone(),
+                key,
+                problem,
+                source: None,
+            };
             if tool.is_empty() {
                 return Err(bad("overrides".to_owned(), "an empty tool name".to_owned()));
             }
@@ -202,6 +207,7 @@ pub fn validate_all(upstreams: &[UpstreamConfig]) -> Result<(), UpstreamError> {
                 upstream: u.name.clone(),
                 key: "name".to_owned(),
                 problem: "two upstreams have this name".to_owned(),
+                source: None,
             });
         }
         for (tool, rename) in u.overrides.iter().filter_map(|(t, o)| Some((t, o.rename.as_deref()?))) {
@@ -210,6 +216,7 @@ pub fn validate_all(upstreams: &[UpstreamConfig]) -> Result<(), UpstreamError> {
                     upstream: u.name.clone(),
                     key: format!("overrides.{tool}.rename"),
                     problem: format!("upstream {other} renames a tool to {rename:?} too"),
+                    source: None,
                 });
             }
         }
@@ -234,6 +241,7 @@ pub fn validate_renames(upstreams: &[UpstreamConfig], separator: &str) -> Result
                          upstream's prefix",
                         owner.name, owner.name
                     ),
+                    source: None,
                 });
             }
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::UpstreamConfig;
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, unlocated};
 use crate::tls::install_tls_provider;
 
 /// `Bearer <token>`, marked sensitive (never in debug output); `None` for a token that cannot
@@ -29,6 +29,7 @@ pub(super) fn client_for(config: &UpstreamConfig) -> Result<(reqwest::Client, He
         upstream: config.name.clone(),
         key,
         problem: problem.to_owned(),
+        source: None,
     };
     let mut headers = HeaderMap::new();
     for (name, value) in &config.headers {
@@ -46,6 +47,11 @@ pub(super) fn client_for(config: &UpstreamConfig) -> Result<(reqwest::Client, He
         .tcp_nodelay(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| bad("url".to_owned(), &format!("cannot build an HTTP client: {e}")))?;
+        .map_err(|e| UpstreamError::Config {
+            upstream: config.name.clone(),
+            key: "url".to_owned(),
+            problem: "cannot build an HTTP client".to_owned(),
+            source: Some(unlocated(e)),
+        })?;
     Ok((client, headers))
 }

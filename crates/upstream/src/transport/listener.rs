@@ -14,7 +14,6 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
 use super::Signals;
 use super::sse::{Event, SseReader, Unfinished};
-use crate::error::describe;
 use crate::rpc::{self, Inbound};
 
 /// What the listener of one session needs of its upstream.
@@ -104,7 +103,11 @@ impl Listener {
                     }
                 }
                 Ok(r) => tracing::debug!(upstream = %name, status = %r.status(), "upstream GET stream refused"),
-                Err(e) => tracing::debug!(upstream = %name, error = %describe(e), "upstream GET stream failed"),
+                Err(e) => {
+                    // Without its URL: a query or userinfo may carry a credential.
+                    let e = e.without_url();
+                    tracing::debug!(upstream = %name, error = &e as &dyn std::error::Error, "upstream GET stream failed");
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => return,

@@ -16,7 +16,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use tokio::sync::mpsc;
 
 use super::{Http, Posted, Session, response_exchange};
-use crate::error::{UpstreamError, describe};
+use crate::error::{UpstreamError, unlocated};
 use crate::rpc::{self, Inbound, Negotiated};
 use crate::transport::Exchange;
 use crate::transport::client::bearer_header;
@@ -53,7 +53,7 @@ impl Http {
             return Ok(Posted::Answer(Err(match inbound {
                 // Only the answer to this request (a stray one may be another caller's).
                 Ok(Inbound::Response { id: got, outcome: Err(e @ UpstreamError::Rpc { .. }) }) if got == id => e,
-                _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
+                _ => UpstreamError::unreachable(format!("HTTP {status}")),
             })));
         }
         if status == StatusCode::NOT_FOUND {
@@ -76,7 +76,7 @@ impl Http {
             discard_unless_answer(&mut response, &inbound, id);
             return Ok(Posted::Answer(Err(match inbound {
                 Ok(Inbound::Response { id: got, outcome: Err(e) }) if got == id => e,
-                _ => UpstreamError::Unreachable { detail: format!("HTTP {status}") },
+                _ => UpstreamError::unreachable(format!("HTTP {status}")),
             })));
         }
         let is_sse = response
@@ -90,10 +90,8 @@ impl Http {
             discard_unless_answer(&mut response, &inbound, id);
             return Ok(Posted::Answer(match inbound {
                 Ok(Inbound::Response { id: got, outcome }) if got == id => outcome,
-                Ok(_) => {
-                    Err(UpstreamError::Protocol { detail: "the body is not the answer to the request".to_owned() })
-                }
-                Err(problem) => Err(UpstreamError::Protocol { detail: problem }),
+                Ok(_) => Err(UpstreamError::protocol("the body is not the answer to the request")),
+                Err(e) => Err(e),
             }));
         }
         // Boxed: a stream's reading (and resuming) is the bulk of this future's size, which
@@ -121,7 +119,7 @@ impl Http {
             retry_ms = reader.retry_ms().or(retry_ms);
             let cause = match ended {
                 Ok(Some(posted)) => return Ok(posted),
-                Ok(None) => UpstreamError::Closed { detail: "the event stream ended without an answer".to_owned() },
+                Ok(None) => UpstreamError::closed("the event stream ended without an answer"),
                 Err(e) => e,
             };
             let (Some(sid), Some(last)) = (session.id.as_deref(), last_id.as_deref()) else { return Err(cause) };
@@ -155,12 +153,14 @@ impl Http {
             request = request.header(AUTHORIZATION, value);
         }
         let response = request.send().await.map_err(|e| UpstreamError::Closed {
-            detail: format!("the event stream ended and could not be resumed: {}", describe(e)),
+            detail: "the event stream ended and could not be resumed".to_owned(),
+            source: Some(unlocated(e)),
         })?;
         if !response.status().is_success() {
-            return Err(UpstreamError::Closed {
-                detail: format!("the event stream ended and could not be resumed: HTTP {}", response.status()),
-            });
+            return Err(UpstreamError::closed(format!(
+                "the event stream ended and could not be resumed: HTTP {}",
+                response.status()
+            )));
         }
         Ok(Reply::General(response))
     }
@@ -181,7 +181,7 @@ impl Http {
             let chunk = response
                 .chunk()
                 .await
-                .map_err(|e| UpstreamError::Closed { detail: format!("the event stream broke: {e}") })?;
+                .map_err(|e| UpstreamError::Closed { detail: "the event stream broke".to_owned(), source: Some(e) })?;
             let Some(chunk) = chunk else { return Ok(None) };
             reader.feed(&chunk, &mut events);
             for event in events.drain(..) {
@@ -191,14 +191,14 @@ impl Http {
                     Event::TooLarge(prefix) => match rpc::sniff_id(&prefix) {
                         Some(other) if other != id => {}
                         Some(_) => {
-                            return Ok(Some(Posted::Answer(Err(UpstreamError::Protocol {
-                                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
-                            }))));
+                            return Ok(Some(Posted::Answer(Err(UpstreamError::protocol(format!(
+                                "the answer is larger than max_message_bytes ({max} bytes)"
+                            ))))));
                         }
                         None => {
-                            return Ok(Some(Posted::Answer(Err(UpstreamError::Protocol {
-                                detail: format!("the server sent an event larger than max_message_bytes ({max} bytes)"),
-                            }))));
+                            return Ok(Some(Posted::Answer(Err(UpstreamError::protocol(format!(
+                                "the server sent an event larger than max_message_bytes ({max} bytes)"
+                            ))))));
                         }
                     },
                     Event::Endpoint(_) => {}
@@ -230,13 +230,17 @@ impl Http {
                                 // For the caller whose request the stream answers.
                                 let reply = Exchange { bearer: ex.bearer.clone(), ..response_exchange() };
                                 if let Err(e) = Box::pin(self.send(session, refusal, &reply)).await {
-                                    tracing::debug!(upstream = %self.config.name, error = %e, "refusal not delivered");
+                                    tracing::debug!(upstream = %self.config.name, error = &e as &dyn std::error::Error, "refusal not delivered");
                                 }
                             }
                         }
                         Ok(_) => {}
-                        Err(problem) => {
-                            tracing::debug!(upstream = %self.config.name, "ignored an event that is not JSON-RPC: {problem}");
+                        Err(e) => {
+                            tracing::debug!(
+                                upstream = %self.config.name,
+                                error = &e as &dyn std::error::Error,
+                                "ignored an event that is not JSON-RPC"
+                            );
                         }
                     },
                 }
@@ -248,7 +252,7 @@ impl Http {
 /// Closes the connection an answer came on unless the answer is request `id`'s: an answer to
 /// another request (or none at all) means the connection is out of step with its requests, and
 /// what it carries next could reach the wrong caller.
-fn discard_unless_answer(response: &mut Reply<'_>, inbound: &Result<Inbound, String>, id: u64) {
+fn discard_unless_answer(response: &mut Reply<'_>, inbound: &Result<Inbound, UpstreamError>, id: u64) {
     if !matches!(inbound, Ok(Inbound::Response { id: got, .. }) if *got == id) {
         response.discard();
     }
@@ -260,12 +264,10 @@ async fn read_body(response: &mut Reply<'_>, max: usize) -> Result<Vec<u8>, Upst
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| UpstreamError::Closed { detail: format!("reading the answer failed: {e}") })?
+        .map_err(|e| UpstreamError::Closed { detail: "reading the answer failed".to_owned(), source: Some(e) })?
     {
         if body.len() + chunk.len() > max {
-            return Err(UpstreamError::Protocol {
-                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
-            });
+            return Err(UpstreamError::protocol(format!("the answer is larger than max_message_bytes ({max} bytes)")));
         }
         body.extend_from_slice(&chunk);
     }

@@ -35,12 +35,12 @@ mod cancel;
 use self::cancel::CancelGuard;
 use super::client::{bearer_header, client_for};
 use super::listener::Listener;
-use super::pool::{self, Pool};
+use super::pool::Pool;
 use super::reply::Reply;
 use super::sessions::Sessions;
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
-use crate::error::{UpstreamError, describe};
+use crate::error::{Cause, UpstreamError, cause, unlocated};
 use crate::rpc::{self, Negotiated, Offered};
 
 /// Most per-principal sessions kept of one `auth = "oauth"` upstream, per replica.
@@ -99,13 +99,14 @@ enum Posted {
 impl Http {
     pub(crate) fn new(config: Arc<UpstreamConfig>, signals: Arc<Signals>) -> Result<Self, UpstreamError> {
         let (client, headers) = client_for(&config)?;
-        let bad = |key: String, problem: &str| UpstreamError::Config {
+        let caused = |problem: &str, source: Cause| UpstreamError::Config {
             upstream: config.name.clone(),
-            key,
+            key: "url".to_owned(),
             problem: problem.to_owned(),
+            source: Some(source),
         };
         let url = reqwest::Url::parse(config.url.as_deref().unwrap_or_default())
-            .map_err(|e| bad("url".to_owned(), &format!("not a valid URL: {e}")))?;
+            .map_err(|e| caused("not a valid URL", cause(e)))?;
         // A proxy the environment names for it (`HTTP_PROXY`, as the general client honours)
         // keeps every request on the general client.
         let proxied = hyper_util::client::proxy::matcher::Matcher::from_env()
@@ -115,7 +116,7 @@ impl Http {
         let pool = match proxied {
             true => None,
             false => Pool::for_url(&url, idle, POOL_IDLE_TIMEOUT, config.connect_timeout())
-                .map_err(|problem| bad("url".to_owned(), &problem))?
+                .map_err(|(problem, source)| caused(problem, source))?
                 .map(Box::new),
         };
         let sessions = if config.is_oauth() {
@@ -163,7 +164,7 @@ impl Http {
             match posted? {
                 Posted::Answer(answer) => return answer,
                 Posted::Accepted => {
-                    return Err(UpstreamError::Protocol { detail: "202 Accepted for a request".to_owned() });
+                    return Err(UpstreamError::protocol("202 Accepted for a request"));
                 }
                 Posted::SessionGone if attempt == 0 && session.id.is_some() => {
                     tracing::info!(upstream = %self.config.name, "upstream session expired; opening a new one");
@@ -172,7 +173,7 @@ impl Http {
                 Posted::SessionGone => break,
             }
         }
-        Err(UpstreamError::Unreachable { detail: "HTTP 404 (not found)".to_owned() })
+        Err(UpstreamError::unreachable("HTTP 404 (not found)"))
     }
 
     /// POSTs a message that expects no answer (a response to the server's request) on the
@@ -186,7 +187,7 @@ impl Http {
         let reply = Exchange { bearer, holder, ..response_exchange() };
         let session = self.session(&reply).await?;
         match self.post(&session, body, None, &reply).await? {
-            Posted::SessionGone => Err(UpstreamError::Unreachable { detail: "HTTP 404 (session gone)".to_owned() }),
+            Posted::SessionGone => Err(UpstreamError::unreachable("HTTP 404 (session gone)")),
             _ => Ok(()),
         }
     }
@@ -203,9 +204,7 @@ impl Http {
         let session =
             // Boxed: the handshake's future is large and rarely run; calls should not carry it.
             tokio::time::timeout(self.config.connect_timeout(), Box::pin(self.negotiate(bearer))).await.unwrap_or_else(|_| {
-                Err(UpstreamError::Unreachable {
-                    detail: format!("no handshake within {} s", self.config.connect_timeout_secs),
-                })
+                Err(UpstreamError::unreachable(format!("no handshake within {} s", self.config.connect_timeout_secs)))
             })?;
         tracing::info!(upstream = %self.config.name, version = session.negotiated.version(), "upstream connected");
         let session = Arc::new(session);
@@ -282,9 +281,7 @@ impl Http {
                     Posted::Answer(Err(UpstreamError::Rpc { code: -32022, .. })) if attempt == 0 => {}
                     _ if era == EraChoice::Auto => break,
                     _ => {
-                        return Err(UpstreamError::Protocol {
-                            detail: "the server does not offer 2026-07-28".to_owned(),
-                        });
+                        return Err(UpstreamError::protocol("the server does not offer 2026-07-28"));
                     }
                 }
             }
@@ -318,7 +315,7 @@ impl Http {
             .map(str::to_owned);
         let result = match self.read_answer(&opening, response, id, &init).await? {
             Posted::Answer(answer) => answer?,
-            _ => return Err(UpstreamError::Protocol { detail: "no answer to initialize".to_owned() }),
+            _ => return Err(UpstreamError::protocol("no answer to initialize")),
         };
         let mut session = Session {
             negotiated: rpc::negotiated_from_initialize(&result)?,
@@ -339,7 +336,7 @@ impl Http {
         };
         let body = rpc::notification(note.method, json!({}));
         if let Err(e) = self.post(&session, body, None, &note).await {
-            tracing::debug!(upstream = %self.config.name, error = %e, "notifications/initialized was not accepted");
+            tracing::debug!(upstream = %self.config.name, error = &e as &dyn std::error::Error, "notifications/initialized was not accepted");
         }
         // An `auth = "oauth"` session has no listener: its GET stream would need a caller's
         // token that expires under it; its users' lists are re-read per principal instead.
@@ -365,14 +362,14 @@ impl Http {
     async fn send(&self, session: &Session, body: Vec<u8>, ex: &Exchange) -> Result<Reply<'_>, UpstreamError> {
         let headers = self.post_headers(session, ex)?;
         if let Some(pool) = &self.pool {
-            return pool
-                .post(headers, body)
-                .await
-                .map(Reply::Pooled)
-                .map_err(|pool::Failed(detail)| UpstreamError::Unreachable { detail });
+            return pool.post(headers, body).await.map(Reply::Pooled);
         }
         let request = self.client.post(self.url.clone()).headers(headers).body(body);
-        request.send().await.map(Reply::General).map_err(|e| UpstreamError::Unreachable { detail: describe(e) })
+        request
+            .send()
+            .await
+            .map(Reply::General)
+            .map_err(|e| UpstreamError::Unreachable { detail: None, source: Some(unlocated(e)) })
     }
 
     /// The headers of a POST: the configured ones, the content and protocol headers, the
@@ -396,7 +393,7 @@ impl Http {
             }
             for (header, value) in &ex.param_headers {
                 let header = HeaderName::try_from(header.as_str())
-                    .map_err(|_| UpstreamError::Protocol { detail: "a mirrored header name is invalid".to_owned() })?;
+                    .map_err(|_| UpstreamError::protocol("a mirrored header name is invalid"))?;
                 headers.append(header, header_value(&mirrored::encode(value))?);
             }
         }
@@ -404,6 +401,7 @@ impl Http {
             // Never sent without it (the exchange only accepts header-safe tokens).
             let value = bearer_header(bearer).ok_or_else(|| UpstreamError::TokenExchangeFailed {
                 detail: "the exchanged token is not a valid header value".to_owned(),
+                source: None,
             })?;
             headers.insert(AUTHORIZATION, value);
         }
@@ -421,7 +419,7 @@ impl Http {
         match id {
             Some(id) => self.read_answer(session, response, id, ex).await,
             None if response.status().is_success() => Ok(Posted::Accepted),
-            None => Err(UpstreamError::Unreachable { detail: format!("HTTP {}", response.status()) }),
+            None => Err(UpstreamError::unreachable(format!("HTTP {}", response.status()))),
         }
     }
 }
@@ -442,6 +440,5 @@ fn response_exchange() -> Exchange {
 
 /// A header value from text an upstream or a caller chose (a session id, a mirrored value).
 fn header_value(text: &str) -> Result<HeaderValue, UpstreamError> {
-    HeaderValue::try_from(text)
-        .map_err(|_| UpstreamError::Protocol { detail: "a header value mcpgate cannot send".to_owned() })
+    HeaderValue::try_from(text).map_err(|_| UpstreamError::protocol("a header value mcpgate cannot send"))
 }
