@@ -96,7 +96,7 @@ impl Tool for ConnectTool {
                 Err(UpstreamError::ConnectionRequired { upstream, url, elicitation_id }) => {
                     connect_ask::ask_to_connect(&upstream, &url, &elicitation_id, cx)
                 }
-                Err(e) => Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {e}"))),
+                Err(e) => Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {}", e.client_text()))),
             }
         })
     }

@@ -273,7 +273,12 @@ impl Tool for UpstreamTool {
                     Err(UpstreamError::ConnectionRequired { upstream, url, elicitation_id }) => {
                         return connect_ask::ask_to_connect(&upstream, &url, &elicitation_id, cx);
                     }
-                    Err(e) => return Outcome::Complete(CallToolResult::error(format!("Upstream {name}: {e}"))),
+                    Err(e) => {
+                        return Outcome::Complete(CallToolResult::error(format!(
+                            "Upstream {name}: {}",
+                            e.client_text()
+                        )));
+                    }
                 }
             }
         })
@@ -391,7 +396,7 @@ fn failure(upstream: &Upstream, e: UpstreamError) -> Failure {
         UpstreamError::Rpc { code: -32602, message } => {
             Failure::InvalidParams(format!("{}: {message}", upstream.name()))
         }
-        e => Failure::Unavailable(format!("Upstream {}: {e}", upstream.name())),
+        e => Failure::Unavailable(format!("Upstream {}: {}", upstream.name(), e.client_text())),
     }
 }
 

@@ -37,6 +37,7 @@ pub(crate) fn upstream_tool(
     // Mirrored to the upstream as its own schema says, over the arguments it is sent; the
     // advertised schema's header params are the catalog's, read from the descriptor.
     let params = header_params::extract(&exposed, &info.input_schema)
+        // Text: the reason the tool is left out, logged once at list time with its name.
         .map_err(|e| format!("invalid x-mcp-header annotations: {e}"))?;
     let upstream_tasks =
         info.execution.as_ref().and_then(|e| e.task_support).unwrap_or(mcpgate_protocol::tool::TaskSupport::Forbidden);

@@ -120,9 +120,9 @@ impl Federation {
                         Some(lists)
                     }
                     Err(e) => {
-                        tracing::warn!(upstream = %u.name(), error = %e, "cannot read the upstream's lists; its tools are not served until it answers");
+                        tracing::warn!(upstream = %u.name(), error = &e as &dyn std::error::Error, "cannot read the upstream's lists; its tools are not served until it answers");
                         if let Ok(mut c) = self.contributions.lock() {
-                            c.entry(u.name().to_owned()).or_default().list_error = Some(e.to_string());
+                            c.entry(u.name().to_owned()).or_default().list_error = Some(e.client_text());
                         }
                         None
                     }

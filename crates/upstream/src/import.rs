@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::config::{TransportKind, UpstreamConfig};
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, cause};
 
 #[derive(Deserialize)]
 struct File {
@@ -48,8 +48,14 @@ pub fn import_mcp_servers(text: &str, source: &str) -> Result<Vec<UpstreamConfig
         upstream: source.to_owned(),
         key: key.to_owned(),
         problem,
+        source: None,
     };
-    let file: File = serde_json::from_str(text).map_err(|e| bad("mcpServers", format!("not a valid file: {e}")))?;
+    let file: File = serde_json::from_str(text).map_err(|e| UpstreamError::Config {
+        upstream: source.to_owned(),
+        key: "mcpServers".to_owned(),
+        problem: "not a valid file".to_owned(),
+        source: Some(cause(e)),
+    })?;
     let servers = file
         .mcp_servers
         .or(file.servers)

@@ -65,6 +65,7 @@ pub(crate) fn answers(call: &ToolCall, keys: &[String], round: u32) -> Result<Ma
     for key in keys {
         if let Some(answer) = call.input_responses.get(&exposed_key(key, round)) {
             let answer = serde_json::to_value(answer)
+                // Text: a runtime `Failure` carries its message only.
                 .map_err(|e| Failure::Internal(format!("an answer could not be relayed: {e}")))?;
             answers.insert(key.clone(), answer);
         }
@@ -112,6 +113,7 @@ pub(crate) fn handed_on(raw: &serde_json::value::RawValue) -> Option<String> {
 pub(crate) fn ask<T>(upstream: &str, members: &RawMembers, round: u32) -> Result<Outcome<T>, String> {
     let requests = members.get("inputRequests").ok_or("an input_required result without inputRequests")?;
     let requests: InputRequests =
+        // Text: the reason goes into the tool result the client sees, as a whole.
         serde_json::from_str(requests.get()).map_err(|e| format!("input requests mcpgate cannot relay ({e})"))?;
     if requests.is_empty() {
         return Err("an input_required result that asks nothing".to_owned());

@@ -27,6 +27,7 @@ pub mod oauth;
 mod personal_tools;
 mod rpc;
 mod task_relay;
+mod tls;
 mod token_cache;
 mod token_exchange;
 mod transport;
@@ -38,7 +39,7 @@ pub use config::{
     UpstreamAuth, UpstreamConfig, UpstreamLimits,
 };
 pub use entries::{UpstreamPrompt, UpstreamResource, UpstreamTool};
-pub use error::UpstreamError;
+pub use error::{Cause, UpstreamError};
 pub use federation::{Contribution, Federation, UpstreamStatus};
 pub use rpc::Progress;
 pub use token_exchange::{EXCHANGE_FAILURE_KINDS, ExchangeStats};

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use mcpgate_protocol::meta::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY};
 
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, cause};
 
 /// The modern protocol version.
 pub(crate) const MODERN_VERSION: &str = "2026-07-28";
@@ -136,16 +136,14 @@ pub(crate) fn negotiated_from_initialize(result: &RawValue) -> Result<Negotiated
         protocol_version: String,
     }
     let init: Init = serde_json::from_str(result.get())
-        .map_err(|e| UpstreamError::Protocol { detail: format!("initialize result: {e}") })?;
+        .map_err(|e| UpstreamError::Protocol { detail: "initialize result".to_owned(), source: Some(cause(e)) })?;
     if LEGACY_VERSIONS.contains(&init.protocol_version.as_str()) {
         Ok(Negotiated::Legacy { version: init.protocol_version })
     } else {
-        Err(UpstreamError::Protocol {
-            detail: format!(
-                "the server chose protocol version {:?}, which mcpgate does not speak",
-                clip(&init.protocol_version)
-            ),
-        })
+        Err(UpstreamError::protocol(format!(
+            "the server chose protocol version {:?}, which mcpgate does not speak",
+            clip(&init.protocol_version)
+        )))
     }
 }
 
@@ -264,9 +262,10 @@ struct ProgressBody {
     message: Option<String>,
 }
 
-/// Parses one message; `Err` describes garbage (not JSON, not JSON-RPC).
-pub(crate) fn parse(bytes: &[u8]) -> Result<Inbound, String> {
-    let env: Envelope = serde_json::from_slice(bytes).map_err(|e| format!("not a JSON-RPC message: {e}"))?;
+/// Parses one message; `Err` (an invalid answer) describes garbage (not JSON, not JSON-RPC).
+pub(crate) fn parse(bytes: &[u8]) -> Result<Inbound, UpstreamError> {
+    let env: Envelope = serde_json::from_slice(bytes)
+        .map_err(|e| UpstreamError::Protocol { detail: "not a JSON-RPC message".to_owned(), source: Some(cause(e)) })?;
     match (env.method, env.id) {
         (Some(method), Some(id)) => Ok(Inbound::Request(ServerRequest { id, method, params: env.params })),
         (Some(method), None) => {
@@ -283,16 +282,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Inbound, String> {
             Ok(Inbound::Notification { method })
         }
         (None, Some(id)) => {
-            let id: u64 =
-                serde_json::from_str(id.get()).map_err(|_| "a response to an id mcpgate never sent".to_owned())?;
+            let id: u64 = serde_json::from_str(id.get())
+                .map_err(|_| UpstreamError::protocol("a response to an id mcpgate never sent"))?;
             let outcome = match (env.result, env.error) {
                 (Some(result), None) => Ok(result),
                 (None, Some(e)) => Err(UpstreamError::Rpc { code: e.code, message: clip(&e.message) }),
-                _ => Err(UpstreamError::Protocol { detail: "a response with neither result nor error".to_owned() }),
+                _ => Err(UpstreamError::protocol("a response with neither result nor error")),
             };
             Ok(Inbound::Response { id, outcome })
         }
-        (None, None) => Err("a message with neither method nor id".to_owned()),
+        (None, None) => Err(UpstreamError::protocol("a message with neither method nor id")),
     }
 }
 

@@ -28,7 +28,7 @@ use mcpgate_runtime::Principal;
 use mcpgate_runtime::catalog::{Failure, Outcome, ToolCall, ToolContext};
 
 use crate::continuation::{Continuation, exposed_key};
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, cause};
 use crate::input_relay;
 use crate::upstream::{Request, Upstream};
 
@@ -102,6 +102,7 @@ impl UpstreamTask {
                 Ok(Self { id: c.task_id, legacy, poll: interval(c.poll_interval_ms.or(c.poll_interval)) })
             }
             Ok(_) => Err("a task with an empty taskId".to_owned()),
+            // Text: the reason goes into the tool result the client sees, as a whole.
             Err(e) => Err(format!("a task result mcpgate cannot read ({e})")),
         })
     }
@@ -142,7 +143,7 @@ pub(crate) async fn track(
         let request = Request::new("tasks/update", params).name(&task.id).caller(caller);
         // Not fatal: an upstream that did not take the answers asks again at the next poll.
         if let Err(e) = upstream.request(request, &CancellationToken::new()).await {
-            tracing::warn!(upstream = name, task = %task.id, error = %e, "answers not delivered to the upstream task");
+            tracing::warn!(upstream = name, task = %task.id, error = &e as &dyn std::error::Error, "answers not delivered to the upstream task");
         }
     }
     let continuation = Continuation::Task {
@@ -173,8 +174,10 @@ pub(crate) async fn track(
         }
         let request = Request::new("tasks/get", task_params(&task.id)).name(&task.id).caller(caller);
         let polled = match upstream.request(request, &CancellationToken::new()).await {
-            Ok(raw) => serde_json::from_str::<Polled>(raw.get())
-                .map_err(|e| UpstreamError::Protocol { detail: format!("tasks/get answer unreadable: {e}") }),
+            Ok(raw) => serde_json::from_str::<Polled>(raw.get()).map_err(|e| UpstreamError::Protocol {
+                detail: "tasks/get answer unreadable".to_owned(),
+                source: Some(cause(e)),
+            }),
             Err(e) => Err(e),
         };
         let polled = match polled {
@@ -191,7 +194,7 @@ pub(crate) async fn track(
             Err(e) => {
                 failures += 1;
                 if failures >= MAX_FAILED_POLLS {
-                    return tool_error(format!("its task {} could not be polled: {e}", task.id));
+                    return tool_error(format!("its task {} could not be polled: {}", task.id, e.client_text()));
                 }
                 continue;
             }
@@ -284,7 +287,7 @@ async fn relay_legacy_input(
                     CallToolResult::error(format!("Upstream {name}: its task {} failed: {message}", task.id)),
                 )),
                 Err(e) => {
-                    tracing::debug!(upstream = name, task = %task.id, error = %e, "tasks/result ended early; polling on");
+                    tracing::debug!(upstream = name, task = %task.id, error = &e as &dyn std::error::Error, "tasks/result ended early; polling on");
                     None
                 }
             },
@@ -341,7 +344,11 @@ pub(crate) async fn answer_in_place(
                 None => upstream.respond(asked, Err((-32603, "the client gave no answer")), caller).await,
             };
             if let Err(e) = sent {
-                tracing::warn!(upstream = upstream.name(), error = %e, "answer not delivered upstream");
+                tracing::warn!(
+                    upstream = upstream.name(),
+                    error = &e as &dyn std::error::Error,
+                    "answer not delivered upstream"
+                );
             }
             Ok(())
         }
@@ -389,9 +396,11 @@ async fn legacy_result(upstream: &Upstream, task: &UpstreamTask, caller: &Princi
     let request = Request::new("tasks/result", task_params(&task.id)).name(&task.id).caller(caller);
     match upstream.request(request, &CancellationToken::new()).await {
         Ok(raw) => relayed_result(name, &task.id, &raw),
-        Err(e) => {
-            Outcome::Complete(CallToolResult::error(format!("Upstream {name}: its task {} failed: {e}", task.id)))
-        }
+        Err(e) => Outcome::Complete(CallToolResult::error(format!(
+            "Upstream {name}: its task {} failed: {}",
+            task.id,
+            e.client_text()
+        ))),
     }
 }
 
@@ -401,7 +410,12 @@ async fn cancel(upstream: &Upstream, id: &str, caller: &Principal) {
     let request = Request::new("tasks/cancel", task_params(id)).name(id).caller(caller);
     match tokio::time::timeout(CANCEL_TIMEOUT, upstream.request(request, &CancellationToken::new())).await {
         Ok(Ok(_)) => tracing::debug!(upstream = upstream.name(), task = id, "upstream task cancelled"),
-        Ok(Err(e)) => tracing::debug!(upstream = upstream.name(), task = id, error = %e, "upstream task not cancelled"),
+        Ok(Err(e)) => tracing::debug!(
+            upstream = upstream.name(),
+            task = id,
+            error = &e as &dyn std::error::Error,
+            "upstream task not cancelled"
+        ),
         Err(_) => tracing::debug!(upstream = upstream.name(), task = id, "upstream task cancellation timed out"),
     }
 }

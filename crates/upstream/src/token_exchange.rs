@@ -25,10 +25,10 @@ use tokio::time::Instant;
 use mcpgate_runtime::Credential;
 
 use crate::config::{ACCESS_TOKEN_TYPE, TokenExchangeConfig, UpstreamConfig};
-use crate::error::UpstreamError;
+use crate::error::{Cause, UpstreamError, cause, unlocated};
 use crate::oauth::endpoint::{Unanswered, answer, basic_authorization, form, printable};
+use crate::tls::install_tls_provider;
 use crate::token_cache::{Key, TokenCache, UpstreamToken, key_of, lifetime};
-use crate::transport::http::install_tls_provider;
 
 /// The grant type of a token exchange (RFC 8693 §2.1).
 const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -133,9 +133,16 @@ impl TokenExchanger {
             upstream: upstream.name.clone(),
             key: format!("token_exchange.{key}"),
             problem,
+            source: None,
+        };
+        let caused = |key: &str, problem: &str, source: Cause| UpstreamError::Config {
+            upstream: upstream.name.clone(),
+            key: format!("token_exchange.{key}"),
+            problem: problem.to_owned(),
+            source: Some(source),
         };
         install_tls_provider();
-        let url = reqwest::Url::parse(&config.token_url).map_err(|e| bad("token_url", format!("not a URL: {e}")))?;
+        let url = reqwest::Url::parse(&config.token_url).map_err(|e| caused("token_url", "not a URL", cause(e)))?;
         let timeout = config.timeout(upstream.timeout_secs);
         let client = reqwest::Client::builder()
             .connect_timeout(upstream.connect_timeout().min(timeout))
@@ -143,7 +150,7 @@ impl TokenExchanger {
             // A redirect could carry the caller's token somewhere else.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| bad("token_url", format!("cannot build an HTTP client: {e}")))?;
+            .map_err(|e| caused("token_url", "cannot build an HTTP client", unlocated(e)))?;
         let mut basic = HeaderValue::try_from(basic_authorization(&config.client_id, &config.client_secret))
             .map_err(|_| bad("client_id", "not usable in an Authorization header".to_owned()))?;
         basic.set_sensitive(true);
@@ -188,7 +195,7 @@ impl TokenExchanger {
         }
         let (token, keep) = self.exchange(subject.expose()).await.map_err(|(kind, e)| {
             self.stats.failed(kind);
-            tracing::info!(upstream = %self.upstream, error = %e, "token exchange failed");
+            tracing::info!(upstream = %self.upstream, error = &e as &dyn std::error::Error, "token exchange failed");
             *turn = Some(e.clone());
             e
         })?;
@@ -216,7 +223,6 @@ impl TokenExchanger {
     async fn exchange(&self, subject: &str) -> Result<(UpstreamToken, Duration), (Failure, UpstreamError)> {
         self.stats.exchanges.fetch_add(1, Ordering::Relaxed);
         let body = format!("grant_type={}&subject_token={}{}", form(GRANT_TYPE), form(subject), self.form_tail);
-        let failed = |kind, detail: String| (kind, UpstreamError::TokenExchangeFailed { detail });
         let request = self
             .client
             .post(self.url.clone())
@@ -230,7 +236,8 @@ impl TokenExchanger {
                 Unanswered::TooLarge(_) => Failure::Invalid,
                 Unanswered::Timeout(_) => Failure::Timeout,
             };
-            failed(kind, e.describe("the token endpoint"))
+            let (detail, source) = e.explain("the token endpoint");
+            (kind, UpstreamError::TokenExchangeFailed { detail, source })
         })?;
         read_answer(status, &body, subject, &self.requested_token_type)
     }
@@ -277,7 +284,7 @@ fn read_answer(
     subject: &str,
     requested_token_type: &str,
 ) -> Result<(UpstreamToken, Duration), (Failure, UpstreamError)> {
-    let failed = |kind, detail: String| Err((kind, UpstreamError::TokenExchangeFailed { detail }));
+    let failed = |kind, detail: String| Err((kind, UpstreamError::TokenExchangeFailed { detail, source: None }));
     if !(200..300).contains(&status) {
         return match serde_json::from_slice::<Refusal>(body) {
             Ok(refusal) if (400..500).contains(&status) => Err((
@@ -523,7 +530,7 @@ mod tests {
     async fn no_caller_token_and_a_silent_endpoint_fail_without_a_token() {
         let (url, bodies) = endpoint(None).await;
         let exchanger = exchanger(&url, Some(1));
-        assert_eq!(exchanger.token(None).await, Err(UpstreamError::NoCallerToken));
+        assert!(matches!(exchanger.token(None).await, Err(UpstreamError::NoCallerToken)));
         // Three requests of one caller wait for one exchange and share its failure.
         let carol = Credential::bearer("carol-jwt");
         let started = Instant::now();
@@ -532,7 +539,7 @@ mod tests {
         for outcome in outcomes {
             let e = outcome.unwrap_err();
             assert!(
-                matches!(&e, UpstreamError::TokenExchangeFailed { detail } if detail.contains("within 1 s")),
+                matches!(&e, UpstreamError::TokenExchangeFailed { detail, source: None } if detail.contains("within 1 s")),
                 "{e}"
             );
         }

@@ -30,7 +30,7 @@ use mcpgate_runtime::{Credential, Principal};
 
 use crate::breaker::{Breaker, BreakerState, Ticket};
 use crate::config::UpstreamConfig;
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, cause};
 use crate::oauth::{Connections, Refusal};
 use crate::rpc;
 use crate::token_cache::UpstreamToken;
@@ -314,17 +314,15 @@ impl Upstream {
         tokio::time::timeout(limit, self.link.send_only(crate::rpc::response(&request.id, outcome), bearer, holder))
             .await
             .unwrap_or_else(|_| {
-                Err(UpstreamError::Unreachable {
-                    detail: format!("no answer to a response within {} s", limit.as_secs()),
-                })
+                Err(UpstreamError::unreachable(format!("no answer to a response within {} s", limit.as_secs())))
             })
     }
 
     /// The installed connections of an `auth = "oauth"` upstream.
     fn connections(&self) -> Result<&Arc<dyn Connections>, UpstreamError> {
-        self.connections.get().ok_or_else(|| UpstreamError::Authorization {
-            detail: "per-user connections are not set up on this replica".to_owned(),
-        })
+        self.connections
+            .get()
+            .ok_or_else(|| UpstreamError::authorization("per-user connections are not set up on this replica"))
     }
 
     /// Resolves when the upstream announces a list change.
@@ -374,9 +372,9 @@ impl Upstream {
             OnBehalf::Caller(Some(principal)) => principal,
             // Never without a caller: its token is the only credential this upstream takes.
             OnBehalf::Caller(None) | OnBehalf::Gateway => {
-                return Err(UpstreamError::Authorization {
-                    detail: "each caller's requests carry their own connection; this one names no caller".to_owned(),
-                });
+                return Err(UpstreamError::authorization(
+                    "each caller's requests carry their own connection; this one names no caller".to_owned(),
+                ));
             }
         };
         let connections = self.connections()?;
@@ -406,7 +404,7 @@ impl Upstream {
             };
         }
         // Connections that gave yet another token for a connection refused twice: not tried.
-        Err(UpstreamError::Authorization { detail: "the upstream refused the caller's token twice".to_owned() })
+        Err(UpstreamError::authorization("the upstream refused the caller's token twice"))
     }
 
     /// Sends one exchange through the breaker, the concurrency limit and the timeout.
@@ -421,8 +419,7 @@ impl Upstream {
         // Spans (and the OTLP export) carry the upstream's name and the method.
         let span = tracing::debug_span!("upstream", upstream = %self.config.name, method = exchange.method);
         let work = async {
-            let _permit =
-                self.limiter.acquire().await.map_err(|_| UpstreamError::Closed { detail: "shut down".to_owned() })?;
+            let _permit = self.limiter.acquire().await.map_err(|_| UpstreamError::closed("shut down"))?;
             self.link.exchange(exchange).await
         };
         let work = tracing::Instrument::instrument(work, span);
@@ -490,7 +487,7 @@ impl Upstream {
         match failures.into_iter().next() {
             Some((_, e)) if read == 0 && asked > 0 => Err(e),
             Some((method, e)) => {
-                tracing::warn!(upstream = %self.config.name, error = %e, "{method} failed; the other lists are served");
+                tracing::warn!(upstream = %self.config.name, error = &e as &dyn std::error::Error, "{method} failed; the other lists are served");
                 Ok(lists)
             }
             None => Ok(lists),
@@ -543,7 +540,7 @@ impl Upstream {
                 Err(e) => return Err(e),
             };
             let mut page: Value = serde_json::from_str(page.get())
-                .map_err(|e| UpstreamError::Protocol { detail: format!("{method} result: {e}") })?;
+                .map_err(|e| UpstreamError::Protocol { detail: format!("{method} result"), source: Some(cause(e)) })?;
             if page_number == 0 {
                 ttl_ms = page.get("ttlMs").and_then(Value::as_u64);
             }

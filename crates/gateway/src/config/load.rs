@@ -93,8 +93,11 @@ mod upstream {
 
     fn config_error(e: UpstreamError) -> StartupError {
         match e {
-            UpstreamError::Config { upstream, key, problem } => {
+            UpstreamError::Config { upstream, key, problem, source: None } => {
                 StartupError::config(format!("upstream {upstream:?} {key}"), problem)
+            }
+            UpstreamError::Config { upstream, key, problem, source: Some(source) } => {
+                StartupError::config_caused(format!("upstream {upstream:?} {key}"), problem, source)
             }
             other => StartupError::config_caused("upstream", "not a valid upstream", other),
         }

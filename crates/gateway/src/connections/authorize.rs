@@ -121,7 +121,7 @@ impl Connector {
             span,
         )
         .await
-        .map_err(|e| authorization_server(format!("discovery for {}: {e}", link.upstream)))?;
+        .map_err(|e| authorization_server(format!("discovery for {}: {}", link.upstream, e.client_text())))?;
         let (challenge, discovered) = discovered;
         let (client, source) = self.client_for(upstream, &discovered.server).await?;
         let configured = upstream.config.oauth().scopes;
@@ -141,7 +141,7 @@ impl Connector {
             }
             Some(scopes.join(" "))
         };
-        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.to_string()))?;
+        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.client_text()))?;
         // A redirect URI that does not name this one server (`redirect`) leaves only `iss` to
         // tell its answers from another's (`client_for` picks such a client only where the
         // server advertises it).
@@ -240,7 +240,9 @@ impl Connector {
             span,
         )
         .await
-        .map_err(|e| refused(ConnectFailure::AuthorizationServer, format!("redeeming the code: {e}")))?;
+        .map_err(|e| {
+            refused(ConnectFailure::AuthorizationServer, format!("redeeming the code: {}", e.client_text()))
+        })?;
         let now = now_ms();
         let connection = Connection {
             access_token: tokens.access_token,

@@ -231,7 +231,7 @@ impl Connector {
         browser: String,
     ) -> Result<String, GatewayError> {
         let provider = login.provider().await?;
-        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.to_string()))?;
+        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.client_text()))?;
         let state = LoginState {
             link,
             verifier: pkce.verifier.clone(),

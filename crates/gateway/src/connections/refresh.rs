@@ -149,7 +149,7 @@ impl Connector {
             Err(e) => {
                 self.stats.refresh(upstream, false);
                 return Err(GatewayError::Unavailable {
-                    detail: format!("refreshing the connection to {upstream}: {e}"),
+                    detail: format!("refreshing the connection to {upstream}: {}", e.client_text()),
                 });
             }
         };

@@ -195,7 +195,7 @@ impl Connector {
             .oauth
             .register(server, "mcpgate", redirect_uri)
             .await
-            .map_err(|e| authorization_server(format!("registering at {issuer}: {e}")))?;
+            .map_err(|e| authorization_server(format!("registering at {issuer}: {}", e.client_text())))?;
         tracing::info!(upstream = %name, issuer = %issuer, "registered the gateway as an OAuth client");
         let sealed = SealedClient {
             client_id: client.client_id.clone(),

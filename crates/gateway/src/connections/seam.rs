@@ -146,7 +146,7 @@ fn failed(e: GatewayError) -> UpstreamError {
         other => other.to_string(),
     };
     tracing::warn!(error = %detail, "a user's upstream connection could not be used");
-    UpstreamError::Authorization { detail: client_safe(&e) }
+    UpstreamError::Authorization { detail: client_safe(&e), source: None }
 }
 
 /// What a caller may be told: no record internals.

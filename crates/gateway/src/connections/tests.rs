@@ -273,7 +273,7 @@ async fn a_refresh_refused_for_another_reason_than_the_grant_keeps_the_connectio
     grant.lock().unwrap_or_else(PoisonError::into_inner).refuse_with = Some("invalid_client");
     let error = connector.bearer("files", &principal).await.expect_err("refused");
     assert!(
-        matches!(&error, UpstreamError::Authorization { detail } if detail.contains("invalid_client")),
+        matches!(&error, UpstreamError::Authorization { detail, .. } if detail.contains("invalid_client")),
         "{error:?}"
     );
     assert!(connector.connected("files", &principal).await.expect("read"), "the connection is kept");

@@ -218,7 +218,7 @@ fn overrides_are_validated_naming_the_upstream_and_key() {
     assert!(super::validate_renames(&[u.clone(), other.clone()], "_").is_ok());
     let both = validate_all(&[u, other]).expect_err("two renames to one name");
     assert!(
-        matches!(&both, UpstreamError::Config { upstream, key, problem }
+        matches!(&both, UpstreamError::Config { upstream, key, problem, source: None }
             if upstream == "disk" && key == "overrides.cat.rename" && problem.contains("files")),
         "{both}"
     );

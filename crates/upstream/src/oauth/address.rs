@@ -154,12 +154,10 @@ fn kind_v6(ip: Ipv6Addr) -> Option<&'static str> {
 }
 
 fn refused(what: &str, ip: IpAddr, why: &str) -> UpstreamError {
-    UpstreamError::Authorization {
-        detail: format!(
-            "{what} is at {ip}, a {why} address: refused, no request made (allow non-public \
+    UpstreamError::authorization(format!(
+        "{what} is at {ip}, a {why} address: refused, no request made (allow non-public \
              authorization servers with [upstream.oauth] allow_private_addresses)"
-        ),
-    }
+    ))
 }
 
 /// The resolver of the client that talks to authorization servers: a name's addresses are

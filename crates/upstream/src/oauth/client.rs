@@ -27,8 +27,8 @@ use super::discovery::{
 use super::endpoint::{answer, basic_authorization, form_body};
 use super::pkce::Pkce;
 use super::tokens::{self, TokenSet};
-use crate::error::UpstreamError;
-use crate::transport::http::install_tls_provider;
+use crate::error::{UpstreamError, unlocated};
+use crate::tls::install_tls_provider;
 
 /// Most bytes read of a metadata document or registration answer.
 const MAX_DOCUMENT: usize = 64 * 1024;
@@ -151,7 +151,10 @@ impl OAuthClient {
         if let Some(policy) = guard {
             builder = builder.dns_resolver(GuardedResolver(policy));
         }
-        builder.build().map_err(|e| authorization(format!("cannot build an HTTP client: {e}")))
+        builder.build().map_err(|e| UpstreamError::Authorization {
+            detail: "cannot build an HTTP client".to_owned(),
+            source: Some(unlocated(e)),
+        })
     }
 
     /// The client, discovering only authorization server `issuer` (`None`: whichever the
@@ -176,10 +179,10 @@ impl OAuthClient {
             .header(ACCEPT, "application/json, text/event-stream")
             .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
             .timeout(self.timeout);
-        let response = request
-            .send()
-            .await
-            .map_err(|e| authorization(format!("cannot reach {endpoint}: {}", crate::transport::http::describe(e))))?;
+        let response = request.send().await.map_err(|e| UpstreamError::Authorization {
+            detail: format!("cannot reach {endpoint}"),
+            source: Some(unlocated(e)),
+        })?;
         if !matches!(response.status().as_u16(), 401 | 403) {
             return Ok(None);
         }
@@ -271,7 +274,7 @@ impl OAuthClient {
             .body(body.to_string());
         let (status, body) = answer(request, MAX_DOCUMENT, self.timeout)
             .await
-            .map_err(|e| authorization(e.describe("the registration endpoint")))?;
+            .map_err(|e| e.into_authorization("the registration endpoint"))?;
         if !(200..300).contains(&status) {
             return Err(authorization(format!("the registration endpoint answered HTTP {status}")));
         }
@@ -346,7 +349,7 @@ impl OAuthClient {
         let request = self.client_post(url, client, fields);
         let (status, body) = answer(request, MAX_DOCUMENT, self.timeout)
             .await
-            .map_err(|e| authorization(e.describe("the token endpoint")))?;
+            .map_err(|e| e.into_authorization("the token endpoint"))?;
         tokens::read(status, &body)
     }
 
@@ -394,7 +397,7 @@ impl OAuthClient {
         let request = http.get(url.clone()).header(ACCEPT, "application/json");
         let (status, body) = match answer(request, MAX_DOCUMENT, self.timeout).await {
             Ok(answered) => answered,
-            Err(e) => return Err(authorization(e.describe(url.as_str()))),
+            Err(e) => return Err(e.into_authorization(url.as_str())),
         };
         if !(200..300).contains(&status) {
             return Ok(None);
@@ -437,7 +440,7 @@ pub fn authorization_url(
 }
 
 fn authorization(detail: String) -> UpstreamError {
-    UpstreamError::Authorization { detail }
+    UpstreamError::authorization(detail)
 }
 
 #[cfg(test)]

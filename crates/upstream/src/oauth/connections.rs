@@ -35,7 +35,7 @@ pub(crate) fn refused(status: u16, challenge: Option<BearerChallenge>) -> Upstre
     if status == 401 || challenge.as_ref().is_some_and(BearerChallenge::insufficient_scope) {
         return UpstreamError::TokenRefused { status, challenge };
     }
-    UpstreamError::Authorization { detail: format!("the upstream refused the call (HTTP {status})") }
+    UpstreamError::authorization(format!("the upstream refused the call (HTTP {status})"))
 }
 
 /// Where an `oauth` upstream's per-caller tokens come from (the gateway's vault).

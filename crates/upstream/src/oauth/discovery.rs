@@ -18,7 +18,7 @@
 use reqwest::Url;
 use serde::Deserialize;
 
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, cause};
 
 /// RFC 9728 protected resource metadata (the members a client uses).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -119,8 +119,10 @@ pub fn server_metadata_urls(issuer: &str) -> Result<Vec<Url>, UpstreamError> {
 ///
 /// What does not hold (then nothing is authorized for this upstream).
 pub fn check_resource(metadata: &ResourceMetadata, endpoint: &Url) -> Result<(), UpstreamError> {
-    let resource = Url::parse(&metadata.resource)
-        .map_err(|e| authorization(format!("resource {:?} is not a URL: {e}", metadata.resource)))?;
+    let resource = Url::parse(&metadata.resource).map_err(|e| UpstreamError::Authorization {
+        detail: format!("resource {:?} is not a URL", metadata.resource),
+        source: Some(cause(e)),
+    })?;
     if resource.fragment().is_some() || !same_origin(&resource, endpoint) {
         return Err(authorization(format!(
             "the metadata names resource {:?}, which is not this upstream ({endpoint})",
@@ -199,7 +201,10 @@ pub fn check_server(metadata: &ServerMetadata, issuer: &str) -> Result<(), Upstr
 ///
 /// Not a URL, or neither of those: `what` names the member it was read from.
 pub fn secure_url(url: &str, what: &str) -> Result<Url, UpstreamError> {
-    let parsed = Url::parse(url).map_err(|e| authorization(format!("{what} {url:?} is not a URL: {e}")))?;
+    let parsed = Url::parse(url).map_err(|e| UpstreamError::Authorization {
+        detail: format!("{what} {url:?} is not a URL"),
+        source: Some(cause(e)),
+    })?;
     let loopback = parsed
         .host_str()
         .is_some_and(|h| mcpgate_protocol::authority::is_loopback_host(mcpgate_protocol::authority::host_name(h)));
@@ -276,7 +281,7 @@ fn origin_url(base: &Url, path: &str) -> Url {
 }
 
 fn authorization(detail: String) -> UpstreamError {
-    UpstreamError::Authorization { detail }
+    UpstreamError::authorization(detail)
 }
 
 #[cfg(test)]

@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use crate::transport::http::describe;
+use crate::error::{Cause, UpstreamError, unlocated};
 
 /// Why an answer could not be had.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum Unanswered {
-    /// The server could not be reached, or its answer broke off.
-    Unavailable(String),
+    /// The server could not be reached, or its answer broke off (the connection's error,
+    /// without the request's URL).
+    Unavailable(Cause),
     /// The answer is larger than accepted.
     TooLarge(usize),
     /// No answer within the timeout.
@@ -24,13 +25,20 @@ pub(crate) enum Unanswered {
 }
 
 impl Unanswered {
-    /// What happened, naming `what` was asked (e.g. "the token endpoint").
-    pub(crate) fn describe(&self, what: &str) -> String {
+    /// What happened, naming `what` was asked (e.g. "the token endpoint"), and the error
+    /// behind it, if one said why.
+    pub(crate) fn explain(self, what: &str) -> (String, Option<Cause>) {
         match self {
-            Self::Unavailable(why) => format!("cannot reach {what}: {why}"),
-            Self::TooLarge(max) => format!("{what}'s answer is over {max} bytes"),
-            Self::Timeout(after) => format!("no answer from {what} within {} s", after.as_secs()),
+            Self::Unavailable(why) => (format!("cannot reach {what}"), Some(why)),
+            Self::TooLarge(max) => (format!("{what}'s answer is over {max} bytes"), None),
+            Self::Timeout(after) => (format!("no answer from {what} within {} s", after.as_secs()), None),
         }
+    }
+
+    /// As a failed authorization (see [`Unanswered::explain`]).
+    pub(crate) fn into_authorization(self, what: &str) -> UpstreamError {
+        let (detail, source) = self.explain(what);
+        UpstreamError::Authorization { detail, source }
     }
 }
 
@@ -41,10 +49,10 @@ pub(crate) async fn answer(
     timeout: Duration,
 ) -> Result<(u16, Vec<u8>), Unanswered> {
     let read = async {
-        let mut response = request.send().await.map_err(|e| Unanswered::Unavailable(describe(e)))?;
+        let mut response = request.send().await.map_err(|e| Unanswered::Unavailable(unlocated(e)))?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| Unanswered::Unavailable(describe(e)))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| Unanswered::Unavailable(unlocated(e)))? {
             if body.len() + chunk.len() > max {
                 return Err(Unanswered::TooLarge(max));
             }

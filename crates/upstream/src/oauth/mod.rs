@@ -3,6 +3,10 @@
 //! discovering its authorization server, registering with it, the authorization URL with
 //! PKCE, redeeming codes and refresh tokens, and revoking tokens (RFC 7009). Connecting users
 //! and keeping their tokens sealed in the store build on these.
+//!
+//! Layering: beneath `transport` (which reads an upstream's refusal through
+//! [`BearerChallenge`]) and `config`; imports neither, only `error` and `tls` below it. Its
+//! requests go through its own guarded clients, never an upstream's transport.
 
 mod address;
 mod challenge;

@@ -33,8 +33,10 @@ impl Pkce {
     /// The OS has no randomness to give.
     pub fn generate() -> Result<Self, UpstreamError> {
         let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| UpstreamError::Authorization { detail: format!("no randomness for PKCE: {e}") })?;
+        getrandom::fill(&mut bytes).map_err(|e| UpstreamError::Authorization {
+            detail: "no randomness for PKCE".to_owned(),
+            source: Some(crate::error::cause(e)),
+        })?;
         Ok(Self::from_verifier(URL_SAFE_NO_PAD.encode(bytes)))
     }
 

@@ -55,11 +55,9 @@ impl OAuthClient {
         let request = self.client_post(url, client, &[("token", token), ("token_type_hint", kind.hint())]);
         let (status, _) = answer(request, MAX_ANSWER, self.timeout)
             .await
-            .map_err(|e| UpstreamError::Authorization { detail: e.describe("the revocation endpoint") })?;
+            .map_err(|e| e.into_authorization("the revocation endpoint"))?;
         if status != 200 {
-            return Err(UpstreamError::Authorization {
-                detail: format!("the revocation endpoint answered HTTP {status}"),
-            });
+            return Err(UpstreamError::authorization(format!("the revocation endpoint answered HTTP {status}")));
         }
         Ok(true)
     }

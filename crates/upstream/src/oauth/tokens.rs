@@ -66,7 +66,7 @@ struct Refusal {
 /// the code or refresh token is spent, revoked or expired), [`UpstreamError::Authorization`]
 /// for anything else unusable.
 pub(crate) fn read(status: u16, body: &[u8]) -> Result<TokenSet, UpstreamError> {
-    let unusable = |detail: String| Err(UpstreamError::Authorization { detail });
+    let unusable = |detail: String| Err(UpstreamError::authorization(detail));
     if !(200..300).contains(&status) {
         return match serde_json::from_slice::<Refusal>(body) {
             Ok(refusal) if (400..500).contains(&status) => Err(UpstreamError::AuthorizationRefused {

@@ -15,13 +15,13 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{client_for, describe};
+use super::client::client_for;
 use super::mux::Mux;
 use super::sse::{Event, SseReader, Unfinished};
 use super::stdio::negotiate;
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig, redact_url};
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, describe, unlocated};
 use crate::rpc::{self, Negotiated};
 
 struct Session {
@@ -81,9 +81,7 @@ impl LegacySse {
             return Ok(session.clone());
         }
         let session = tokio::time::timeout(self.config.connect_timeout(), self.open()).await.unwrap_or_else(|_| {
-            Err(UpstreamError::Unreachable {
-                detail: format!("no session within {} s", self.config.connect_timeout_secs),
-            })
+            Err(UpstreamError::unreachable(format!("no session within {} s", self.config.connect_timeout_secs)))
         })?;
         tracing::info!(upstream = %self.config.name, version = session.negotiated.version(), "upstream connected (HTTP+SSE)");
         let session = Arc::new(session);
@@ -101,11 +99,9 @@ impl LegacySse {
             .header(ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| UpstreamError::Unreachable { detail: describe(e) })?;
+            .map_err(|e| UpstreamError::Unreachable { detail: None, source: Some(unlocated(e)) })?;
         if !response.status().is_success() {
-            return Err(UpstreamError::Unreachable {
-                detail: format!("HTTP {} opening the event stream", response.status()),
-            });
+            return Err(UpstreamError::unreachable(format!("HTTP {} opening the event stream", response.status())));
         }
         let (outbox_tx, mut outbox) = mpsc::channel::<Vec<u8>>(256);
         let mux = Mux::new(outbox_tx, self.signals.clone(), &self.config.name);
@@ -138,6 +134,7 @@ impl LegacySse {
                         unfinished.fed(&reader, &events);
                     }
                     Ok(None) => break "the server ended the event stream".to_owned(),
+                    // Text: the reason is the stream's (see `Mux::close`).
                     Err(e) => break format!("the event stream broke: {}", describe(e)),
                 }
                 for event in events.drain(..) {
@@ -155,9 +152,8 @@ impl LegacySse {
             reader_mux.close(why);
         });
 
-        let endpoint = endpoint_rx
-            .await
-            .map_err(|_| UpstreamError::Protocol { detail: format!("no endpoint event: {}", mux.reason()) })?;
+        let endpoint =
+            endpoint_rx.await.map_err(|_| UpstreamError::protocol(format!("no endpoint event: {}", mux.reason())))?;
         let endpoint = resolve_endpoint(url, &String::from_utf8_lossy(&endpoint))?;
 
         // Writer: each message POSTed in order; a refused request fails its call at once.
@@ -173,18 +169,20 @@ impl LegacySse {
                     .body(message)
                     .send()
                     .await;
-                let problem = match sent {
+                let refused = match sent {
                     Ok(r) if r.status().is_success() => continue,
                     Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
                         writer_mux.close("the server forgot the session (HTTP 404)".to_owned());
                         break;
                     }
-                    Ok(r) => format!("HTTP {}", r.status()),
-                    Err(e) => describe(e),
+                    Ok(r) => UpstreamError::unreachable(format!("the message was refused: HTTP {}", r.status())),
+                    Err(e) => UpstreamError::Unreachable {
+                        detail: Some("the message was refused".to_owned()),
+                        source: Some(unlocated(e)),
+                    },
                 };
                 if let Some(id) = id {
-                    writer_mux
-                        .fail(id, UpstreamError::Unreachable { detail: format!("the message was refused: {problem}") });
+                    writer_mux.fail(id, refused);
                 }
             }
         });
@@ -212,9 +210,10 @@ fn resolve_endpoint(base: &str, endpoint: &str) -> Result<String, UpstreamError>
     };
     let same_origin = resolved.strip_prefix(&origin).is_some_and(|r| r.is_empty() || r.starts_with(['/', '?']));
     if !same_origin {
-        return Err(UpstreamError::Protocol {
-            detail: format!("the server named a message endpoint on another origin ({})", redact_url(&resolved)),
-        });
+        return Err(UpstreamError::protocol(format!(
+            "the server named a message endpoint on another origin ({})",
+            redact_url(&resolved)
+        )));
     }
     Ok(resolved)
 }

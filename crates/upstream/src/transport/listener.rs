@@ -13,7 +13,6 @@ use mcpgate_protocol::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
 use super::Signals;
-use super::http::describe;
 use super::sse::{Event, SseReader, Unfinished};
 use crate::rpc::{self, Inbound};
 
@@ -104,7 +103,11 @@ impl Listener {
                     }
                 }
                 Ok(r) => tracing::debug!(upstream = %name, status = %r.status(), "upstream GET stream refused"),
-                Err(e) => tracing::debug!(upstream = %name, error = %describe(e), "upstream GET stream failed"),
+                Err(e) => {
+                    // Without its URL: a query or userinfo may carry a credential.
+                    let e = e.without_url();
+                    tracing::debug!(upstream = %name, error = &e as &dyn std::error::Error, "upstream GET stream failed");
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => return,

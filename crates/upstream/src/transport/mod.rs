@@ -2,8 +2,14 @@
 //! relayed and cancellation forwarded. Each transport negotiates the protocol era itself
 //! (a stdio child per process start, an HTTP upstream once, a legacy HTTP session again after
 //! it expired).
+//!
+//! Layering: transports stand above `oauth` and import it (an `auth = "oauth"` upstream's 401
+//! or 403 is read as an OAuth `Bearer` challenge), never the other way round; what both need
+//! of HTTP (the TLS provider, an error's text without its URL) lives beneath both, in `tls`
+//! and `error`.
 
-pub(crate) mod http;
+mod client;
+mod http;
 mod legacy_sse;
 mod listener;
 mod mux;

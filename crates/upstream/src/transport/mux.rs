@@ -63,6 +63,8 @@ impl Mux {
     }
 
     /// Closes the connection (the first reason given sticks) and fails every call in flight.
+    /// `why` is text, an error's included (`describe`d, without its URL): one reason is shared
+    /// by every call the connection fails, and the next start's message repeats it.
     pub(super) fn close(&self, why: String) {
         if let Ok(mut r) = self.reason.lock() {
             r.get_or_insert(why);
@@ -72,7 +74,7 @@ impl Mux {
         let stranded: Vec<Pending> =
             self.pending.lock().map(|mut m| m.drain().map(|(_, p)| p).collect()).unwrap_or_default();
         for p in stranded {
-            let _ = p.reply.send(Err(UpstreamError::Closed { detail: why.clone() }));
+            let _ = p.reply.send(Err(UpstreamError::closed(why.clone())));
         }
     }
 
@@ -97,9 +99,9 @@ impl Mux {
             map.insert(id, Pending { reply, progress: ex.progress });
         }
         if self.closed.is_cancelled() || self.outbox.send(bytes).await.is_err() {
-            return Err(UpstreamError::Closed { detail: self.reason() });
+            return Err(UpstreamError::closed(self.reason()));
         }
-        let outcome = answer.await.unwrap_or_else(|_| Err(UpstreamError::Closed { detail: self.reason() }));
+        let outcome = answer.await.unwrap_or_else(|_| Err(UpstreamError::closed(self.reason())));
         guard.finish();
         outcome
     }
@@ -145,9 +147,9 @@ impl Mux {
         if let Some(id) = rpc::sniff_id(prefix)
             && let Some(p) = self.pending.lock().ok().and_then(|mut m| m.remove(&id))
         {
-            let _ = p.reply.send(Err(UpstreamError::Protocol {
-                detail: format!("the answer is larger than max_message_bytes ({max} bytes)"),
-            }));
+            let _ = p.reply.send(Err(UpstreamError::protocol(format!(
+                "the answer is larger than max_message_bytes ({max} bytes)"
+            ))));
         }
     }
 

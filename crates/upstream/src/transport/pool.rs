@@ -36,6 +36,8 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tower::Service as _;
 
+use crate::error::{Cause, UpstreamError, cause};
+
 /// TCP keepalive idle time and probe interval (three probes), as the general client sets them.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How long data written may stay unacknowledged before the kernel gives the connection up.
@@ -89,19 +91,16 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-/// Why a request got no answer head (the text names no URL: it may carry a credential).
-#[derive(Debug)]
-pub(crate) struct Failed(pub(crate) String);
-
 impl Pool {
     /// A pool for `url`, when it is a plain `http` URL (`None` otherwise: https and anything
-    /// else go through the general client; `Err`: it names no valid request target or host).
+    /// else go through the general client; `Err`: what it names no valid one of (request
+    /// target or host), and why).
     pub(crate) fn for_url(
         url: &reqwest::Url,
         max_idle: usize,
         idle_timeout: Duration,
         connect_timeout: Duration,
-    ) -> Result<Option<Self>, String> {
+    ) -> Result<Option<Self>, (&'static str, Cause)> {
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { return Ok(None) };
         // Credentials in the URL become the general client's `Authorization: Basic`.
         if url.scheme() != "http" || !url.username().is_empty() || url.password().is_some() {
@@ -111,13 +110,13 @@ impl Pool {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_owned(),
         };
-        let origin_form = hyper::Uri::try_from(target).map_err(|e| format!("not a valid request target: {e}"))?;
+        let origin_form = hyper::Uri::try_from(target).map_err(|e| ("not a valid request target", cause(e)))?;
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
         };
         let address =
-            hyper::Uri::try_from(format!("http://{host}:{port}")).map_err(|e| format!("not a valid host: {e}"))?;
+            hyper::Uri::try_from(format!("http://{host}:{port}")).map_err(|e| ("not a valid host", cause(e)))?;
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(connect_timeout));
         connector.set_nodelay(true);
@@ -130,7 +129,7 @@ impl Pool {
             address,
             connector,
             origin_form,
-            host: HeaderValue::try_from(authority).map_err(|e| format!("not a valid host: {e}"))?,
+            host: HeaderValue::try_from(authority).map_err(|e| ("not a valid host", cause(e)))?,
             idle: Mutex::new(Vec::new()),
             max_idle: max_idle.max(1),
             idle_timeout,
@@ -140,7 +139,8 @@ impl Pool {
 
     /// POSTs `body` with `headers` (`Host` is added) and returns the answer's head; its body is
     /// read from the returned [`Answer`], which gives the connection back when read to its end.
-    pub(crate) async fn post(&self, mut headers: HeaderMap, body: Vec<u8>) -> Result<Answer<'_>, Failed> {
+    /// `Err`: the upstream is unreachable (the error names no URL: it may carry a credential).
+    pub(crate) async fn post(&self, mut headers: HeaderMap, body: Vec<u8>) -> Result<Answer<'_>, UpstreamError> {
         headers.insert(HOST, self.host.clone());
         let mut request = hyper::Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = hyper::Method::POST;
@@ -171,11 +171,11 @@ impl Pool {
                         request = unsent;
                         conn = Box::pin(self.open()).await?;
                     }
-                    _ => return Err(Failed(describe(&e.into_error()))),
+                    _ => return Err(unreachable(e.into_error())),
                 },
             }
         }
-        Err(Failed("the upstream closed a new connection before taking the request".to_owned()))
+        Err(UpstreamError::unreachable("the upstream closed a new connection before taking the request"))
     }
 
     /// The most recently used idle connection that can still take a request (expired ones
@@ -205,14 +205,14 @@ impl Pool {
         }
     }
 
-    async fn open(&self) -> Result<Box<Conn>, Failed> {
+    async fn open(&self) -> Result<Box<Conn>, UpstreamError> {
         let connect = async {
-            let io = self.connector.clone().call(self.address.clone()).await.map_err(|e| Failed(describe(&e)))?;
-            http1::handshake(io).await.map_err(|e| Failed(describe(&e)))
+            let io = self.connector.clone().call(self.address.clone()).await.map_err(unreachable)?;
+            http1::handshake(io).await.map_err(unreachable)
         };
-        let (send, driver) = tokio::time::timeout(self.connect_timeout, connect)
-            .await
-            .map_err(|_| Failed(format!("no connection within {} s", self.connect_timeout.as_secs())))??;
+        let (send, driver) = tokio::time::timeout(self.connect_timeout, connect).await.map_err(|_| {
+            UpstreamError::unreachable(format!("no connection within {} s", self.connect_timeout.as_secs()))
+        })??;
         Ok(Box::new(Conn { send, driver, since: Instant::now() }))
     }
 }
@@ -239,19 +239,9 @@ async fn exchange(
     Ok((response, driver_done))
 }
 
-/// An error with its causes (each once: many repeat their cause's text in their own).
-pub(crate) fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+/// Unreachable because of `e` (a connection's error: it alone says why).
+fn unreachable(e: impl std::error::Error + Send + Sync + 'static) -> UpstreamError {
+    UpstreamError::Unreachable { detail: None, source: Some(cause(e)) }
 }
 
 /// An answer from a pooled connection: its head, and its body read chunk by chunk while the
@@ -272,7 +262,7 @@ pub(crate) struct Answer<'a> {
 
 impl Answer<'_> {
     /// The next piece of the body; `None` at its end (the connection is then kept).
-    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Cause> {
         loop {
             let (conn, body) = (&mut self.conn, &mut self.body);
             let frame = poll_fn(|cx| {
@@ -292,7 +282,7 @@ impl Answer<'_> {
                 },
                 Some(Err(e)) => {
                     self.conn = None;
-                    return Err(describe(&e));
+                    return Err(cause(e));
                 }
                 None => {
                     self.ended = true;

@@ -6,8 +6,8 @@ use bytes::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
-use super::http::describe;
 use super::pool;
+use crate::error::{Cause, unlocated};
 
 /// One answer.
 pub(crate) enum Reply<'a> {
@@ -43,11 +43,11 @@ impl Reply<'_> {
         }
     }
 
-    /// The next piece of its body, `None` at the end; `Err` says why it broke (no URL).
-    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+    /// The next piece of its body, `None` at the end; `Err` is why it broke (no URL).
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Cause> {
         match self {
             Self::Pooled(a) => a.chunk().await,
-            Self::General(r) => r.chunk().await.map_err(describe),
+            Self::General(r) => r.chunk().await.map_err(unlocated),
         }
     }
 }

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::mux::Mux;
 use super::{Exchange, Signals};
 use crate::config::{EraChoice, UpstreamConfig};
-use crate::error::UpstreamError;
+use crate::error::{UpstreamError, cause};
 use crate::rpc::{self, Negotiated};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -123,13 +123,11 @@ impl Stdio {
         };
         let now = Instant::now();
         if now < *next_start {
-            return Err(UpstreamError::Unreachable {
-                detail: format!(
-                    "the server process is restarting (in {} ms) after: {}",
-                    (*next_start - now).as_millis(),
-                    last_error.as_deref().unwrap_or("a failure")
-                ),
-            });
+            return Err(UpstreamError::unreachable(format!(
+                "the server process is restarting (in {} ms) after: {}",
+                (*next_start - now).as_millis(),
+                last_error.as_deref().unwrap_or("a failure")
+            )));
         }
         let (backoff, ever_started) = (*backoff, *ever_started);
         match tokio::time::timeout(self.config.connect_timeout(), self.start()).await {
@@ -144,15 +142,16 @@ impl Stdio {
             outcome => {
                 let error = match outcome {
                     Ok(Err(e)) => e,
-                    _ => UpstreamError::Unreachable {
-                        detail: format!("the server did not start within {} s", self.config.connect_timeout_secs),
-                    },
+                    _ => UpstreamError::unreachable(format!(
+                        "the server did not start within {} s",
+                        self.config.connect_timeout_secs
+                    )),
                 };
-                tracing::warn!(upstream = %self.config.name, error = %error, "starting the upstream server failed");
+                tracing::warn!(upstream = %self.config.name, error = &error as &dyn std::error::Error, "starting the upstream server failed");
                 *state = State::Idle {
                     next_start: Instant::now() + backoff,
                     backoff: (backoff * 2).min(MAX_BACKOFF),
-                    last_error: Some(error.to_string()),
+                    last_error: Some(error.client_text()),
                     ever_started: true,
                 };
                 Err(error)
@@ -176,13 +175,14 @@ impl Stdio {
             command.current_dir(cwd);
         }
         command.stdin(Piped::piped()).stdout(Piped::piped()).stderr(Piped::piped()).kill_on_drop(true);
-        let mut process = command
-            .spawn()
-            .map_err(|e| UpstreamError::Unreachable { detail: format!("cannot start {program:?}: {e}") })?;
+        let mut process = command.spawn().map_err(|e| UpstreamError::Unreachable {
+            detail: Some(format!("cannot start {program:?}")),
+            source: Some(cause(e)),
+        })?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (process.stdin.take(), process.stdout.take(), process.stderr.take())
         else {
-            return Err(UpstreamError::Unreachable { detail: "the process has no pipes".to_owned() });
+            return Err(UpstreamError::unreachable("the process has no pipes"));
         };
         let name = config.name.clone();
         let (writer, mut outbox) = mpsc::channel::<Vec<u8>>(256);
@@ -299,7 +299,7 @@ pub(super) async fn negotiate(config: &UpstreamConfig, era: EraChoice, mux: &Mux
             Ok(result) if rpc::discover_offers_modern(&result) => return Ok(Negotiated::Modern),
             Err(UpstreamError::Timeout { .. }) if era == EraChoice::Auto => unanswered = true,
             Ok(_) | Err(UpstreamError::Rpc { .. }) if era == EraChoice::Auto => {}
-            Ok(_) => return Err(UpstreamError::Protocol { detail: "the server does not offer 2026-07-28".to_owned() }),
+            Ok(_) => return Err(UpstreamError::protocol("the server does not offer 2026-07-28")),
             Err(e) => return Err(e),
         }
     }

@@ -74,10 +74,10 @@ async fn a_loopback_authorization_server_is_refused_unless_the_upstream_is_on_lo
     {
         let server = server_at(&base);
         let refused = public.refresh(&server, &client(), "rt", "https://mcp.example/mcp").await.expect_err("refused");
-        let text = refused.to_string();
+        let text = refused.client_text();
         assert!(text.contains("loopback") && text.contains("allow_private_addresses"), "{base}: {text}");
         let refused = public.register(&server, "mcpgate", "https://gw.example/cb").await.expect_err("refused");
-        assert!(refused.to_string().contains("loopback"), "{base}: {refused}");
+        assert!(refused.client_text().contains("loopback"), "{base}: {refused}");
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 0, "no connection reached the loopback server");
 
@@ -105,7 +105,7 @@ async fn private_link_local_and_metadata_addresses_are_refused_before_any_reques
         let refused =
             public.refresh(&server_at(base), &client(), "rt", "https://mcp.example/mcp").await.expect_err("refused");
         assert!(
-            refused.to_string().contains(kind) && refused.to_string().contains("no request made"),
+            refused.client_text().contains(kind) && refused.client_text().contains("no request made"),
             "{base}: {refused}"
         );
     }
