@@ -12,6 +12,7 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 
+use super::wait::{Look, wait_every};
 use crate::contract::{EventBus, JobQueue, Locks, OnceMarks, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault};
 use crate::model::{
     Answered, Cancelled, CheckedAnswer, CheckedAnswers, Claim, Created, Idempotency, Job, Lease, NewTask, RawAnswer,
@@ -80,14 +81,12 @@ fn checked(pairs: &[(&str, &str, &[&'static str])]) -> CheckedAnswers {
 const FORM: &[&str] = &["elicitation/create"];
 
 async fn next_job<S: JobQueue>(store: &S, worker: &str, task: &TaskId) -> Job {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    // Each read blocks up to 200 ms itself.
+    wait_every(format_args!("a job for {task}"), WAIT, Duration::ZERO, async || {
         let jobs = store.read(worker, 10, Duration::from_millis(200)).await.expect("read");
-        if let Some(job) = jobs.into_iter().find(|j| &j.task == task) {
-            return job;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no job for {task} within {WAIT:?}");
-    }
+        jobs.iter().find(|j| &j.task == task).cloned().map_or_else(|| Look::not_yet(jobs), Look::Done)
+    })
+    .await
 }
 
 async fn event<S: EventBus>(sub: &mut crate::events::Subscription) -> TaskEvent {
@@ -701,15 +700,16 @@ async fn published_changes_reach_every_listener<S: EventBus>(store: &S) {
     let mut a = store.changes();
     let mut b = store.changes();
     // The Redis subscriber may still be connecting: publish until the first change arrives.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let first = loop {
+    // Each look waits up to 200 ms for the change itself.
+    let first = wait_every("a published change to be delivered", WAIT, Duration::ZERO, async || {
         store.publish_change(&crate::Change::ToolsListChanged).await.expect("publish");
         match tokio::time::timeout(Duration::from_millis(200), a.recv()).await {
-            Ok(Ok(crate::Change::Missed)) | Err(_) => {}
-            Ok(other) => break other.expect("a change"),
+            Ok(Ok(crate::Change::Missed)) => Look::NotYet("a missed change".to_owned()),
+            Err(_) => Look::NotYet("nothing within 200 ms".to_owned()),
+            Ok(other) => Look::Done(other.expect("a change")),
         }
-        assert!(tokio::time::Instant::now() < deadline, "no change delivered within {WAIT:?}");
-    };
+    })
+    .await;
     assert_eq!(first, crate::Change::ToolsListChanged);
     let uri = crate::Change::ResourceUpdated("test://watched".to_owned());
     store.publish_change(&uri).await.expect("publish");
