@@ -379,7 +379,9 @@ async fn legacy_task_rules() {
     assert!(plain["content"].is_array(), "older versions have no tasks: the call runs synchronously");
 }
 
-#[tokio::test]
+// The keep-alives and the tool's 2.5 s run are on tokio's clock: paused, they pass without
+// waiting (the task's records, on the store's wall clock, need no time to pass).
+#[tokio::test(start_paused = true)]
 async fn waiting_on_tasks_result_streams_keep_alives() {
     let mut c = config();
     c.http.sse_keepalive_secs = 1;

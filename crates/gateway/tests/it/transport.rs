@@ -186,7 +186,8 @@ fn stalled(first: &str) -> Body {
     Body::from_stream(head.chain(stream::pending()))
 }
 
-#[tokio::test]
+// The body timeout runs on tokio's clock: paused, the 1 s passes without waiting for it.
+#[tokio::test(start_paused = true)]
 async fn slow_bodies_time_out_with_408() {
     let mut c = config();
     c.http.body_timeout_secs = 1;
