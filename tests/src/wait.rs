@@ -1,6 +1,9 @@
 //! Bounded waits, the one place in the end-to-end tests that polls: `wait_for` (until a
 //! condition holds), `settle` (until a value stops changing), `poll_task` (until a task reaches
 //! a status) and `eventually!`, plus `wait_for_blocking` for the harness's synchronous start-up.
+//! They are the store's shared waits (`mcpgate_store::testing::wait`, which the crates' own
+//! tests use) with what end-to-end runs add: fallible probes, a 100 ms interval and
+//! `MCPGATE_TEST_PATIENCE`.
 //!
 //! Invariant: every wait ends by its deadline; one that times out panics naming what it waited
 //! for and the last thing it saw. Deadlines are for liveness, never speed: they are generous
@@ -9,6 +12,8 @@
 use std::fmt::{Debug, Display};
 use std::time::Duration;
 
+use mcpgate_store::testing::wait;
+pub use mcpgate_store::testing::wait::{Look, Observed};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -19,52 +24,6 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Time between two looks at a condition.
 const INTERVAL: Duration = Duration::from_millis(100);
-
-/// What one look at a condition found.
-#[derive(Debug)]
-pub enum Look<T> {
-    /// It holds; the wait returns this.
-    Done(T),
-    /// Not yet; what was seen instead (shown if the wait times out).
-    NotYet(String),
-}
-
-impl<T> Look<T> {
-    /// Not yet, having seen `seen`.
-    pub fn not_yet(seen: impl Debug) -> Self {
-        Self::NotYet(format!("{seen:?}"))
-    }
-}
-
-/// What a probe may return: a [`Look`], a `bool` (holds or not) or an `Option` (a value once
-/// there is one).
-pub trait Observed {
-    /// What the wait returns once the condition holds.
-    type Value;
-    /// This observation as a [`Look`].
-    fn look(self) -> Look<Self::Value>;
-}
-
-impl<T> Observed for Look<T> {
-    type Value = T;
-    fn look(self) -> Look<T> {
-        self
-    }
-}
-
-impl Observed for bool {
-    type Value = ();
-    fn look(self) -> Look<()> {
-        if self { Look::Done(()) } else { Look::NotYet("false".to_owned()) }
-    }
-}
-
-impl<T> Observed for Option<T> {
-    type Value = T;
-    fn look(self) -> Look<T> {
-        self.map_or_else(|| Look::NotYet("nothing yet".to_owned()), Look::Done)
-    }
-}
 
 /// `within` stretched by `MCPGATE_TEST_PATIENCE` (a factor, default 1) for slower machines.
 pub fn patience(within: Duration) -> Duration {
@@ -84,21 +43,11 @@ pub async fn wait_for<O: Observed>(
     within: Duration,
     mut probe: impl AsyncFnMut() -> anyhow::Result<O>,
 ) -> O::Value {
-    let within = patience(within);
-    let deadline = Instant::now() + within;
-    loop {
-        match probe().await {
-            Ok(seen) => match seen.look() {
-                Look::Done(value) => return value,
-                Look::NotYet(seen) if Instant::now() >= deadline => {
-                    panic!("waited {within:?} for {what}; last seen: {seen}")
-                }
-                Look::NotYet(_) => {}
-            },
-            Err(e) => panic!("waiting for {what}: {e:#}"),
-        }
-        tokio::time::sleep(INTERVAL).await;
-    }
+    let what = what.to_string();
+    wait::wait_every(&what, patience(within), INTERVAL, async || {
+        probe().await.unwrap_or_else(|e| panic!("waiting for {what}: {e:#}"))
+    })
+    .await
 }
 
 /// [`wait_for`] for synchronous code (the harness's process start-up and exit), sleeping the
@@ -112,21 +61,10 @@ pub fn wait_for_blocking<O: Observed>(
     within: Duration,
     mut probe: impl FnMut() -> anyhow::Result<O>,
 ) -> O::Value {
-    let within = patience(within);
-    let deadline = Instant::now() + within;
-    loop {
-        match probe() {
-            Ok(seen) => match seen.look() {
-                Look::Done(value) => return value,
-                Look::NotYet(seen) if Instant::now() >= deadline => {
-                    panic!("waited {within:?} for {what}; last seen: {seen}")
-                }
-                Look::NotYet(_) => {}
-            },
-            Err(e) => panic!("waiting for {what}: {e:#}"),
-        }
-        std::thread::sleep(INTERVAL / 2);
-    }
+    let what = what.to_string();
+    wait::wait_for_blocking(&what, patience(within), INTERVAL / 2, || {
+        probe().unwrap_or_else(|e| panic!("waiting for {what}: {e:#}"))
+    })
 }
 
 /// Reads a value until it has not changed for `quiet` (e.g. a count that must stop growing)

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::Router;
+use mcpgate_store::testing::wait::{Look, wait_for};
 use serde_json::{Value, json};
 
 use crate::support::{Req, app, claims, config, hs, hs256_config, initialize};
@@ -34,15 +35,12 @@ fn read_lines(path: &Path) -> Vec<Value> {
 
 /// Waits (at most 10 s) until the trail holds a line that `wanted` accepts; returns it.
 async fn line_where(path: &Path, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    wait_for(format_args!("an audit line for {what}"), Duration::from_secs(10), async || {
         let lines = read_lines(path);
-        if let Some(line) = lines.iter().find(|l| wanted(l)) {
-            return line.clone();
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no audit line for {what} within 10 s; trail: {lines:#?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        let line = lines.iter().find(|l| wanted(l)).cloned();
+        line.map_or_else(|| Look::NotYet(format!("trail: {lines:#?}")), Look::Done)
+    })
+    .await
 }
 
 fn event_named<'a>(event: &'a str, name: &'a str) -> impl Fn(&Value) -> bool + 'a {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use mcpgate_store::testing::wait::{Look, wait_every};
 use serde_json::{Value, json};
 
 use crate::support::{Req, app, claims, config, hs, hs256_config, initialize};
@@ -37,16 +38,20 @@ async fn a_background_call_answers_at_once_and_the_companions_follow_it() {
 
     let status = call(&app, "task_status", json!({"taskId": id}), None).await;
     assert!(["working", "completed"].contains(&status["structuredContent"]["status"].as_str().unwrap_or_default()));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let done = loop {
-        let result = call(&app, "task_result", json!({"taskId": id}), None).await;
-        if !text(&result).contains("still running") {
-            break result;
-        }
-        assert_ne!(result["isError"], true, "still running is not an error: {result}");
-        assert!(tokio::time::Instant::now() < deadline, "never finished: {result}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let done = wait_every(
+        format_args!("task {id} to finish"),
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        async || {
+            let result = call(&app, "task_result", json!({"taskId": id}), None).await;
+            if !text(&result).contains("still running") {
+                return Look::Done(result);
+            }
+            assert_ne!(result["isError"], true, "still running is not an error: {result}");
+            Look::NotYet(result.to_string())
+        },
+    )
+    .await;
     assert_eq!(text(&done), "Report on otters: 1 sections compiled.", "the tool's own result: {done}");
 
     // Cancelled: the work stops, and the companions say so.
@@ -94,16 +99,18 @@ async fn a_background_call_while_every_worker_is_busy_is_told_to_retry() {
     let first = call(&app, "background_report", json!({"topic": "first", "seconds": 30}), None).await;
     let mut started = vec![first["structuredContent"]["taskId"].as_str().expect("a task id").to_owned()];
     // The first task takes the only worker once it is claimed; until then calls still start.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let busy = loop {
+    let what = "a call answered busy with one worker taken";
+    let busy = wait_every(what, Duration::from_secs(10), Duration::from_millis(50), async || {
         let next = call(&app, "background_report", json!({"topic": "next", "seconds": 30}), None).await;
         match next["structuredContent"]["taskId"].as_str() {
-            Some(id) => started.push(id.to_owned()),
-            None => break next,
+            Some(id) => {
+                started.push(id.to_owned());
+                Look::NotYet(next.to_string())
+            }
+            None => Look::Done(next),
         }
-        assert!(tokio::time::Instant::now() < deadline, "never busy with one worker taken");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     assert_eq!(busy["isError"], true, "{busy}");
     assert_eq!(busy["structuredContent"], json!({"busy": true, "retryAfterSecs": 7}), "{busy}");
     assert!(text(&busy).contains("7 s"), "{busy}");

@@ -19,6 +19,7 @@ use mcpgate::{AppState, Config};
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::wait::{Look, wait_every, wait_for};
 
 use crate::support::{Req, app_with, claims, hs, hs256_config};
 
@@ -85,15 +86,15 @@ async fn listed(app: &Router) -> Vec<Value> {
 
 /// Waits (bounded) until Alice holds exactly one task with `status`; returns it.
 async fn one_task(app: &Router, status: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + LIVENESS;
-    loop {
+    wait_for(format_args!("a single {status} task"), LIVENESS, async || {
         let tasks = listed(app).await;
         if tasks.len() == 1 && tasks[0]["status"] == status {
-            return tasks[0].clone();
+            Look::Done(tasks[0].clone())
+        } else {
+            Look::not_yet(tasks)
         }
-        assert!(tokio::time::Instant::now() < deadline, "no single {status} task within {LIVENESS:?}: {tasks:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 async fn metric(app: &Router, series: &str) -> u64 {
@@ -300,12 +301,12 @@ async fn legacy_result_waits(store: Store) {
     // The request is seen waiting (it holds the replica's waiter slot) before the gate opens:
     // until then the task cannot end, so a tasks/result that did not wait could not answer
     // its result.
-    let deadline = tokio::time::Instant::now() + LIVENESS;
-    while state.result_waiters.acquire("probe").is_ok() {
-        assert!(!waiting.is_finished(), "tasks/result answered before its task ended");
-        assert!(tokio::time::Instant::now() < deadline, "tasks/result was not waiting within {LIVENESS:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_every("tasks/result to hold the waiter slot", LIVENESS, Duration::from_millis(10), async || {
+        let free = state.result_waiters.acquire("probe").is_ok();
+        assert!(!free || !waiting.is_finished(), "tasks/result answered before its task ended");
+        !free
+    })
+    .await;
     assert!(!waiting.is_finished(), "tasks/result answered before its task ended");
     gate.add_permits(1);
     let result = tokio::time::timeout(LIVENESS, waiting).await.expect("answered once the task ended").expect("ran");

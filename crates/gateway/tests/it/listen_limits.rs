@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use mcpgate_store::testing::wait::{Look, wait_for};
 use serde_json::{Value, json};
 
 use crate::support::{Req, Resp, SseStream, app, assert_error, claims, config, hs, hs256_config};
@@ -46,15 +47,11 @@ async fn the_replicas_listen_streams_are_bounded_with_503() {
     assert_eq!(refused.header("retry-after"), Some("1"), "{json}");
     // A stream that ends gives its slot back (once its task sees the client gone).
     drop(first);
-    let deadline = tokio::time::Instant::now() + LIVENESS;
-    loop {
-        match listen(&app, None, tools()).await {
-            Ok(_) => break,
-            Err(refused) => assert_error(&refused, 503, -32603),
-        };
-        assert!(tokio::time::Instant::now() < deadline, "the closed stream's slot not back within {LIVENESS:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for("the closed stream's slot to be back", LIVENESS, async || match listen(&app, None, tools()).await {
+        Ok(_) => Look::Done(()),
+        Err(refused) => Look::NotYet(assert_error(&refused, 503, -32603).to_string()),
+    })
+    .await;
 }
 
 #[tokio::test]

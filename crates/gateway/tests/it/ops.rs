@@ -1,5 +1,8 @@
 //! Health, readiness and metrics endpoints.
 
+use std::time::Duration;
+
+use mcpgate_store::testing::wait::{Look, wait_every};
 use serde_json::json;
 
 use crate::support::{Req, app, app_with, config};
@@ -49,15 +52,13 @@ async fn metrics_count_task_events_by_tool() {
     let cancel = json!({"taskId": running["taskId"]});
     Req::modern_with("tasks/cancel", cancel, caps.clone()).send(&app).await.result();
     let metric = |text: &str, line: &str| text.lines().find_map(|l| l.strip_prefix(line)).map(str::to_owned);
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let text = loop {
+    let what = format!("{} to complete", done["taskId"]);
+    let text = wait_every(what, Duration::from_secs(10), Duration::from_millis(30), async || {
         let text = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
-        if metric(&text, "mcpgate_tasks_total{tool=\"slow_compute\",event=\"completed\"} ").is_some() {
-            break text;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{} never completed:\n{text}", done["taskId"]);
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-    };
+        let completed = metric(&text, "mcpgate_tasks_total{tool=\"slow_compute\",event=\"completed\"} ").is_some();
+        if completed { Look::Done(text) } else { Look::NotYet(text) }
+    })
+    .await;
     for (line, value) in [
         ("mcpgate_tasks_total{tool=\"slow_compute\",event=\"created\"} ", "2"),
         ("mcpgate_tasks_total{tool=\"slow_compute\",event=\"completed\"} ", "1"),

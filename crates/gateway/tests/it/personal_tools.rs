@@ -13,6 +13,7 @@ use mcpgate::Principal;
 use mcpgate::catalog::{BoxFuture, FnTool, Outcome, PersonalTools, TaskPolicy, Tool, ToolDescriptor, ToolResolver};
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_store::testing::wait::{Look, wait_every};
 
 use crate::support::{Req, app_with, claims, hs, hs256_config};
 
@@ -96,15 +97,12 @@ async fn only_its_owner_calls_it_and_a_worker_runs_its_task_for_the_creator() {
     let created = as_user(create, "alice").send(&app).await.result();
     let id = created["taskId"].as_str().or_else(|| created["task"]["taskId"].as_str()).expect("a task").to_owned();
     // Bounded: a worker of this replica claims and runs the task at once.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = "the task's tool to be found for its creator (the task completed)";
+    let task = wait_every(what, Duration::from_secs(10), Duration::from_millis(50), async || {
         let get = Req::modern_with("tasks/get", json!({"taskId": id}), json!({"extensions": {EXT: {}}}));
         let task = as_user(get, "alice").send(&app).await.result();
-        if task["status"] == "completed" {
-            assert!(task.to_string().contains("for alice"), "run for its creator: {task}");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the task's tool was not found for its creator: {task}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if task["status"] == "completed" { Look::Done(task) } else { Look::NotYet(task.to_string()) }
+    })
+    .await;
+    assert!(task.to_string().contains("for alice"), "run for its creator: {task}");
 }

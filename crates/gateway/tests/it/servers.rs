@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use mcpgate::Config;
 use mcpgate::config::{Effect, VirtualServer};
 use mcpgate::policy::PolicyRule;
+use mcpgate_store::testing::wait::{Look, wait_for};
 
 use crate::support::{AUD, Req, app, assert_error, claims, config, error_text, hs, hs256_config, initialize};
 
@@ -297,18 +298,18 @@ async fn the_audit_trail_names_the_server_of_a_call_and_of_its_task() {
     assert_eq!(answered["resultType"], "complete", "{answered}");
     let id = answered["_meta"]["io.mcpgate/taskId"].as_str().expect("the task's id in _meta").to_owned();
     // Bounded wait for the lines (the trail is written off the request path).
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let lines = loop {
+    let lines = wait_for("the audit lines", std::time::Duration::from_secs(10), async || {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         let created = lines.iter().any(|l| l["event"] == "task.created" && l["task_id"] == id.as_str());
         let call = lines.iter().any(|l| l["name"] == "slow_compute" && l["task_id"] == id.as_str());
         if lines.iter().filter(|l| l["name"] == "echo").count() == 2 && created && call {
-            break lines;
+            Look::Done(lines)
+        } else {
+            Look::NotYet(format!("{lines:#?}"))
         }
-        assert!(tokio::time::Instant::now() < deadline, "audit lines within 10 s: {lines:#?}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    })
+    .await;
     let servers: Vec<&Value> = lines.iter().filter(|l| l["name"] == "echo").map(|l| &l["server"]).collect();
     assert_eq!(servers, [&json!("ops"), &json!("")], "{lines:#?}");
     let task = lines.iter().find(|l| l["event"] == "task.created" && l["task_id"] == id.as_str()).expect("its line");

@@ -12,6 +12,7 @@ use tower::ServiceExt;
 use mcpgate::catalog::{BoxFuture, Failure, Outcome, Tool, ToolCall, ToolContext, ToolDescriptor};
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_store::testing::wait::{Look, wait_every};
 
 use crate::support::{Req, app, app_with, config};
 
@@ -143,26 +144,17 @@ async fn closing_the_stream_cancels_the_work() {
     assert!(String::from_utf8_lossy(&first).contains("notifications/progress"));
     assert!(!cancelled.load(Ordering::SeqCst));
     drop(body);
-    let deadline = tokio::time::Instant::now() + STOP_BOUND;
-    while !cancelled.load(Ordering::SeqCst) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool did not stop within {STOP_BOUND:?} of the client leaving"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let every = Duration::from_millis(10);
+    wait_every("the tool to stop once the client left", STOP_BOUND, every, async || cancelled.load(Ordering::SeqCst))
+        .await;
     // Leaving is the client's choice, not a server failure.
     let wanted = "mcpgate_requests_total{method=\"tools/call\",era=\"modern\",outcome=\"client_error\"} 1";
-    let deadline = tokio::time::Instant::now() + STOP_BOUND;
-    loop {
+    let text = wait_every("a client_error recorded", STOP_BOUND, every, async || {
         let text = String::from_utf8_lossy(&Req::get("/metrics").send(&app).await.body).into_owned();
-        if text.contains(wanted) {
-            assert!(!text.contains("outcome=\"server_error\""), "{text}");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no client_error recorded within {STOP_BOUND:?}:\n{text}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        if text.contains(wanted) { Look::Done(text) } else { Look::NotYet(text) }
+    })
+    .await;
+    assert!(!text.contains("outcome=\"server_error\""), "{text}");
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use mcpgate::catalog::{BoxFuture, Outcome, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor};
 use mcpgate::protocol::content::ContentBlock;
 use mcpgate::protocol::tool::CallToolResult;
+use mcpgate_store::testing::wait::{Look, wait_every};
 
 use crate::support::{Req, Resp, SseStream, app, app_with, assert_error, config, initialize};
 
@@ -46,15 +47,14 @@ async fn a_legacy_call_that_asks_for_input_is_charged_to_the_callers_task_quota(
 
     // The client leaving cancels the task, which frees its place.
     drop(first);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
+    let what = "the cancelled task to count no more (a new one admitted)";
+    wait_every(what, Duration::from_secs(5), Duration::from_millis(50), async || {
         match asking_call(&app, "four.log").await {
-            Ok(_) => break,
-            Err(refused) => assert_error(&refused, 429, -32600),
-        };
-        assert!(tokio::time::Instant::now() < deadline, "the cancelled task still counts");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+            Ok(_) => Look::Done(()),
+            Err(refused) => Look::NotYet(assert_error(&refused, 429, -32600).to_string()),
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -131,18 +131,14 @@ async fn a_long_call_over_the_task_quota_stays_synchronous() {
     let promoted = slow_call().send(&app).await.result();
     assert_eq!(promoted["resultType"], "task", "{promoted}");
     let id = promoted["taskId"].as_str().expect("a task id").to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
+    wait_every(format_args!("task {id} to complete"), Duration::from_secs(5), Duration::from_millis(30), async || {
         let got = Req::modern_with("tasks/get", json!({"taskId": id}), json!({"extensions": {EXT: {}}}))
             .send(&app)
             .await
             .result();
-        if got["status"] == "completed" {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never completed: {got}");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+        if got["status"] == "completed" { Look::Done(()) } else { Look::NotYet(got.to_string()) }
+    })
+    .await;
     // With the quota taken by a running task, it is not made a task: it answers in the request.
     let report = json!({"name": "slow_report", "arguments": {"topic": "q", "seconds": 60}});
     let running = Req::modern_with("tools/call", report, json!({"extensions": {EXT: {}}})).send(&app).await.result();

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use axum::Router;
+use mcpgate_store::testing::wait::{self, Look};
 use serde_json::{Value, json};
 
 use crate::support::{
@@ -38,15 +39,16 @@ async fn update(app: &Router, id: &str, answers: Value) -> crate::support::Resp 
 
 /// Polls `tasks/get` (bounded) until the task has `status`.
 async fn wait_for(app: &Router, id: &str, status: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let task = get(app, id).await;
-        if task["status"] == status {
-            return task;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "task {id} never {status}: {task}");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+    wait::wait_every(
+        format_args!("task {id} to be {status}"),
+        Duration::from_secs(10),
+        Duration::from_millis(30),
+        async || {
+            let task = get(app, id).await;
+            if task["status"] == status { Look::Done(task) } else { Look::NotYet(task.to_string()) }
+        },
+    )
+    .await
 }
 
 #[tokio::test]
@@ -207,13 +209,16 @@ async fn a_json_only_legacy_wait_on_a_parked_task_says_why_it_cannot_go_on() {
         .as_str()
         .expect("id")
         .to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while Req::legacy("tasks/get", json!({"taskId": id}), Some(&session)).send(&app).await.result()["status"]
-        != "input_required"
-    {
-        assert!(tokio::time::Instant::now() < deadline, "never parked");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+    wait::wait_every(
+        format_args!("task {id} to park"),
+        Duration::from_secs(5),
+        Duration::from_millis(30),
+        async || {
+            let task = Req::legacy("tasks/get", json!({"taskId": id}), Some(&session)).send(&app).await.result();
+            if task["status"] == "input_required" { Look::Done(()) } else { Look::NotYet(task.to_string()) }
+        },
+    )
+    .await;
     let resp = Req::legacy("tasks/result", json!({"taskId": id}), Some(&session))
         .header("accept", "application/json")
         .send(&app)

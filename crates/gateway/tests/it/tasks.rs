@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 
 use mcpgate::catalog::{BoxFuture, Failure, Outcome, TaskPolicy, Tool, ToolCall, ToolContext, ToolDescriptor};
 use mcpgate_protocol::tool::CallToolResult;
+use mcpgate_store::testing::wait::{Look, wait_every};
 
 use crate::support::{Req, app, app_with, assert_error, config, initialize};
 
@@ -31,15 +32,16 @@ async fn get(app: &Router, id: &str) -> crate::support::Resp {
 
 /// Polls `tasks/get` (bounded) until the task is terminal.
 async fn settle(app: &Router, id: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("task {id} to reach a terminal status");
+    wait_every(what, Duration::from_secs(10), Duration::from_millis(50), async || {
         let task = get(app, id).await.result();
         if ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap_or_default()) {
-            return task;
+            Look::Done(task)
+        } else {
+            Look::NotYet(task.to_string())
         }
-        assert!(tokio::time::Instant::now() < deadline, "task {id} stuck: {task}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -238,11 +240,8 @@ async fn cancelling_stops_the_running_tool() {
     tokio::time::timeout(LIVENESS, started.notified()).await.expect("the task's tool started within 20 s");
     assert!(!cancelled.load(Ordering::SeqCst), "running");
     Req::modern_with("tasks/cancel", json!({"taskId": id}), with_ext()).send(&app).await.result();
-    let deadline = tokio::time::Instant::now() + LIVENESS;
-    while !cancelled.load(Ordering::SeqCst) {
-        assert!(tokio::time::Instant::now() < deadline, "the tool still runs {LIVENESS:?} after the cancel");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let every = Duration::from_millis(10);
+    wait_every("the tool to stop after the cancel", LIVENESS, every, async || cancelled.load(Ordering::SeqCst)).await;
 }
 
 #[tokio::test]
@@ -259,16 +258,14 @@ async fn tasks_expire_after_their_lifetime() {
     let id = created["taskId"].as_str().expect("id");
     assert!(get(&app, id).await.result()["status"].is_string());
     // Polls until the task is gone (bounded), then checks it did not go before its lifetime.
-    let deadline = before + LIVENESS;
-    loop {
+    let within = LIVENESS.saturating_sub(before.elapsed());
+    let what = format!("task {id} to be gone after its 1 s lifetime");
+    let resp = wait_every(what, within, Duration::from_millis(50), async || {
         let resp = get(&app, id).await;
-        if resp.json().get("error").is_some() {
-            assert_error(&resp, 200, -32602);
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "task {id} still found {LIVENESS:?} after a 1 s lifetime");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if resp.json().get("error").is_some() { Look::Done(resp) } else { Look::NotYet(resp.json().to_string()) }
+    })
+    .await;
+    assert_error(&resp, 200, -32602);
     assert!(before.elapsed() >= Duration::from_secs(1), "gone before its 1 s lifetime ended");
 }
 
@@ -382,7 +379,9 @@ async fn legacy_task_rules() {
     assert!(plain["content"].is_array(), "older versions have no tasks: the call runs synchronously");
 }
 
-#[tokio::test]
+// The keep-alives and the tool's 2.5 s run are on tokio's clock: paused, they pass without
+// waiting (the task's records, on the store's wall clock, need no time to pass).
+#[tokio::test(start_paused = true)]
 async fn waiting_on_tasks_result_streams_keep_alives() {
     let mut c = config();
     c.http.sse_keepalive_secs = 1;

@@ -11,6 +11,7 @@ use mcpgate::Config;
 use mcpgate::config::{Secret, VirtualServer};
 use mcpgate_store::AnyStore;
 use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::wait::{Look, wait_for};
 
 use crate::support::{Req, app_with, assert_error, claims, hs, hs256_config};
 
@@ -53,11 +54,11 @@ async fn a_cached_finished_task_is_still_found_only_by_its_owner_through_its_ser
     let answer = created.result();
     let id = answer["taskId"].as_str().or_else(|| answer["_meta"]["io.mcpgate/taskId"].as_str());
     let id = id.unwrap_or_else(|| panic!("a task: {created:?}")).to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while get(&id, OPS, &alice).send(&app).await.result()["status"] != "completed" {
-        assert!(tokio::time::Instant::now() < deadline, "task {id} not completed within 20 s");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(format_args!("task {id} to complete"), Duration::from_secs(20), async || {
+        let task = get(&id, OPS, &alice).send(&app).await.result();
+        if task["status"] == "completed" { Look::Done(()) } else { Look::NotYet(task.to_string()) }
+    })
+    .await;
 
     // Kept: the owner's next read is answered from the cache, with the result inline.
     let before = hits();

@@ -4,6 +4,7 @@ use axum::body::Body;
 use axum::http::Method;
 use bytes::Bytes;
 use futures_util::{StreamExt, stream};
+use mcpgate_store::testing::wait::{Look, wait_for};
 use serde_json::json;
 
 use crate::support::{Req, app, assert_error, assert_error_without_id, config};
@@ -185,7 +186,8 @@ fn stalled(first: &str) -> Body {
     Body::from_stream(head.chain(stream::pending()))
 }
 
-#[tokio::test]
+// The body timeout runs on tokio's clock: paused, the 1 s passes without waiting for it.
+#[tokio::test(start_paused = true)]
 async fn slow_bodies_time_out_with_408() {
     let mut c = config();
     c.http.body_timeout_secs = 1;
@@ -206,17 +208,16 @@ async fn buffered_body_bytes_are_bounded() {
     let held = tokio::spawn(tower::ServiceExt::oneshot(app.clone(), slow));
     // ...so, once it has (polled, bounded; until then requests are answered), another body
     // that does not fit in what is left is refused.
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
+    let resp = wait_for("the slow upload to reserve the budget", std::time::Duration::from_secs(20), async || {
         let resp = Req::modern("tools/list", json!({})).send(&app).await;
         if resp.status.as_u16() == 503 {
-            assert_error_without_id(&resp, 503, -32603);
-            break;
+            return Look::Done(resp);
         }
         assert!(resp.result()["tools"].is_array(), "answered while the budget lasts");
-        assert!(tokio::time::Instant::now() < deadline, "the slow upload reserved no budget within 20 s");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        Look::NotYet(format!("{} {}", resp.status, resp.json()))
+    })
+    .await;
+    assert_error_without_id(&resp, 503, -32603);
     held.abort();
     let _ = held.await;
     // Once the slow upload is gone, bodies fit again.

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use mcpgate::Config;
 use mcpgate::config::Secret;
 use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::wait::{Look, wait_every};
 
 use crate::support::{Req, Resp, app, assert_error, config, initialize};
 
@@ -50,15 +51,11 @@ fn plant(server: &RedisServer, id: &str, field: &str, value: &str) {
 
 /// Polls `read` (bounded) until the task it reads is completed.
 async fn until_completed(what: &str, read: impl AsyncFn() -> Value) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_every(format_args!("{what} to complete"), Duration::from_secs(20), Duration::from_millis(30), async || {
         let status = read().await;
-        if status == "completed" {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{what} not completed within 20 s: {status}");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+        if status == "completed" { Look::Done(()) } else { Look::NotYet(status.to_string()) }
+    })
+    .await;
 }
 
 async fn modern_task(app: &Router) -> String {

@@ -17,6 +17,7 @@ use mcpgate::config::Secret;
 use mcpgate_protocol::content::ContentBlock;
 use mcpgate_protocol::tool::CallToolResult;
 use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::wait::{Look, wait_every, wait_for};
 
 use crate::support::{Req, app_with, claims, config, hs, hs256_config};
 
@@ -38,15 +39,6 @@ fn redis_config(server: &RedisServer) -> Config {
 fn wall_ms() -> u64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock");
     u64::try_from(now.as_millis()).expect("ms")
-}
-
-/// Waits (bounded) until `done` holds.
-async fn eventually(what: &str, within: Duration, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: not within {within:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn create(app: &Router, tool: &str) -> String {
@@ -102,22 +94,22 @@ async fn a_worker_that_loses_redis_stops_its_tool_before_the_lease_ends() {
     })
     .await;
     let id = create(&app, "sentinel").await;
-    eventually("the tool starts", Duration::from_secs(10), || started.load(Ordering::SeqCst) > 0).await;
+    wait_for("the tool to start", Duration::from_secs(10), async || started.load(Ordering::SeqCst) > 0).await;
     // Wait (bounded) until two renewals have landed, then take Redis away: renewals fail from
     // now on.
     let mut lease = lease_until(&server, &id);
     for renewal in 1..=2 {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while lease_until(&server, &id) <= lease {
-            assert!(tokio::time::Instant::now() < deadline, "renewal {renewal} of the lease not within 20 s");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        lease = lease_until(&server, &id);
+        let what = format!("renewal {renewal} of the lease (past {lease})");
+        lease = wait_every(what, Duration::from_secs(20), Duration::from_millis(50), async || {
+            let until = lease_until(&server, &id);
+            if until > lease { Look::Done(until) } else { Look::not_yet(until) }
+        })
+        .await;
     }
     assert_eq!(stopped.load(Ordering::SeqCst), 0, "runs while its lease is renewed");
     let outage = wall_ms();
     server.stop();
-    eventually("the tool is stopped", Duration::from_secs(10), || stopped.load(Ordering::SeqCst) > 0).await;
+    wait_for("the tool to be stopped", Duration::from_secs(10), async || stopped.load(Ordering::SeqCst) > 0).await;
     let stopped_at = stopped.load(Ordering::SeqCst);
     server.restart();
     // The lease as Redis last extended it (no renewal landed after the outage).
@@ -175,21 +167,22 @@ async fn a_result_whose_write_fails_is_retried_and_kept() {
     })
     .await;
     let id = create(&app, "gated").await;
-    eventually("the tool starts", Duration::from_secs(10), || runs.load(Ordering::SeqCst) == 1).await;
+    wait_for("the tool to start", Duration::from_secs(10), async || runs.load(Ordering::SeqCst) == 1).await;
     // Redis stalls just as the result is ready: the first writes time out.
     server.pause();
     gate.notify_one();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     server.resume();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let done = loop {
-        let task = status(&app, &id).await;
-        if task["status"] == "completed" {
-            break task;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not completed: {task}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = wait_every(
+        format_args!("task {id} to complete"),
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        async || {
+            let task = status(&app, &id).await;
+            if task["status"] == "completed" { Look::Done(task) } else { Look::NotYet(task.to_string()) }
+        },
+    )
+    .await;
     assert_eq!(done["result"]["content"][0]["text"], "computed once (run 1)", "{done}");
     // Past a whole lease: no second run was started.
     tokio::time::sleep(Duration::from_millis(3_500)).await;
@@ -239,18 +232,14 @@ async fn a_task_runs_with_its_creators_scopes() {
     let sync = call(json!({})).await;
     assert_eq!(sync["content"][0]["text"], "reports:read tasks:run", "{sync}");
     let id = call(with_ext()).await["taskId"].as_str().expect("a task").to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let task = wait_for(format_args!("task {id} to complete"), Duration::from_secs(10), async || {
         let task = Req::modern_with("tasks/get", json!({"taskId": id}), with_ext())
             .header("authorization", &bearer)
             .send(&app)
             .await
             .result();
-        if task["status"] == "completed" {
-            assert_eq!(task["result"]["content"], sync["content"], "the same scopes as a task: {task}");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not completed: {task}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if task["status"] == "completed" { Look::Done(task) } else { Look::NotYet(task.to_string()) }
+    })
+    .await;
+    assert_eq!(task["result"]["content"], sync["content"], "the same scopes as a task: {task}");
 }

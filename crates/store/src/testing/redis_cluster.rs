@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::RedisServer;
+use super::wait::{Look, wait_for_blocking};
 
 /// A running cluster.
 #[derive(Debug)]
@@ -78,15 +79,14 @@ impl RedisCluster {
     /// Waits (up to `patience`) until every node not killed says `cluster_state:ok` and
     /// every slot has a live primary: after a primary's death, until its replica took over.
     pub fn wait_until_ok(&self, patience: Duration) {
-        let deadline = Instant::now() + patience;
-        loop {
-            let ok = self.live().all(|(_, node)| self.run(node, &["cluster", "info"]).contains("cluster_state:ok"));
-            if ok {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the cluster did not reach cluster_state:ok within {patience:?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_for_blocking("every live node to say cluster_state:ok", patience, Duration::from_millis(100), || {
+            let not_ok: Vec<u16> = self
+                .live()
+                .filter(|(_, node)| !self.run(node, &["cluster", "info"]).contains("cluster_state:ok"))
+                .map(|(_, node)| node.port())
+                .collect();
+            if not_ok.is_empty() { Look::Done(()) } else { Look::NotYet(format!("not ok on ports {not_ok:?}")) }
+        });
     }
 
     /// Kills node `index` (SIGKILL: no goodbye to the cluster or to clients).
@@ -129,14 +129,17 @@ impl RedisCluster {
     /// (its replica was promoted) and the cluster is ok again; returns that node's index.
     pub fn wait_for_new_primary(&self, slot: u16, dead: usize, patience: Duration) -> usize {
         let deadline = Instant::now() + patience;
-        loop {
-            if let Some(primary) = self.primary_of_slot(slot).filter(|p| *p != dead) {
-                self.wait_until_ok(deadline.saturating_duration_since(Instant::now()));
-                return primary;
-            }
-            assert!(Instant::now() < deadline, "no replica took over slot {slot} within {patience:?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let primary = wait_for_blocking(
+            format_args!("a replica to take over slot {slot} from node {dead}"),
+            patience,
+            Duration::from_millis(100),
+            || match self.primary_of_slot(slot) {
+                Some(primary) if primary != dead => Look::Done(primary),
+                seen => Look::NotYet(format!("slot {slot} served by node {seen:?}")),
+            },
+        );
+        self.wait_until_ok(deadline.saturating_duration_since(Instant::now()));
+        primary
     }
 
     /// The slot of `key` (`CLUSTER KEYSLOT`, asked of a live node).
@@ -149,18 +152,22 @@ impl RedisCluster {
     /// Waits (up to `patience`) until every live primary has a replica in sync
     /// (`connected_slaves` ≥ 1, `state=online`).
     pub fn wait_for_replicas(&self, patience: Duration) {
-        let deadline = Instant::now() + patience;
-        loop {
-            let synced = self.live().all(|(_, node)| {
-                let info = self.run(node, &["info", "replication"]);
-                !info.contains("role:master") || (info.contains("state=online") && !info.contains("connected_slaves:0"))
-            });
-            if synced {
-                return;
+        wait_for_blocking("the cluster's replicas to sync", patience, Duration::from_millis(100), || {
+            let unsynced: Vec<u16> = self
+                .live()
+                .filter(|(_, node)| {
+                    let info = self.run(node, &["info", "replication"]);
+                    info.contains("role:master")
+                        && (!info.contains("state=online") || info.contains("connected_slaves:0"))
+                })
+                .map(|(_, node)| node.port())
+                .collect();
+            if unsynced.is_empty() {
+                Look::Done(())
+            } else {
+                Look::NotYet(format!("primaries without a synced replica on ports {unsynced:?}"))
             }
-            assert!(Instant::now() < deadline, "the cluster's replicas did not sync within {patience:?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        });
     }
 
     fn live(&self) -> impl Iterator<Item = (usize, &RedisServer)> {

@@ -7,9 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::RedisServer;
+use super::wait::{Look, try_wait_for_blocking, wait_for_blocking};
 
 /// A primary and its replica.
 #[derive(Debug)]
@@ -45,23 +44,21 @@ impl RedisReplicated {
     }
 
     fn wait_until_replicated(&self, patience: Duration) {
-        let deadline = Instant::now() + patience;
         let port = self.primary.port().to_string();
-        loop {
+        let online = try_wait_for_blocking(patience, Duration::from_millis(50), || {
             let info = Command::new(super::redis_cluster::cli())
                 .args(["-p", &port, "info", "replication"])
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default();
             if info.contains("connected_slaves:1") && info.contains("state=online") {
-                return;
+                Look::Done(())
+            } else {
+                Look::NotYet(info)
             }
-            assert!(
-                Instant::now() < deadline,
-                "the replica did not come online within {patience:?}: {info}\n{}",
-                self.replica.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        });
+        if let Err(info) = online {
+            panic!("the replica did not come online within {patience:?}: {info}\n{}", self.replica.log());
         }
     }
 }
@@ -92,18 +89,10 @@ impl RedisServer {
         let offset =
             |server: &RedisServer, field: &str| -> Option<u64> { server.replication_info(field)?.parse().ok() };
         let target = offset(primary, "master_repl_offset").expect("the primary answers its replication offset");
-        let deadline = Instant::now() + patience;
-        loop {
+        let what = format!("the replica on port {} to reach its primary's offset {target}", self.port());
+        wait_for_blocking(what, patience, Duration::from_millis(20), || {
             let reached = offset(self, "slave_repl_offset");
-            if reached.is_some_and(|reached| reached >= target) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the replica on port {} did not reach its primary's offset {target} within {patience:?} (at {reached:?})",
-                self.port()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            if reached.is_some_and(|reached| reached >= target) { Look::Done(()) } else { Look::not_yet(reached) }
+        });
     }
 }

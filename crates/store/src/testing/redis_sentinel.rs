@@ -12,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::RedisServer;
 use super::redis_server::answering;
+use super::wait::{Look, try_wait_for_blocking, wait_for_blocking};
 
 /// The name the sentinels monitor the primary under.
 const MASTER_NAME: &str = "mcpgate-primary";
@@ -92,26 +91,24 @@ impl RedisSentinelSet {
     /// it is a master; returns its port. Panics (with the sentinels' logs) after `timeout`.
     pub fn wait_for_new_primary(&mut self, timeout: Duration) -> u16 {
         let old = self.primary;
-        let deadline = Instant::now() + timeout;
-        loop {
+        let promoted = try_wait_for_blocking(timeout, Duration::from_millis(100), || {
             let named = self.sentinels.iter().find_map(|s| {
                 let reply = cli(s.port, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME]);
                 reply.lines().nth(1).and_then(|p| p.trim().parse::<u16>().ok())
             });
-            if let Some(port) = named
-                && port != old
-                && info(port, "replication").contains("role:master")
-            {
-                self.primary = port;
-                return port;
+            match named {
+                Some(port) if port != old && info(port, "replication").contains("role:master") => Look::Done(port),
+                named => Look::NotYet(format!("the sentinels name port {named:?}")),
             }
-            assert!(
-                Instant::now() < deadline,
-                "no new primary within {timeout:?} after the primary on port {old} died; sentinel logs:\n{}",
+        });
+        let port = promoted.unwrap_or_else(|seen| {
+            panic!(
+                "no new primary within {timeout:?} after the primary on port {old} died ({seen}); sentinel logs:\n{}",
                 self.sentinel_logs()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            )
+        });
+        self.primary = port;
+        port
     }
 
     /// Waits until both replicas have applied everything the primary has written so far.
@@ -276,10 +273,6 @@ fn field_colon(reply: &str, name: &str) -> Option<u64> {
     reply.lines().find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':')?.parse().ok())
 }
 
-fn wait_for(timeout: Duration, what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ready() {
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn wait_for(timeout: Duration, what: &str, ready: impl FnMut() -> bool) {
+    wait_for_blocking(what, timeout, Duration::from_millis(100), ready);
 }

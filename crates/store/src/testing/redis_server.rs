@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::TestCa;
+use super::wait::{Look, try_wait_for_blocking};
 
 /// A running `redis-server`.
 #[derive(Debug)]
@@ -135,16 +134,12 @@ impl RedisServer {
     /// Starts it again on the same port and directory (data survives if persistence is on).
     pub fn restart(&mut self) {
         self.stop();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match self.spawn(self.port, self.tls_port) {
-                Ok(()) => return,
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err(e) => panic!("redis-server did not restart on port {}: {e}\n{}", self.port, self.log()),
-            }
+        let (port, tls_port) = (self.port, self.tls_port);
+        let restarted = try_wait_for_blocking(Duration::from_secs(10), Duration::from_millis(100), || {
+            self.spawn(port, tls_port).map_or_else(Look::NotYet, Look::Done)
+        });
+        if let Err(e) = restarted {
+            panic!("redis-server did not restart on port {port}: {e}\n{}", self.log());
         }
     }
 
@@ -197,21 +192,20 @@ impl RedisServer {
 /// Waits (up to 10 s) until the process `child`, listening on `port`, answers `PING`; kills it
 /// and says why when it exits first or stays silent.
 pub(super) fn answering(child: &mut Child, port: u16, what: &str) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let answered = try_wait_for_blocking(Duration::from_secs(10), Duration::from_millis(20), || {
         if ping(port) {
-            return Ok(());
+            return Look::Done(Ok(()));
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("{what} exited with {status}"));
+        match child.try_wait() {
+            Ok(Some(status)) => Look::Done(Err(format!("{what} exited with {status}"))),
+            _ => Look::NotYet("no PONG".to_owned()),
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{what} did not answer PING within 10 s"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    });
+    answered.unwrap_or_else(|_| {
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(format!("{what} did not answer PING within 10 s"))
+    })
 }
 
 pub(super) fn ping(port: u16) -> bool {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use super::wait::{Look, try_wait_for_blocking};
 
 /// How long one `openssl` run may take (key generation included).
 const OPENSSL_PATIENCE: Duration = Duration::from_secs(30);
@@ -126,23 +126,22 @@ fn openssl(dir: &Path, args: &[&str]) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run openssl: {e}. Install the Debian package openssl"));
-    let deadline = Instant::now() + OPENSSL_PATIENCE;
-    loop {
-        match child.try_wait().expect("wait for openssl") {
-            Some(status) if status.success() => return,
-            Some(status) => {
-                let mut err = String::new();
-                if let Some(mut stderr) = child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
-                }
-                panic!("openssl {} failed ({status}): {err}", args.join(" "));
+    let finished = try_wait_for_blocking(OPENSSL_PATIENCE, Duration::from_millis(20), || {
+        child.try_wait().expect("wait for openssl").map_or_else(|| Look::NotYet("still running".to_owned()), Look::Done)
+    });
+    match finished {
+        Ok(status) if status.success() => {}
+        Ok(status) => {
+            let mut err = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
             }
-            None if Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("openssl {} did not finish within {OPENSSL_PATIENCE:?}", args.join(" "));
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
+            panic!("openssl {} failed ({status}): {err}", args.join(" "));
+        }
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("openssl {} did not finish within {OPENSSL_PATIENCE:?}", args.join(" "));
         }
     }
 }

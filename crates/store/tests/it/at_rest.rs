@@ -6,6 +6,7 @@ use std::time::Duration;
 use mcpgate_protocol::Era;
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::{
     Answered, CheckedAnswer, CheckedAnswers, Claim, Created, JobQueue as _, NewTask, RawAnswer, RawAnswers, Read,
     RedisStore, Settled, StoreError, TaskOutcome, TaskStore as _,
@@ -230,13 +231,16 @@ async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
 
 /// Waits (bounded) until Redis's clock is past `ms`.
 async fn until_past(conn: &mut redis::aio::MultiplexedConnection, ms: u64) {
-    for _ in 0..100 {
-        if redis_now(conn).await > ms {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    panic!("Redis's clock never passed {ms}");
+    wait_every(
+        format_args!("Redis's clock to pass {ms}"),
+        Duration::from_secs(1),
+        Duration::from_millis(2),
+        async || {
+            let now = redis_now(conn).await;
+            if now > ms { Look::Done(()) } else { Look::NotYet(format!("{now}")) }
+        },
+    )
+    .await;
 }
 
 /// `value` sealed as the releases before the owner binding did (marker `\x01`, bound to the

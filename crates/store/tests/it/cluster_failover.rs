@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::testing::RedisCluster;
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::{
     Created, EventBus as _, JobQueue as _, Read, RedisOptions, RedisStore, StoreError, TaskEvent, TaskStore as _,
 };
-use tokio::time::Instant;
 
 use crate::replicas_ack::keyed;
 
@@ -67,11 +67,20 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
         tasks.push(record);
     }
     let mut taken = 0;
-    let deadline = Instant::now() + RECOVERY;
-    while taken < tasks.len() {
-        assert!(Instant::now() < deadline, "the shard readers delivered {taken} of {} jobs", tasks.len());
-        taken += store.read("w", 32, Duration::from_millis(500)).await.expect("read").len();
-    }
+    // Each read blocks up to 500 ms itself.
+    wait_every(
+        format_args!("the shard readers to deliver all {} jobs", tasks.len()),
+        RECOVERY,
+        Duration::ZERO,
+        async || {
+            if taken >= tasks.len() {
+                return Look::Done(());
+            }
+            taken += store.read("w", 32, Duration::from_millis(500)).await.expect("read").len();
+            Look::NotYet(format!("{taken} delivered"))
+        },
+    )
+    .await;
 
     cluster.kill_node(victim);
     let promoted = cluster.wait_for_new_primary(slot, victim, RECOVERY);
@@ -79,17 +88,15 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
     // The same store value writes to the shard again. Its new primary has no replica yet, so
     // a write lands but is not confirmed: NotAcknowledged (not unavailable, not a timeout)
     // shows it reached the new primary.
-    let deadline = Instant::now() + RECOVERY;
-    let landed = loop {
+    let what = format!("shard {shard} to take writes");
+    let landed = wait_every(what, RECOVERY, Duration::from_millis(200), async || {
         match store.create(keyed("fo", on_shard(8))).await {
-            Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }) => break None,
-            Ok(Created::New(record)) => break Some(record),
-            other => {
-                assert!(Instant::now() < deadline, "shard {shard} did not take writes within {RECOVERY:?}: {other:?}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+            Err(StoreError::NotAcknowledged { wanted: 1, got: 0 }) => Look::Done(None),
+            Ok(Created::New(record)) => Look::Done(Some(record)),
+            other => Look::not_yet(other),
         }
-    };
+    })
+    .await;
     assert!(landed.is_none(), "with its replica dead the new primary cannot confirm a write to one replica");
 
     // Every task confirmed before the death is still there.
@@ -100,18 +107,19 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
 
     // Task events reach this replica again (its subscriber moved to another seed).
     let mut events = store.subscribe(&tasks[usize::from(shard)].id).await.expect("subscribe");
-    let deadline = Instant::now() + RECOVERY;
-    loop {
-        // A publish may still meet a connection the death broke: the loop tries again.
+    // Each look waits up to 200 ms for the event itself.
+    wait_every("a task event heard after the failover", RECOVERY, Duration::ZERO, async || {
+        // A publish may still meet a connection the death broke: the wait tries again.
         let published = store.publish(&tasks[usize::from(shard)].id, TaskEvent::Status(TaskStatus::Working)).await;
-        if published.is_ok()
-            && let Ok(TaskEvent::Status(TaskStatus::Working)) =
-                tokio::time::timeout(Duration::from_millis(200), events.next()).await
-        {
-            break;
+        if let Err(e) = published {
+            return Look::NotYet(format!("publish: {e}"));
         }
-        assert!(Instant::now() < deadline, "no task event heard within {RECOVERY:?} of the failover");
-    }
+        match tokio::time::timeout(Duration::from_millis(200), events.next()).await {
+            Ok(TaskEvent::Status(TaskStatus::Working)) => Look::Done(()),
+            heard => Look::not_yet(heard),
+        }
+    })
+    .await;
 
     // The dead node comes back as the new primary's replica; writes are confirmed again, and
     // the job of the task that landed meanwhile reaches this worker's reader for the shard.
@@ -124,12 +132,10 @@ async fn a_cluster_store_follows_a_promoted_replica_and_loses_no_acknowledged_ta
     let retried = store.create(keyed("fo", on_shard(8))).await.expect("confirmed once a replica is back");
     let Created::Existing(record) = retried else { panic!("the retry gets the task that landed: {retried:?}") };
     assert_eq!(u16::from(record.id.shard()), shard);
-    let deadline = Instant::now() + RECOVERY;
-    loop {
+    // Each read blocks up to 500 ms itself.
+    wait_every(format_args!("shard {shard}'s reader to deliver the new job"), RECOVERY, Duration::ZERO, async || {
         let jobs = store.read("w", 32, Duration::from_millis(500)).await.expect("read");
-        if jobs.iter().any(|j| j.task == record.id) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "shard {shard}'s reader delivered no new job within {RECOVERY:?}");
-    }
+        if jobs.iter().any(|j| j.task == record.id) { Look::Done(()) } else { Look::not_yet(jobs) }
+    })
+    .await;
 }

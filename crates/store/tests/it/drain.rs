@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::testing::{RedisCluster, RedisServer};
 use mcpgate_store::{JobQueue as _, RedisOptions, RedisStore, TaskStore as _};
 
@@ -24,15 +25,20 @@ async fn stopped_readers_take_no_new_job(options: RedisOptions) {
     for n in 0..8 {
         created.insert(active.create(task(n)).await.expect("create").record().expect("a task").id.clone());
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let mut seen = BTreeSet::new();
-    while seen != created {
-        assert!(tokio::time::Instant::now() < deadline, "jobs stuck with the stopped worker: {seen:?} of {created:?}");
+    // Each read blocks up to `block` itself.
+    let what = format!("the active worker to get every job of {created:?}, none stuck with the stopped worker");
+    wait_every(what, Duration::from_secs(5), Duration::ZERO, async || {
+        if seen == created {
+            return Look::Done(());
+        }
         for job in active.read("active", 16, block).await.expect("read") {
             seen.insert(job.task.clone());
             active.ack(&job).await.expect("ack");
         }
-    }
+        Look::not_yet(&seen)
+    })
+    .await;
 }
 
 #[tokio::test]

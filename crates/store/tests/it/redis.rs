@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::testing::{RedisServer, run_pins_suite, run_suite};
 use mcpgate_store::{RedisOptions, RedisStore};
 
@@ -377,23 +378,20 @@ async fn the_store_recovers_when_redis_restarts() {
     assert_eq!(event, TaskEvent::Status(TaskStatus::Completed));
 
     // Redis came back empty: consumer groups and scripts are recreated on demand.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let created = loop {
+    let created = wait_every("the store to recover", Duration::from_secs(10), Duration::from_millis(100), async || {
         let task = NewTask { era: mcpgate_protocol::Era::Legacy, ..new_task("o", [9; 32]) };
-        match store.create(task).await {
-            Ok(c) => break c,
-            Err(e) => assert!(tokio::time::Instant::now() < deadline, "store did not recover: {e}"),
+        store.create(task).await.map_or_else(|e| Look::NotYet(e.to_string()), Look::Done)
+    })
+    .await;
+    // Each read blocks up to 200 ms itself.
+    wait_every("the queue to recover", Duration::from_secs(10), Duration::ZERO, async || {
+        let jobs = store.read("w", 10, Duration::from_millis(200)).await;
+        match jobs {
+            Ok(jobs) if jobs.iter().any(|j| j.task == created.record().expect("a task").id) => Look::Done(()),
+            other => Look::not_yet(other),
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let jobs = store.read("w", 10, Duration::from_millis(200)).await.unwrap_or_default();
-        if jobs.iter().any(|j| j.task == created.record().expect("a task").id) {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the queue did not recover");
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -479,15 +477,16 @@ async fn a_change_published_by_one_replica_reaches_another() {
     let a = RedisStore::connect(opts.clone()).await.expect("replica a");
     let b = RedisStore::connect(opts).await.expect("replica b");
     let mut on_b = b.changes();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    // b's subscriber connects in the background: publish until it hears one.
-    loop {
+    // b's subscriber connects in the background: publish until it hears one (each look waits
+    // up to 200 ms for it).
+    wait_every("replica b to hear replica a's change", Duration::from_secs(5), Duration::ZERO, async || {
         a.publish_change(&Change::PromptsListChanged).await.expect("publish");
         match tokio::time::timeout(Duration::from_millis(200), on_b.recv()).await {
-            Ok(Ok(Change::PromptsListChanged)) => break,
-            Ok(Ok(Change::Missed)) | Err(_) => {}
+            Ok(Ok(Change::PromptsListChanged)) => Look::Done(()),
+            Ok(Ok(Change::Missed)) => Look::NotYet("a missed change".to_owned()),
+            Err(_) => Look::NotYet("nothing within 200 ms".to_owned()),
             Ok(other) => panic!("unexpected {other:?}"),
         }
-        assert!(tokio::time::Instant::now() < deadline, "replica b never heard replica a's change");
-    }
+    })
+    .await;
 }

@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
+use mcpgate_store::testing::wait::{Look, wait_every, wait_for};
 use mcpgate_store::testing::{RedisReplicated, RedisServer};
 use mcpgate_store::{
     Claim, Created, Idempotency, JobQueue as _, NewTask, Read, RedisOptions, RedisStore, Settled, StoreError,
@@ -209,14 +210,13 @@ async fn a_claim_the_replica_confirms_late_spends_one_attempt() {
         let store = hasty.clone();
         async move { store.claim(&job, "w", Duration::from_secs(60), 3).await }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut tries = 0;
-    while tries < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "the claim was sent {tries} times within 20 s, not retried");
+    wait_for("the claim to be sent again (retried)", Duration::from_secs(20), async || {
         let sent = monitor.commands_since_last().await;
         tries += sent.iter().filter(|c| c.to_ascii_uppercase().contains("\"EVALSHA\"") && c.contains(&key)).count();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        if tries >= 2 { Look::Done(()) } else { Look::NotYet(format!("sent {tries} times")) }
+    })
+    .await;
     assert!(!claim.is_finished(), "the claim was answered while its replica was frozen");
     drop(thaw);
     let claimed = tokio::time::timeout(Duration::from_secs(30), claim).await.expect("bounded").expect("joined");
@@ -243,14 +243,13 @@ async fn an_unconfirmed_task_to_run_here_is_handed_back_unspent() {
     // its first attempt.
     let retried = store.create(keyed("here", 4)).await.expect("retry");
     let Created::Existing(record) = retried else { panic!("the first try's task: {retried:?}") };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let job = loop {
-        let jobs = store.read("w", 10, Duration::from_millis(200)).await.expect("read");
-        if let Some(job) = jobs.into_iter().find(|j| j.task == record.id) {
-            break job;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the unconfirmed task was not handed back within 20 s");
-    };
+    // Each read blocks up to 200 ms itself.
+    let job =
+        wait_every("the unconfirmed task to be handed back", Duration::from_secs(20), Duration::ZERO, async || {
+            let jobs = store.read("w", 10, Duration::from_millis(200)).await.expect("read");
+            jobs.iter().find(|j| j.task == record.id).cloned().map_or_else(|| Look::not_yet(jobs), Look::Done)
+        })
+        .await;
     let claimed = store.claim(&job, "w", Duration::from_secs(30), 3).await.expect("claim");
     let Claim::Run { task, .. } = claimed else { panic!("runs: {claimed:?}") };
     assert_eq!(task.attempts, 1, "the creator's unconfirmed lease spent no attempt");
@@ -282,11 +281,10 @@ async fn a_waiting_write_does_not_hold_up_other_calls() {
         let store = store.clone();
         async move { store.create(keyed("lane", 6)).await }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !blocked_in_wait(set.primary()).await {
-        assert!(tokio::time::Instant::now() < deadline, "the create's WAIT never blocked on the primary within 5 s");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for("the create's WAIT to block on the primary", Duration::from_secs(5), async || {
+        blocked_in_wait(set.primary()).await
+    })
+    .await;
     let read = store.get(&other.id, Read::Control).await.expect("get").expect("found");
     assert_eq!(read.id, other.id);
     assert!(blocked_in_wait(set.primary()).await, "the get was answered only once the create's WAIT had returned");

@@ -11,11 +11,11 @@
 
 use std::time::Duration;
 
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::testing::{RedisReplicated, RedisServer};
 use mcpgate_store::{
     Expect, OnceMarks as _, Put, RedisOptions, RedisStore, StoreError, Vault as _, VaultKey, VaultKind,
 };
-use tokio::time::Instant;
 
 use crate::redis::{Monitor, options};
 use crate::replicas_ack::Thaw;
@@ -49,17 +49,14 @@ async fn freeze(replica: &RedisServer) -> Thaw<'_> {
     let pid = info(replica, "server", "process_id").await.expect("the replica's pid");
     replica.pause();
     let thaw = Thaw(replica);
-    let deadline = Instant::now() + PATIENCE;
-    loop {
+    wait_every("the replica to be stopped", PATIENCE, Duration::from_millis(10), async || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/<pid>/stat");
         // "<pid> (<comm>) <state> ...": the state follows the last ')'.
         let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-        if state == Some("T") {
-            return thaw;
-        }
-        assert!(Instant::now() < deadline, "the replica was not stopped within {PATIENCE:?}: {stat}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        if state == Some("T") { Look::Done(()) } else { Look::NotYet(stat) }
+    })
+    .await;
+    thaw
 }
 
 /// The values of the vault entries of `prefix` as the replica has them (read on the replica).

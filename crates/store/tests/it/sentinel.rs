@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::testing::{RedisSentinelSet, run_suite};
 use mcpgate_store::{
     EventBus as _, JobQueue as _, Read, RedisOptions, RedisStore, SentinelOptions, TaskEvent, TaskStore as _,
@@ -104,50 +105,53 @@ async fn a_readonly_reply_sends_the_store_to_the_new_primary() {
 /// Creates tasks (digest byte `seed`) until one succeeds, within `patience`; returns its id.
 /// Calls in flight during the switch may fail (Unavailable or Timeout), never succeed wrongly.
 async fn serving_again(store: &RedisStore, seed: u8, patience: Duration) -> mcpgate_store::TaskId {
-    let deadline = Instant::now() + patience;
-    loop {
-        let last = match store.create(new_task("alice", [seed; 32])).await {
+    wait_every("the store to serve writes", patience, Duration::from_millis(50), async || {
+        match store.create(new_task("alice", [seed; 32])).await {
             Ok(created) => {
                 let id = created.record().expect("a task").id.clone();
                 let read = store.get(&id, Read::Full).await.expect("the task just created reads back");
                 assert!(read.is_some(), "the task just created is on the primary that acknowledged it");
-                return id;
+                Look::Done(id)
             }
             Err(e @ (mcpgate_store::StoreError::Unavailable { .. } | mcpgate_store::StoreError::Timeout { .. })) => {
-                e.to_string()
+                Look::NotYet(e.to_string())
             }
             Err(e) => panic!("a failover must fail calls as Unavailable or Timeout, got: {e}"),
-        };
-        assert!(Instant::now() < deadline, "the store did not serve writes within {patience:?}; last error: {last}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        }
+    })
+    .await
 }
 
 /// The job reader delivers the job of `task` (created on the new primary), and an event
 /// published now reaches a subscriber (the subscriber reconnected to the new primary).
 async fn jobs_and_events_flow_again(store: &RedisStore, task: &mcpgate_store::TaskId) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    'read: loop {
+    // A read blocks up to 200 ms itself; one that fails is looked at again after 50 ms.
+    let what = "the job reader to deliver the new task's job";
+    wait_every(what, Duration::from_secs(20), Duration::ZERO, async || {
         match store.read("w1", 16, Duration::from_millis(200)).await {
-            Ok(jobs) => {
-                if jobs.iter().any(|j| &j.task == task) {
-                    break 'read;
-                }
-            }
+            Ok(jobs) if jobs.iter().any(|j| &j.task == task) => Look::Done(()),
+            Ok(jobs) => Look::not_yet(jobs),
             // The reader's connection may still lead to the old primary: it reconnects.
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Look::NotYet(e.to_string())
+            }
         }
-        assert!(Instant::now() < deadline, "the job reader did not deliver the new task's job within 20 s");
-    }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(mut subscription) = store.subscribe(task).await
-            && store.publish(task, TaskEvent::Resync).await.is_ok()
-            && tokio::time::timeout(Duration::from_secs(2), subscription.next()).await.is_ok()
-        {
-            return;
+    })
+    .await;
+    let what = "an event delivered to a subscriber after the failover";
+    wait_every(what, Duration::from_secs(20), Duration::from_millis(100), async || {
+        let mut subscription = match store.subscribe(task).await {
+            Ok(subscription) => subscription,
+            Err(e) => return Look::NotYet(format!("subscribe: {e}")),
+        };
+        if let Err(e) = store.publish(task, TaskEvent::Resync).await {
+            return Look::NotYet(format!("publish: {e}"));
         }
-        assert!(Instant::now() < deadline, "no event delivered to a subscriber within 20 s of the failover");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        match tokio::time::timeout(Duration::from_secs(2), subscription.next()).await {
+            Ok(_) => Look::Done(()),
+            Err(_) => Look::NotYet("no event within 2 s".to_owned()),
+        }
+    })
+    .await;
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use mcpgate_protocol::task::TaskStatus;
 use mcpgate_store::testing::RedisServer;
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_store::{
     Created, EventBus as _, NewTask, PurgeFilter, Purged, Read, RedisStore, TaskAdmin as _, TaskId, TaskOutcome,
     TaskStore as _, TerminalCacheLimits,
@@ -93,11 +94,13 @@ async fn a_purge_on_one_replica_is_seen_by_another_within_a_bounded_wait() {
     let all = PurgeFilter { statuses: vec![TaskStatus::Completed], older_than_ms: 0 };
     assert!(matches!(a.purge(&id, &all).await.expect("purge"), Purged::Deleted { .. }));
     assert!(a.get(&id, Read::WithOutcome).await.expect("get").is_none(), "gone at once where it was purged");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while b.get(&id, Read::WithOutcome).await.expect("get").is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "replica b still answers a task purged 5 s ago");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_every(
+        "replica b to forget the task purged on replica a",
+        Duration::from_secs(5),
+        Duration::from_millis(10),
+        async || b.get(&id, Read::WithOutcome).await.expect("get").map_or(Look::Done(()), Look::not_yet),
+    )
+    .await;
     assert_eq!(b.terminal_cache().entries, 0);
 }
 
@@ -121,11 +124,11 @@ async fn an_entry_goes_at_the_task_expiry() {
     };
     assert_eq!(store.terminal_cache().entries, 1, "kept");
     // Redis drops the key at its expiry; the cache must not outlive it.
-    let deadline = tokio::time::Instant::now() + ttl + Duration::from_secs(5);
-    while store.get(&id, Read::WithOutcome).await.expect("get").is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "a task that expired 5 s ago is still answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("the task living {ttl:?} to be answered no more");
+    wait_every(what, ttl + Duration::from_secs(5), Duration::from_millis(50), async || {
+        store.get(&id, Read::WithOutcome).await.expect("get").map_or(Look::Done(()), Look::not_yet)
+    })
+    .await;
     assert_eq!(store.terminal_cache().entries, 0);
 }
 
@@ -144,14 +147,12 @@ async fn the_cache_is_emptied_when_the_subscriber_loses_its_connection() {
         .output()
         .expect("redis-cli runs (Debian package redis-tools)");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1", "the subscriber's connection killed");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while store.terminal_cache().entries > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the cache kept its entries 5 s after the subscriber lost its connection"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = "the cache to drop its entries once the subscriber lost its connection";
+    wait_every(what, Duration::from_secs(5), Duration::from_millis(10), async || {
+        let entries = store.terminal_cache().entries;
+        if entries == 0 { Look::Done(()) } else { Look::NotYet(format!("{entries} entries")) }
+    })
+    .await;
     // Back on a new connection, it keeps records again.
     subscribed(&store).await;
     store.get(&id, Read::WithOutcome).await.expect("get").expect("the task");

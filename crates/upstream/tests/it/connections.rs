@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use mcpgate_store::testing::wait::{Look, wait_every};
 use mcpgate_upstream::{Request, Upstream, UpstreamConfig};
 
 use crate::stand_in::{Answer, StandIn};
@@ -41,11 +42,16 @@ async fn echo(up: &Upstream, text: &str) -> Result<String, mcpgate_upstream::Ups
 
 /// Waits (bounded) until the stand-in counted `n` closed connections.
 async fn closed(server: &StandIn, n: u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while server.closed() < n {
-        assert!(tokio::time::Instant::now() < deadline, "the stand-in closed {} of {n} connections", server.closed());
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_every(
+        format_args!("the stand-in to count {n} closed connections"),
+        Duration::from_secs(10),
+        Duration::from_millis(5),
+        async || {
+            let closed = server.closed();
+            if closed >= n { Look::Done(()) } else { Look::NotYet(format!("{closed} closed")) }
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
