@@ -166,7 +166,10 @@ async fn approve(State(state): State<AppState>, body: axum::body::Bytes) -> Resu
         // Every replica (this one too) reads the approved hashes on this announcement and
         // rebuilds; one that misses it does at its next poll.
         if let Err(e) = state.store.publish_change(&Change::ToolsListChanged).await {
-            tracing::warn!(error = %e, "could not announce an approval; replicas serve it at their next poll");
+            tracing::warn!(
+                error = &e as &dyn std::error::Error,
+                "could not announce an approval; replicas serve it at their next poll"
+            );
         }
     }
     if !refused.is_empty() {

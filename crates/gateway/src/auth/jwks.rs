@@ -181,7 +181,9 @@ fn parse(bytes: &[u8]) -> Result<Vec<NamedKey>, String> {
         }
         match DecodingKey::from_jwk(jwk) {
             Ok(key) => keys.push(NamedKey { kid: jwk.common.key_id.clone(), key }),
-            Err(e) => tracing::warn!(kid = ?jwk.common.key_id, error = %e, "skipping unusable JWK"),
+            Err(e) => {
+                tracing::warn!(kid = ?jwk.common.key_id, error = &e as &dyn std::error::Error, "skipping unusable JWK")
+            }
         }
     }
     Ok(keys)

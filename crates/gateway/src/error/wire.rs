@@ -237,7 +237,7 @@ impl GatewayError {
     }
 
     /// What is logged beside the chain: the fields a client is never shown.
-    fn log_detail(&self) -> Option<&str> {
+    pub(crate) fn log_detail(&self) -> Option<&str> {
         match self {
             Self::Internal { detail, .. } | Self::Connect { detail, .. } => Some(detail),
             Self::ForbiddenOrigin { origin } => Some(origin),

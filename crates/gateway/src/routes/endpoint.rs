@@ -217,6 +217,6 @@ async fn forward_cancel(
     let channel = crate::mcp::cancellation::channel(principal, &session, &request);
     let event = mcpgate_store::TaskEvent::Status(mcpgate_protocol::task::TaskStatus::Cancelled);
     if let Err(e) = mcpgate_store::EventBus::publish(&state.store, &channel, event).await {
-        tracing::warn!(error = %e, "could not forward a client's cancellation");
+        tracing::warn!(error = &e as &dyn std::error::Error, "could not forward a client's cancellation");
     }
 }

@@ -172,9 +172,9 @@ fn redirect(url: &str) -> Response {
 fn failure(e: &GatewayError) -> Response {
     let status = e.connect_status();
     if status.is_server_error() {
-        tracing::warn!(error = ?e, "a connection step failed");
+        tracing::warn!(error = e as &dyn std::error::Error, detail = e.log_detail(), "a connection step failed");
     } else {
-        tracing::info!(error = ?e, "a connection step was refused");
+        tracing::info!(error = e as &dyn std::error::Error, detail = e.log_detail(), "a connection step was refused");
     }
     let message = match e {
         GatewayError::Connect { failure, .. } => failure.message().to_owned(),
