@@ -14,12 +14,14 @@ pub mod chain;
 mod connect;
 mod request;
 mod startup;
+mod unquoted_json;
 mod wire;
 
 pub use chain::{Chain, cause_ref, is_caused_by};
 pub use connect::ConnectFailure;
 pub use request::GatewayError;
 pub use startup::StartupError;
+pub use unquoted_json::UnquotedJsonError;
 pub use wire::{ErrorReply, Wire};
 
 /// The cause of an error, kept for the log and for `{:#}` chains.
