@@ -242,6 +242,7 @@ async fn reload_from_store(state: &AppState, federation: &Federation, current: &
                     changed = true;
                 }
                 Ok(_) => {}
+                // Text by design: the upstream's status (`/upstreams`) shows it as it is.
                 Err(e) => federation.note_list_error(upstream.name(), format!("stored lists unreadable: {e}")),
             },
             Ok(None) => {}

@@ -6,7 +6,7 @@
 //!
 //! Invariant: every answer is a redirect, a short page or an empty 204 — never a token, a
 //! sealed value's contents or an internal detail (those go to the log); the status says what
-//! happened (error.rs decides it).
+//! happened (`crate::error`'s wire mapping decides it).
 
 use std::sync::Arc;
 

@@ -196,7 +196,11 @@ fn result(record: &TaskRecord, result_tool: &str) -> Outcome<CallToolResult> {
     match (record.status, &record.outcome) {
         (TaskStatus::Completed, Some(TaskOutcome::Result(json))) => match RawMembers::split(json) {
             Ok(r) => Outcome::Complete(CallToolResult::relayed(r.members, r.is_error)),
-            Err(e) => Outcome::Failed(Failure::Internal(format!("stored result unreadable: {e}"))),
+            // The stored text was sealed at rest: say where it broke, not what it quotes.
+            Err(e) => Outcome::Failed(Failure::Internal(format!(
+                "stored result unreadable: {}",
+                crate::error::UnquotedJsonError::from(e)
+            ))),
         },
         (TaskStatus::Failed, outcome) => {
             let reason = match outcome {
