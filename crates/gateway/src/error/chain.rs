@@ -7,6 +7,9 @@
 use std::error::Error;
 use std::fmt;
 
+/// The cause of an error, kept for the log and for `{:#}` chains.
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
 /// The first error of type `E` in `error`'s chain (the error itself included), if any.
 pub fn cause_ref<'e, E: Error + 'static>(error: &'e (dyn Error + 'static)) -> Option<&'e E> {
     let mut next = Some(error);

@@ -17,20 +17,10 @@ mod startup;
 mod unquoted_json;
 mod wire;
 
-pub use chain::{Chain, cause_ref, is_caused_by};
+pub use chain::{BoxError, Chain, cause_ref, is_caused_by};
 pub use connect::ConnectFailure;
 pub use request::GatewayError;
+pub(crate) use request::clip;
 pub use startup::StartupError;
 pub use unquoted_json::UnquotedJsonError;
 pub use wire::{ErrorReply, Wire};
-
-/// The cause of an error, kept for the log and for `{:#}` chains.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// Client input quoted in an error or a log is cut to this many characters.
-const MAX_QUOTE: usize = 100;
-
-/// Cuts client input for quoting in errors and logs.
-pub(crate) fn clip(s: &str) -> String {
-    mcpgate_protocol::quote::clip(s, MAX_QUOTE)
-}

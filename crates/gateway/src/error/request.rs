@@ -10,7 +10,16 @@ use mcpgate_protocol::{ErrorObject, ProtocolError};
 use mcpgate_runtime::catalog::Failure;
 use mcpgate_store::StoreError;
 
-use super::{BoxError, ConnectFailure, clip};
+use super::chain::BoxError;
+use super::connect::ConnectFailure;
+
+/// Client input quoted in an error or a log is cut to this many characters.
+const MAX_QUOTE: usize = 100;
+
+/// Cuts client input for quoting in errors and logs.
+pub(crate) fn clip(s: &str) -> String {
+    mcpgate_protocol::quote::clip(s, MAX_QUOTE)
+}
 
 /// What a client is told when the task store cannot be reached.
 pub(super) const STORE_UNAVAILABLE: &str = "Internal error: task store unavailable, retry shortly";

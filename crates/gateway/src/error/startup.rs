@@ -4,7 +4,7 @@
 
 use mcpgate_runtime::RuntimeError;
 
-use super::BoxError;
+use super::chain::BoxError;
 
 /// What stops a replica from starting: a configuration that does not load or validate, or a
 /// part of the state (sealer, authenticator, store, upstreams, catalog, logger) that cannot be

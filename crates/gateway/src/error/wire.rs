@@ -15,8 +15,9 @@ use mcpgate_protocol::{Era, ErrorCode, ErrorObject, ProtocolError, ProtocolVersi
 use mcpgate_store::StoreError;
 
 use super::chain::cause_ref;
+use super::connect::ConnectFailure;
+use super::request::GatewayError;
 use super::request::{STORE_UNAVAILABLE, STORED_DATA_UNREADABLE, StoreAnswer, retry_after_secs};
-use super::{ConnectFailure, GatewayError};
 
 /// How an error appears on the wire.
 #[derive(Debug)]
