@@ -377,6 +377,7 @@ impl ToolContext {
         let state = match continuation {
             None => None,
             Some(None) => Some(None),
+            // Text by design, as for the input requests above.
             Some(Some(value)) => {
                 Some(Some(serde_json::to_string(value).map_err(|e| unavailable(format!("continuation: {e}")))?))
             }
