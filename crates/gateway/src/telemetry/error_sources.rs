@@ -70,22 +70,16 @@ impl Visit for Sources {
 
 #[cfg(test)]
 mod tests {
-    use tracing_subscriber::layer::SubscriberExt as _;
-
     use crate::telemetry::escaped_fields::tests::{Sink, reading};
 
     #[test]
     fn an_error_field_is_written_with_its_sources_in_the_json_log() {
-        let sink = Sink::default();
-        let writer = sink.clone();
-        let subscriber = tracing_subscriber::registry().with(crate::telemetry::json_layer(move || writer.clone()));
-        tracing::subscriber::with_default(subscriber, || {
+        let text = Sink::logged(crate::telemetry::json_layer, || {
             let span = tracing::info_span!("mcp", method = "tools/call");
             let _entered = span.enter();
             tracing::warn!(error = &reading() as &dyn std::error::Error, task = "t1", "cannot read");
             tracing::warn!(error = &std::io::Error::other("alone") as &dyn std::error::Error, "no sources");
         });
-        let text = String::from_utf8(sink.0.lock().expect("sink").clone()).expect("utf-8");
         let lines: Vec<serde_json::Value> =
             text.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
         assert_eq!(lines.len(), 2, "{text}");

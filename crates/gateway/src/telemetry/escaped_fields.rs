@@ -121,6 +121,23 @@ pub(super) mod tests {
     #[derive(Clone, Default)]
     pub(in crate::telemetry) struct Sink(pub(in crate::telemetry) Arc<Mutex<Vec<u8>>>);
 
+    impl Sink {
+        /// What `log` writes through the layer `layer` makes of a sink.
+        pub(in crate::telemetry) fn logged<L>(
+            layer: impl FnOnce(Box<dyn Fn() -> Sink + Send + Sync>) -> L,
+            log: impl FnOnce(),
+        ) -> String
+        where
+            L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync,
+        {
+            let sink = Sink::default();
+            let writer = sink.clone();
+            let subscriber = tracing_subscriber::registry().with(layer(Box::new(move || writer.clone())));
+            tracing::subscriber::with_default(subscriber, log);
+            String::from_utf8(sink.0.lock().expect("sink").clone()).expect("utf-8")
+        }
+    }
+
     impl Write for Sink {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
             self.0.lock().expect("sink").extend_from_slice(buf);
@@ -144,18 +161,16 @@ pub(super) mod tests {
 
     #[test]
     fn caller_controlled_values_cannot_forge_lines_in_the_text_log() {
-        let sink = Sink::default();
-        let writer = sink.clone();
-        let subscriber =
-            tracing_subscriber::registry().with(crate::telemetry::text_layer(move || writer.clone(), false));
-        tracing::subscriber::with_default(subscriber, || {
-            let uri = "docs://x\n2026-01-01T00:00:00Z  INFO mcpgate: forged line";
-            let span = tracing::info_span!("mcp", method = %"tools/call\r\nforged");
-            let _entered = span.enter();
-            tracing::warn!(uri = %uri, name = ?"a\nb", error = &Hostile as &dyn std::error::Error, "denied {}", "x\ny");
-            tracing::info!(plain = %"docs://ok/plan", "a quiet line");
-        });
-        let text = String::from_utf8(sink.0.lock().expect("sink").clone()).expect("utf-8");
+        let text = Sink::logged(
+            |writer| crate::telemetry::text_layer(writer, false),
+            || {
+                let uri = "docs://x\n2026-01-01T00:00:00Z  INFO mcpgate: forged line";
+                let span = tracing::info_span!("mcp", method = %"tools/call\r\nforged");
+                let _entered = span.enter();
+                tracing::warn!(uri = %uri, name = ?"a\nb", error = &Hostile as &dyn std::error::Error, "denied {}", "x\ny");
+                tracing::info!(plain = %"docs://ok/plan", "a quiet line");
+            },
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "one line per event: {text}");
         assert!(lines[0].contains(r"uri=docs://x\n2026-01-01T00:00:00Z  INFO mcpgate: forged line"), "{text}");
@@ -183,14 +198,12 @@ pub(super) mod tests {
 
     #[test]
     fn an_error_field_is_printed_with_its_whole_chain_in_the_text_log() {
-        let sink = Sink::default();
-        let writer = sink.clone();
-        let subscriber =
-            tracing_subscriber::registry().with(crate::telemetry::text_layer(move || writer.clone(), false));
-        tracing::subscriber::with_default(subscriber, || {
-            tracing::warn!(error = &reading() as &dyn std::error::Error, "cannot read");
-        });
-        let text = String::from_utf8(sink.0.lock().expect("sink").clone()).expect("utf-8");
+        let text = Sink::logged(
+            |writer| crate::telemetry::text_layer(writer, false),
+            || {
+                tracing::warn!(error = &reading() as &dyn std::error::Error, "cannot read");
+            },
+        );
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(
             text.contains(r"error=reading a task: the store did not answer: connection refused\nINFO forged=true"),
