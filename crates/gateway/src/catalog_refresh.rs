@@ -50,7 +50,7 @@ pub(crate) async fn initial_lists(federation: &Federation, store: &AnyStore, wai
         let stored = match store.load_lists(upstream.name()).await {
             Ok(stored) => stored.and_then(|json| serde_json::from_str::<Lists>(&json).ok()),
             Err(e) => {
-                tracing::warn!(upstream = %upstream.name(), error = %e, "cannot read the stored lists");
+                tracing::warn!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "cannot read the stored lists");
                 None
             }
         };
@@ -75,10 +75,14 @@ pub(crate) async fn initial_lists(federation: &Federation, store: &AnyStore, wai
 async fn save(store: &AnyStore, upstream: &str, lists: &Lists) {
     let json = match serde_json::to_string(lists) {
         Ok(json) => json,
-        Err(e) => return tracing::warn!(upstream, error = %e, "lists not serializable"),
+        Err(e) => return tracing::warn!(upstream, error = &e as &dyn std::error::Error, "lists not serializable"),
     };
     if let Err(e) = store.save_lists(upstream, &json).await {
-        tracing::warn!(upstream, error = %e, "cannot save the upstream's lists; other replicas learn of them at their next refresh");
+        tracing::warn!(
+            upstream,
+            error = &e as &dyn std::error::Error,
+            "cannot save the upstream's lists; other replicas learn of them at their next refresh"
+        );
     }
 }
 
@@ -127,7 +131,7 @@ pub(crate) fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                     }
                     Ok(_) => false,
                     Err(e) => {
-                        tracing::debug!(error = %e, "cannot poll the lists generation");
+                        tracing::debug!(error = &e as &dyn std::error::Error, "cannot poll the lists generation");
                         false
                     }
                 }
@@ -147,7 +151,10 @@ pub(crate) fn spawn(state: AppState, mut current: Vec<Option<Lists>>) {
                         kinds.announce(&state.store).await;
                     }
                     Err(e) => {
-                        tracing::warn!(error = ?e, "the new lists do not make a valid catalog; keeping the current one")
+                        tracing::warn!(
+                            error = &e as &dyn std::error::Error,
+                            "the new lists do not make a valid catalog; keeping the current one"
+                        )
                     }
                 }
             }
@@ -194,7 +201,10 @@ impl Kinds {
             (self.resources, Change::ResourcesListChanged),
         ] {
             if changed && let Err(e) = store.publish_change(&change).await {
-                tracing::warn!(error = %e, "could not announce a list change; replicas see it at their next poll");
+                tracing::warn!(
+                    error = &e as &dyn std::error::Error,
+                    "could not announce a list change; replicas see it at their next poll"
+                );
             }
         }
     }
@@ -232,10 +242,13 @@ async fn reload_from_store(state: &AppState, federation: &Federation, current: &
                     changed = true;
                 }
                 Ok(_) => {}
+                // Text by design: the upstream's status (`/upstreams`) shows it as it is.
                 Err(e) => federation.note_list_error(upstream.name(), format!("stored lists unreadable: {e}")),
             },
             Ok(None) => {}
-            Err(e) => tracing::debug!(upstream = %upstream.name(), error = %e, "cannot read the stored lists"),
+            Err(e) => {
+                tracing::debug!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "cannot read the stored lists")
+            }
         }
     }
     changed

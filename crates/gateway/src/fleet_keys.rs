@@ -86,11 +86,17 @@ pub(crate) fn keep_recorded(
                         tracing::warn!("{}", describe(&conflict));
                     }
                 }
-                Err(e) => tracing::debug!(error = %e, "recording this replica's seal key ring failed; retried"),
+                Err(e) => tracing::debug!(
+                    error = &e as &dyn std::error::Error,
+                    "recording this replica's seal key ring failed; retried"
+                ),
             }
         }
         if let Err(e) = store.seal_ring(&replica, &ring, LIVE, RingStep::Forget).await {
-            tracing::debug!(error = %e, "removing this replica's seal key ring record failed; it lapses");
+            tracing::debug!(
+                error = &e as &dyn std::error::Error,
+                "removing this replica's seal key ring record failed; it lapses"
+            );
         }
     });
 }

@@ -135,7 +135,10 @@ impl Limits {
             Err(e) => {
                 self.metrics.rate_limit_unchecked();
                 if warn_now() {
-                    tracing::warn!(error = %e, "rate limits not checked (task store unavailable); requests are admitted");
+                    tracing::warn!(
+                        error = &e as &dyn std::error::Error,
+                        "rate limits not checked (task store unavailable); requests are admitted"
+                    );
                 }
                 Ok(Duration::ZERO)
             }

@@ -43,7 +43,7 @@ pub async fn serve_with_admin(
         let state = state.clone();
         tokio::spawn(async move {
             if let Err(e) = admin::serve(admin, state).await {
-                tracing::error!(error = %e, "the admin API stopped");
+                tracing::error!(error = &e as &dyn std::error::Error, "the admin API stopped");
             }
         });
     }
@@ -60,7 +60,7 @@ pub async fn serve_with_admin(
     // (otherwise a stream's final event can wait for the client's delayed ACK, ~40 ms).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            tracing::debug!(error = &e as &dyn std::error::Error, "could not set TCP_NODELAY");
         }
     });
     let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(graceful).into_future();

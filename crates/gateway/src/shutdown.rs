@@ -22,7 +22,7 @@ pub fn signal() -> impl Future<Output = ()> + Send + 'static {
                         s.recv().await;
                     }
                     Err(e) => {
-                        tracing::error!(error = %e, "cannot listen for {name}");
+                        tracing::error!(error = &e as &dyn std::error::Error, "cannot listen for {name}");
                         std::future::pending::<()>().await;
                     }
                 }
@@ -37,7 +37,7 @@ pub fn signal() -> impl Future<Output = ()> + Send + 'static {
     {
         async {
             if let Err(e) = tokio::signal::ctrl_c().await {
-                tracing::error!(error = %e, "cannot listen for Ctrl-C");
+                tracing::error!(error = &e as &dyn std::error::Error, "cannot listen for Ctrl-C");
                 std::future::pending::<()>().await;
             }
             tracing::info!("Ctrl-C received");

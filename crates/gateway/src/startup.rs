@@ -232,7 +232,7 @@ async fn connect_store(config: &Config, sealer: &Sealer) -> Result<AnyStore, Sta
                 return Ok(AnyStore::Redis(store));
             }
             Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!(error = %e, "cannot reach Redis yet; retrying");
+                tracing::warn!(error = &e as &dyn std::error::Error, "cannot reach Redis yet; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err(e) => {

@@ -13,7 +13,11 @@
 //! events of target `mcpgate_audit` on the span they happened in (there is no OTLP logs
 //! exporter in this build: the trail rides on the trace export). The text format escapes the
 //! control characters of every field (`escaped_fields`), so no logged value forges a line.
+//! A field recorded as an error (`error = &e as &dyn std::error::Error`) is printed with its
+//! whole `source` chain in both formats: `error=outer: cause: root` in the text log,
+//! `"error":"outer","error.sources":["cause","root"]` in the JSON log (`error_sources`).
 
+mod error_sources;
 mod escaped_fields;
 
 use std::io::IsTerminal as _;
@@ -62,9 +66,7 @@ pub fn init(config: &LogConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<
     let ansi = std::io::stderr().is_terminal();
     let logs = match config.format {
         LogFormat::Text => text_layer(std::io::stderr, ansi).boxed(),
-        LogFormat::Json => {
-            tracing_subscriber::fmt::layer().json().flatten_event(true).with_writer(std::io::stderr).boxed()
-        }
+        LogFormat::Json => json_layer(std::io::stderr).boxed(),
     }
     .with_filter(filter)
     .boxed();
@@ -96,6 +98,24 @@ where
         .fmt_fields(escaped_fields::EscapedFields::default())
         .with_writer(writer)
         .with_ansi(ansi)
+}
+
+/// The JSON log: `tracing_subscriber`'s format with the event's fields at the top level, and
+/// each error field's sources beside it.
+pub(crate) fn json_layer<S, W>(
+    writer: W,
+) -> tracing_subscriber::fmt::Layer<
+    S,
+    tracing_subscriber::fmt::format::JsonFields,
+    error_sources::WithSources<tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Json>>,
+    W,
+>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + 'static,
+{
+    let format = tracing_subscriber::fmt::format().json().flatten_event(true);
+    tracing_subscriber::fmt::layer().json().event_format(error_sources::WithSources(format)).with_writer(writer)
 }
 
 type BoxedLayer = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;

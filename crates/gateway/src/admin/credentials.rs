@@ -41,6 +41,7 @@ async fn list(
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, Failed> {
+    // Text by design: the admin client is answered with the rejection as it is.
     let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
     let limit = page_limit(query.limit)?;
     let page = state
@@ -71,6 +72,7 @@ struct RevokeBody {
 }
 
 async fn revoke(State(state): State<AppState>, body: axum::body::Bytes) -> Result<Json<Value>, Failed> {
+    // Text by design: the admin client is told what in its body does not decode.
     let body: RevokeBody = serde_json::from_slice(&body)
         .map_err(|e| GatewayError::AdminInvalid { detail: format!("expected {{\"principal\", \"upstream\"}}: {e}") })?;
     // Through the connector where the upstream is an oauth one here (its tokens are then

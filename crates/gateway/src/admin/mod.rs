@@ -94,7 +94,7 @@ fn same(a: &str, b: &str) -> bool {
 fn failure(error: &GatewayError) -> Response {
     let status = error.admin_status();
     if status.is_server_error() {
-        tracing::warn!(error = %error, "admin request failed");
+        tracing::warn!(error = error as &dyn std::error::Error, detail = error.log_detail(), "admin request failed");
     }
     let mut response = (status, axum::Json(json!({ "error": error.to_string() }))).into_response();
     if status == StatusCode::UNAUTHORIZED {

@@ -86,6 +86,7 @@ async fn withheld(
     State(state): State<AppState>,
     query: Result<Query<WithheldQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, Failed> {
+    // Text by design: the admin client is answered with the rejection as it is.
     let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
     let mut tools = Vec::new();
     for upstream in pinned(&state, query.upstream.as_deref())? {
@@ -143,6 +144,7 @@ fn pairs(body: ApproveBody) -> Result<Vec<Pair>, GatewayError> {
 }
 
 async fn approve(State(state): State<AppState>, body: axum::body::Bytes) -> Result<Json<Value>, Failed> {
+    // Text by design: the admin client is told what in its body does not decode.
     let body: ApproveBody = serde_json::from_slice(&body).map_err(|e| GatewayError::AdminInvalid {
         detail: format!("expected {{\"upstream\", \"tools\": [{{\"tool\", \"hash\"}}]}}: {e}"),
     })?;
@@ -166,7 +168,10 @@ async fn approve(State(state): State<AppState>, body: axum::body::Bytes) -> Resu
         // Every replica (this one too) reads the approved hashes on this announcement and
         // rebuilds; one that misses it does at its next poll.
         if let Err(e) = state.store.publish_change(&Change::ToolsListChanged).await {
-            tracing::warn!(error = %e, "could not announce an approval; replicas serve it at their next poll");
+            tracing::warn!(
+                error = &e as &dyn std::error::Error,
+                "could not announce an approval; replicas serve it at their next poll"
+            );
         }
     }
     if !refused.is_empty() {

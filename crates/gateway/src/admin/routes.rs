@@ -105,6 +105,7 @@ async fn list(
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, Failed> {
+    // Text by design: the admin client is answered with the rejection as it is.
     let Query(query) = query.map_err(|e| GatewayError::AdminInvalid { detail: e.body_text() })?;
     let limit = page_limit(query.limit)?;
     let filter = Filter {
@@ -178,6 +179,7 @@ async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result
     let body: PurgeBody = if body.is_empty() {
         PurgeBody::default()
     } else {
+        // Text by design: the admin client is told what in its body does not decode.
         serde_json::from_slice(&body)
             .map_err(|e| GatewayError::AdminInvalid { detail: format!("invalid purge request: {e}") })?
     };

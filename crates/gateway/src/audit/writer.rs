@@ -106,7 +106,10 @@ fn write_loop(sink: Box<dyn Write + Send>, mut rx: mpsc::Receiver<Item>, failure
             Err(e) => {
                 failures.fetch_add(1, Ordering::Relaxed);
                 if !failing {
-                    tracing::error!(error = %e, "writing audit lines failed; lines are being lost");
+                    tracing::error!(
+                        error = &e as &dyn std::error::Error,
+                        "writing audit lines failed; lines are being lost"
+                    );
                 }
                 failing = true;
             }

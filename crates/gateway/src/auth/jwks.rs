@@ -58,8 +58,9 @@ impl Jwks {
     /// A JWKS read from a file; the file is read now, so a missing file fails start-up.
     pub(super) fn file(path: &str, min_interval: Duration, lifetime: Duration) -> Result<Self, StartupError> {
         let path = PathBuf::from(path);
-        let keys = read_file(&path)
-            .map_err(|problem| StartupError::step(format!("reading auth.jwt.jwks_file {}", path.display()), problem))?;
+        let keys = read_file(&path).map_err(|e| {
+            StartupError::step_caused(format!("reading auth.jwt.jwks_file {}", path.display()), "no usable JWKS", e)
+        })?;
         Ok(Self::with(Location::File(path), keys, Some(Instant::now()), min_interval, lifetime))
     }
 
@@ -142,38 +143,71 @@ impl Jwks {
                 cache.keys = Arc::new(keys);
                 cache.fetched_at = Some(now);
             }
-            Err(problem) => {
-                tracing::warn!(%problem, "JWKS refresh failed; keeping the previous keys")
+            Err(e) => {
+                tracing::warn!(error = &e as &dyn std::error::Error, "JWKS refresh failed; keeping the previous keys")
             }
         }
     }
 }
 
-fn read_file(path: &PathBuf) -> Result<Vec<NamedKey>, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+/// Why a key set could not be read (logged, or the cause of a start-up error; a JWKS holds
+/// public keys only, so no cause quotes a secret).
+#[derive(Debug, thiserror::Error)]
+enum JwksError {
+    /// The file does not open.
+    #[error("cannot be read")]
+    Read(#[source] std::io::Error),
+    /// The document (file or response body) is too large.
+    #[error("larger than {MAX_JWKS_BYTES} bytes")]
+    TooLarge,
+    /// The request failed, or its body broke off.
+    #[error("GET {url}")]
+    Get {
+        /// The JWKS URL.
+        url: String,
+        /// What the HTTP client said.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error status.
+    #[error("GET {url}: HTTP {status}")]
+    Status {
+        /// The JWKS URL.
+        url: String,
+        /// Its status.
+        status: reqwest::StatusCode,
+    },
+    /// The document does not decode as a JWKS.
+    #[error("not a JWKS document")]
+    NotJwks(#[source] serde_json::Error),
+}
+
+fn read_file(path: &PathBuf) -> Result<Vec<NamedKey>, JwksError> {
+    let bytes = std::fs::read(path).map_err(JwksError::Read)?;
     if bytes.len() > MAX_JWKS_BYTES {
-        return Err(format!("larger than {MAX_JWKS_BYTES} bytes"));
+        return Err(JwksError::TooLarge);
     }
     parse(&bytes)
 }
 
-async fn fetch(client: &reqwest::Client, url: &str) -> Result<Vec<NamedKey>, String> {
-    let mut response = client.get(url).send().await.map_err(|e| format!("GET {url}: {e}"))?;
+async fn fetch(client: &reqwest::Client, url: &str) -> Result<Vec<NamedKey>, JwksError> {
+    let failed = |source| JwksError::Get { url: url.to_owned(), source };
+    let mut response = client.get(url).send().await.map_err(failed)?;
     if !response.status().is_success() {
-        return Err(format!("GET {url}: HTTP {}", response.status()));
+        return Err(JwksError::Status { url: url.to_owned(), status: response.status() });
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+    while let Some(chunk) = response.chunk().await.map_err(failed)? {
         if body.len() + chunk.len() > MAX_JWKS_BYTES {
-            return Err(format!("GET {url}: document larger than {MAX_JWKS_BYTES} bytes"));
+            return Err(JwksError::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }
     parse(&body)
 }
 
-fn parse(bytes: &[u8]) -> Result<Vec<NamedKey>, String> {
-    let set: JwkSet = serde_json::from_slice(bytes).map_err(|e| format!("not a JWKS document: {e}"))?;
+fn parse(bytes: &[u8]) -> Result<Vec<NamedKey>, JwksError> {
+    let set: JwkSet = serde_json::from_slice(bytes).map_err(JwksError::NotJwks)?;
     let mut keys = Vec::with_capacity(set.keys.len());
     for jwk in &set.keys {
         if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
@@ -181,7 +215,9 @@ fn parse(bytes: &[u8]) -> Result<Vec<NamedKey>, String> {
         }
         match DecodingKey::from_jwk(jwk) {
             Ok(key) => keys.push(NamedKey { kid: jwk.common.key_id.clone(), key }),
-            Err(e) => tracing::warn!(kid = ?jwk.common.key_id, error = %e, "skipping unusable JWK"),
+            Err(e) => {
+                tracing::warn!(kid = ?jwk.common.key_id, error = &e as &dyn std::error::Error, "skipping unusable JWK")
+            }
         }
     }
     Ok(keys)

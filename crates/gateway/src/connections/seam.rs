@@ -141,7 +141,7 @@ fn union(held: Option<&str>, wanted: Option<&str>) -> Option<String> {
 
 fn failed(e: GatewayError) -> UpstreamError {
     let detail = match &e {
-        GatewayError::Internal { detail } | GatewayError::Unavailable { detail } => detail.clone(),
+        GatewayError::Internal { detail, .. } | GatewayError::Unavailable { detail } => detail.clone(),
         GatewayError::Connect { detail, .. } => detail.clone(),
         other => other.to_string(),
     };

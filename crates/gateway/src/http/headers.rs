@@ -23,6 +23,7 @@ pub fn mirrored(headers: &HeaderMap, name: &str) -> Result<Option<String>, Gatew
     let Some(raw) = headers.get(name) else {
         return Ok(None);
     };
+    // Text by design: the client's error message says which header and why, as a whole.
     decode_value(raw.as_bytes()).map(Some).map_err(|e| GatewayError::header_mismatch(format!("{name} {e}")))
 }
 

@@ -175,6 +175,7 @@ fn peek_meta(request: &Request<'_>) -> Result<Option<RequestMeta>, PeekedMeta> {
     let names_version = raw.get(PROTOCOL_VERSION_KEY).is_some_and(serde_json::Value::is_string);
     match serde_json::from_value::<RequestMeta>(serde_json::Value::Object(raw)) {
         Ok(meta) => Ok(Some(meta)),
+        // Text by design: the client's "invalid _meta" message quotes the decoder, clipped.
         Err(e) => Err(PeekedMeta { names_version, problem: clip(&e.to_string()) }),
     }
 }

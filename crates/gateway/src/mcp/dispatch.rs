@@ -343,7 +343,10 @@ fn spawn_stream(
             match store.subscribe(&channel).await {
                 Ok(mut sub) => while sub.next().await != TaskEvent::Status(TaskStatus::Cancelled) {},
                 Err(e) => {
-                    tracing::debug!(error = %e, "no cross-replica cancellation for this call");
+                    tracing::debug!(
+                        error = &e as &dyn std::error::Error,
+                        "no cross-replica cancellation for this call"
+                    );
                     std::future::pending::<()>().await;
                 }
             }
@@ -371,7 +374,11 @@ fn spawn_stream(
             Some(Err(e)) => {
                 let kind = if e.is_server_fault() { Outcome::ServerError } else { Outcome::ClientError };
                 if e.is_server_fault() {
-                    tracing::error!(error = ?e, "streamed request failed");
+                    tracing::error!(
+                        error = &e as &dyn std::error::Error,
+                        detail = e.log_detail(),
+                        "streamed request failed"
+                    );
                 }
                 let envelope = reply::error_envelope(&cx.id, &e, Some(cx.era));
                 if let Some(to) = lazy_error {

@@ -227,7 +227,7 @@ async fn task_message(
         Ok(Some(record)) => record,
         Ok(None) => return (None, true),
         Err(e) => {
-            tracing::debug!(task = %id, error = %e, "cannot read a watched task; its next event retries");
+            tracing::debug!(task = %id, error = &e as &dyn std::error::Error, "cannot read a watched task; its next event retries");
             return (None, false);
         }
     };
@@ -241,7 +241,7 @@ async fn task_message(
     let view = match task_view::detailed(&record) {
         Ok(view) => view,
         Err(e) => {
-            tracing::warn!(task = %id, error = %e, "watched task not renderable");
+            tracing::warn!(task = %id, error = &e as &dyn std::error::Error, "watched task not renderable");
             return (None, terminal);
         }
     };

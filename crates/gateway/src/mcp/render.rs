@@ -100,5 +100,5 @@ pub(super) fn url_elicitations(requests: &InputRequests) -> Option<GatewayError>
 }
 
 fn to_bytes<T: serde::Serialize>(value: &T) -> Result<Bytes, GatewayError> {
-    serde_json::to_vec(value).map(Bytes::from).map_err(|e| GatewayError::internal(format!("serializing a result: {e}")))
+    serde_json::to_vec(value).map(Bytes::from).map_err(|e| GatewayError::internal_caused("serializing a result", e))
 }

@@ -87,7 +87,7 @@ impl Target {
             return Ok(Self { context: [0; 32], mode });
         }
         let arguments =
-            serde_json::to_vec(arguments).map_err(|e| GatewayError::internal(format!("arguments digest: {e}")))?;
+            serde_json::to_vec(arguments).map_err(|e| GatewayError::internal_caused("arguments digest", e))?;
         let mode_label: &[u8] = match mode {
             Mode::Now => b"now",
             Mode::BeforeTask => b"before-task",
@@ -200,14 +200,14 @@ impl Round {
             asked: requests.iter().map(|(k, r)| (k.clone(), r.method().to_owned())).collect(),
         };
         let payload =
-            serde_json::to_vec(&carried).map_err(|e| GatewayError::internal(format!("requestState encoding: {e}")))?;
+            serde_json::to_vec(&carried).map_err(|e| GatewayError::internal_caused("requestState encoding", e))?;
         let expires = now_ms().saturating_add(state.config.seal.request_state_ttl_secs.saturating_mul(1000));
         state.sealer.seal(&self.target.binding(cx), expires, &payload).map_err(|e| match e {
             SealError::TooLarge { size, max } => GatewayError::invalid_params(format!(
                 "the answers collected so far are too large to carry to the next round ({size} bytes sealed; \
                  this server allows {max})"
             )),
-            other => GatewayError::internal(format!("sealing a requestState: {other}")),
+            other => GatewayError::internal_caused("sealing a requestState", other),
         })
     }
 }

@@ -74,11 +74,11 @@ pub fn acting_principal(config: &Config, principal: Principal, session: &[u8; 32
 
 /// Seals a new session for `principal`.
 pub fn mint(sealer: &Sealer, principal: &Principal, session: &Session, ttl_secs: u64) -> Result<String, GatewayError> {
-    let payload = serde_json::to_vec(session).map_err(|e| GatewayError::internal(format!("session encoding: {e}")))?;
+    let payload = serde_json::to_vec(session).map_err(|e| GatewayError::internal_caused("session encoding", e))?;
     let expires = now_ms().saturating_add(ttl_secs.saturating_mul(1000));
     sealer.seal(&binding(principal), expires, &payload).map_err(|e| match e {
         SealError::TooLarge { .. } => GatewayError::invalid_params("client capabilities and client info are too large"),
-        other => GatewayError::internal(format!("sealing a session: {other}")),
+        other => GatewayError::internal_caused("sealing a session", other),
     })
 }
 

@@ -77,18 +77,20 @@ pub(super) fn request(
         None => now_ms().saturating_add(UNLIMITED_TASK_ID_TTL_MS),
     };
     let payload = serde_json::to_vec(&InputId { task: record.id.to_string(), key: key.to_owned() })
-        .map_err(|_| internal("id encoding"))?;
+        .map_err(|e| GatewayError::internal_caused("task input request: id encoding", e))?;
     let sealed = state
         .sealer
         .seal(&binding(principal), expires, &payload)
-        .map_err(|e| GatewayError::internal(format!("sealing an input request id: {e}")))?;
+        .map_err(|e| GatewayError::internal_caused("sealing an input request id", e))?;
     let message = serde_json::json!({
         "jsonrpc": "2.0",
         "id": format!("{ID_PREFIX}{sealed}"),
         "method": method,
         "params": params,
     });
-    serde_json::to_vec(&message).map(Bytes::from).map_err(|_| internal("encoding"))
+    serde_json::to_vec(&message)
+        .map(Bytes::from)
+        .map_err(|e| GatewayError::internal_caused("task input request: encoding", e))
 }
 
 /// Routes a client's response to an input request to its task. Responses to anything else

@@ -10,7 +10,7 @@ use mcpgate_protocol::meta::RELATED_TASK_KEY;
 use mcpgate_protocol::task::{DetailedTask, LegacyTask, Task, TaskStatus};
 use mcpgate_store::{TaskOutcome, TaskRecord};
 
-use crate::error::GatewayError;
+use crate::error::{GatewayError, UnquotedJsonError};
 use crate::time::iso8601;
 
 /// The extension's `Task`.
@@ -78,7 +78,7 @@ pub fn legacy_result(record: &TaskRecord, related: bool) -> Result<Vec<u8>, Gate
             if let Value::Object(meta) = meta {
                 meta.insert(RELATED_TASK_KEY.to_owned(), serde_json::json!({ "taskId": record.id.as_str() }));
             }
-            serde_json::to_vec(&result).map_err(|e| GatewayError::internal(format!("task result: {e}")))
+            serde_json::to_vec(&result).map_err(|e| GatewayError::internal_caused("task result", e))
         }
         Some(TaskOutcome::Error(json)) => Err(GatewayError::TaskFailed { error: parse(json, "error")? }),
         None => Err(GatewayError::TaskFailed {
@@ -99,5 +99,8 @@ fn legacy_status(record: &TaskRecord) -> TaskStatus {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> Result<T, GatewayError> {
-    serde_json::from_str(json).map_err(|e| GatewayError::internal(format!("stored task {what} unreadable: {e}")))
+    // The stored text was sealed at rest: the cause keeps where it broke, not what it quotes.
+    serde_json::from_str(json).map_err(|e| {
+        GatewayError::internal_caused(format!("stored task {what} unreadable"), UnquotedJsonError::from(e))
+    })
 }

@@ -216,8 +216,11 @@ impl Pinning {
         let Observation { approved, seeded } = match store.pins_observe(upstream, seed, tools).await {
             Ok(observation) => observation,
             Err(e) => {
-                tracing::warn!(upstream, error = %e,
-                    "cannot read the upstream's pinned definitions: withholding every tool of it until the store answers");
+                tracing::warn!(
+                    upstream,
+                    error = &e as &dyn std::error::Error,
+                    "cannot read the upstream's pinned definitions: withholding every tool of it until the store answers"
+                );
                 self.recalled(upstream, |r| r.recorded = None);
                 return None;
             }
@@ -308,7 +311,9 @@ impl Pinning {
                     None => {}
                     Some(known) => changed |= known.as_ref() != Some(&now),
                 },
-                Err(e) => tracing::debug!(upstream = %upstream.name(), error = %e, "cannot poll the pins"),
+                Err(e) => {
+                    tracing::debug!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "cannot poll the pins")
+                }
             }
         }
         changed

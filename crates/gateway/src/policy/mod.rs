@@ -93,7 +93,7 @@ impl Policy {
             }
             let program = env
                 .compile(&rule.when)
-                .map_err(|e| StartupError::config(setting(), format!("`when` does not parse: {e}")))?;
+                .map_err(|e| StartupError::config_caused(setting(), "`when` does not parse", e))?;
             if let Some(problem) = references::first_unknown(&env, program.expression()) {
                 return Err(StartupError::config(setting(), format!("`when`: {problem}")));
             }

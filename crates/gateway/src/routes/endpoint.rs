@@ -14,7 +14,7 @@ use tracing::field::Empty;
 
 use mcpgate_protocol::{Era, Incoming, Method, ProtocolError, ProtocolVersion, decode};
 
-use crate::error::{ErrorReply, GatewayError};
+use crate::error::{ErrorReply, GatewayError, is_caused_by};
 use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::http::negotiate::{Accept, BodyLimits, check_content_type, read_body};
 use crate::http::reply;
@@ -131,9 +131,11 @@ async fn handle(
             // A response that cannot be accepted gets an HTTP error status and an error
             // without an id (it answers no request of the client's).
             if let Err(error) = Box::pin(answer_task_input(state, &session_principal(), &response)).await {
-                let error = match error {
-                    GatewayError::Store { .. } | GatewayError::StoredData { .. } => error,
-                    other => ProtocolError::InvalidRequest { reason: other.to_string(), id: None }.into(),
+                // A store error anywhere in the chain keeps the store's answer.
+                let error = if is_caused_by::<mcpgate_store::StoreError>(&error) {
+                    error
+                } else {
+                    ProtocolError::InvalidRequest { reason: error.to_string(), id: None }.into()
                 };
                 return Err(ErrorReply { error, id: None, era: Some(Era::Legacy) });
             }
@@ -217,6 +219,6 @@ async fn forward_cancel(
     let channel = crate::mcp::cancellation::channel(principal, &session, &request);
     let event = mcpgate_store::TaskEvent::Status(mcpgate_protocol::task::TaskStatus::Cancelled);
     if let Err(e) = mcpgate_store::EventBus::publish(&state.store, &channel, event).await {
-        tracing::warn!(error = %e, "could not forward a client's cancellation");
+        tracing::warn!(error = &e as &dyn std::error::Error, "could not forward a client's cancellation");
     }
 }

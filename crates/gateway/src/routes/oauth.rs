@@ -6,7 +6,7 @@
 //!
 //! Invariant: every answer is a redirect, a short page or an empty 204 — never a token, a
 //! sealed value's contents or an internal detail (those go to the log); the status says what
-//! happened (error.rs decides it).
+//! happened (`crate::error`'s wire mapping decides it).
 
 use std::sync::Arc;
 
@@ -172,9 +172,9 @@ fn redirect(url: &str) -> Response {
 fn failure(e: &GatewayError) -> Response {
     let status = e.connect_status();
     if status.is_server_error() {
-        tracing::warn!(error = ?e, "a connection step failed");
+        tracing::warn!(error = e as &dyn std::error::Error, detail = e.log_detail(), "a connection step failed");
     } else {
-        tracing::info!(error = ?e, "a connection step was refused");
+        tracing::info!(error = e as &dyn std::error::Error, detail = e.log_detail(), "a connection step was refused");
     }
     let message = match e {
         GatewayError::Connect { failure, .. } => failure.message().to_owned(),

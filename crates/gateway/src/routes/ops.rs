@@ -26,7 +26,7 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
     if let Err(e) = state.store.ping().await {
-        tracing::warn!(error = %e, "not ready: task store unavailable");
+        tracing::warn!(error = &e as &dyn std::error::Error, "not ready: task store unavailable");
         return (StatusCode::SERVICE_UNAVAILABLE, "task store unavailable\n").into_response();
     }
     if !state.tasks.workers().is_alive() {
@@ -61,7 +61,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
             );
             text.push_str(&format!("mcpgate_task_queue_depth {depth}\n"));
         }
-        Err(e) => tracing::debug!(error = %e, "queue depth unavailable for /metrics"),
+        Err(e) => tracing::debug!(error = &e as &dyn std::error::Error, "queue depth unavailable for /metrics"),
     }
     if let Some(store) = state.store.metrics() {
         store.render(&mut text);

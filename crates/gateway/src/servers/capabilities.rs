@@ -78,5 +78,5 @@ pub(crate) fn discover_result(
         result_type: Some(ResultType::Complete),
         meta: Some(ResultMeta::server(server_info.clone())),
     };
-    serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("discover: {e}")))
+    serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal_caused("discover", e))
 }

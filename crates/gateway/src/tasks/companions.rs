@@ -115,7 +115,7 @@ impl Tool for Companion {
             let Some(id) = TaskId::parse(raw) else { return not_found() };
             // The store's own error (addresses, OS errors) is for the log, not the client.
             let unavailable = |e: mcpgate_store::StoreError| {
-                tracing::warn!(task = %id, error = %e, "a background-task companion could not reach the task store");
+                tracing::warn!(task = %id, error = &e as &dyn std::error::Error, "a background-task companion could not reach the task store");
                 Outcome::Failed(Failure::Unavailable("The task store is unavailable; try again shortly".to_owned()))
             };
             // Through a virtual server, a task made elsewhere does not exist (as for the tasks
@@ -196,7 +196,11 @@ fn result(record: &TaskRecord, result_tool: &str) -> Outcome<CallToolResult> {
     match (record.status, &record.outcome) {
         (TaskStatus::Completed, Some(TaskOutcome::Result(json))) => match RawMembers::split(json) {
             Ok(r) => Outcome::Complete(CallToolResult::relayed(r.members, r.is_error)),
-            Err(e) => Outcome::Failed(Failure::Internal(format!("stored result unreadable: {e}"))),
+            // The stored text was sealed at rest: say where it broke, not what it quotes.
+            Err(e) => Outcome::Failed(Failure::Internal(format!(
+                "stored result unreadable: {}",
+                crate::error::UnquotedJsonError::from(e)
+            ))),
         },
         (TaskStatus::Failed, outcome) => {
             let reason = match outcome {

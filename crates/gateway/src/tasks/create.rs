@@ -112,12 +112,12 @@ impl TaskService {
             TtlRequest::Unlimited => Some(tasks.max_ttl_ms),
         };
         let arguments =
-            serde_json::to_string(&plan.arguments).map_err(|e| GatewayError::internal(format!("arguments: {e}")))?;
-        let capabilities = serde_json::to_string(&*cx.capabilities)
-            .map_err(|e| GatewayError::internal(format!("capabilities: {e}")))?;
+            serde_json::to_string(&plan.arguments).map_err(|e| GatewayError::internal_caused("arguments", e))?;
+        let capabilities =
+            serde_json::to_string(&*cx.capabilities).map_err(|e| GatewayError::internal_caused("capabilities", e))?;
         let mut input_responses = RawAnswers::new();
         for (key, answer) in &plan.answers {
-            let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal(format!("answer: {e}")))?;
+            let json = serde_json::to_string(answer).map_err(|e| GatewayError::internal_caused("answer", e))?;
             input_responses.insert(key.clone(), RawAnswer { method: answer.method().to_owned(), json });
         }
         // Arguments serialize with sorted keys, so the same call always has the same digest.

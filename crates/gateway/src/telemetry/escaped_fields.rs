@@ -17,6 +17,8 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::field::{MakeVisitor, VisitFmt, VisitOutput};
 use tracing_subscriber::fmt::format::{DefaultFields, DefaultVisitor, Writer};
 
+use crate::error::Chain;
+
 /// The text log's [`FormatFields`](tracing_subscriber::fmt::FormatFields): the default one,
 /// escaped.
 #[derive(Debug, Default)]
@@ -46,13 +48,8 @@ impl<V: Visit> Visit for Escaping<V> {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn Error + 'static)) {
-        let mut text = value.to_string();
-        let mut source = value.source();
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
+        // The error and every source, as one value.
+        let text = Chain(value).to_string();
         self.0.record_debug(field, &Raw(&escape(&text)));
     }
 
@@ -112,7 +109,7 @@ pub(crate) fn escape(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::io::Write;
     use std::sync::{Arc, Mutex};
 
@@ -122,7 +119,24 @@ mod tests {
 
     /// A log sink tests read back.
     #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
+    pub(in crate::telemetry) struct Sink(pub(in crate::telemetry) Arc<Mutex<Vec<u8>>>);
+
+    impl Sink {
+        /// What `log` writes through the layer `layer` makes of a sink.
+        pub(in crate::telemetry) fn logged<L>(
+            layer: impl FnOnce(Box<dyn Fn() -> Sink + Send + Sync>) -> L,
+            log: impl FnOnce(),
+        ) -> String
+        where
+            L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync,
+        {
+            let sink = Sink::default();
+            let writer = sink.clone();
+            let subscriber = tracing_subscriber::registry().with(layer(Box::new(move || writer.clone())));
+            tracing::subscriber::with_default(subscriber, log);
+            String::from_utf8(sink.0.lock().expect("sink").clone()).expect("utf-8")
+        }
+    }
 
     impl Write for Sink {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -147,18 +161,16 @@ mod tests {
 
     #[test]
     fn caller_controlled_values_cannot_forge_lines_in_the_text_log() {
-        let sink = Sink::default();
-        let writer = sink.clone();
-        let subscriber =
-            tracing_subscriber::registry().with(crate::telemetry::text_layer(move || writer.clone(), false));
-        tracing::subscriber::with_default(subscriber, || {
-            let uri = "docs://x\n2026-01-01T00:00:00Z  INFO mcpgate: forged line";
-            let span = tracing::info_span!("mcp", method = %"tools/call\r\nforged");
-            let _entered = span.enter();
-            tracing::warn!(uri = %uri, name = ?"a\nb", error = &Hostile as &dyn std::error::Error, "denied {}", "x\ny");
-            tracing::info!(plain = %"docs://ok/plan", "a quiet line");
-        });
-        let text = String::from_utf8(sink.0.lock().expect("sink").clone()).expect("utf-8");
+        let text = Sink::logged(
+            |writer| crate::telemetry::text_layer(writer, false),
+            || {
+                let uri = "docs://x\n2026-01-01T00:00:00Z  INFO mcpgate: forged line";
+                let span = tracing::info_span!("mcp", method = %"tools/call\r\nforged");
+                let _entered = span.enter();
+                tracing::warn!(uri = %uri, name = ?"a\nb", error = &Hostile as &dyn std::error::Error, "denied {}", "x\ny");
+                tracing::info!(plain = %"docs://ok/plan", "a quiet line");
+            },
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "one line per event: {text}");
         assert!(lines[0].contains(r"uri=docs://x\n2026-01-01T00:00:00Z  INFO mcpgate: forged line"), "{text}");
@@ -167,6 +179,34 @@ mod tests {
         assert!(
             lines[1].contains("plain=docs://ok/plan a quiet line")
                 || lines[1].contains("a quiet line plain=docs://ok/plan"),
+            "{text}"
+        );
+    }
+
+    /// An error of three levels, the innermost holding a line break.
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading a task")]
+    pub(in crate::telemetry) struct Reading(#[source] Unanswered);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the store did not answer")]
+    pub(in crate::telemetry) struct Unanswered(#[source] std::io::Error);
+
+    pub(in crate::telemetry) fn reading() -> Reading {
+        Reading(Unanswered(std::io::Error::other("connection refused\nINFO forged=true")))
+    }
+
+    #[test]
+    fn an_error_field_is_printed_with_its_whole_chain_in_the_text_log() {
+        let text = Sink::logged(
+            |writer| crate::telemetry::text_layer(writer, false),
+            || {
+                tracing::warn!(error = &reading() as &dyn std::error::Error, "cannot read");
+            },
+        );
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.contains(r"error=reading a task: the store did not answer: connection refused\nINFO forged=true"),
             "{text}"
         );
     }

@@ -82,7 +82,7 @@ impl Notifier {
                     tracing::debug!(method, "client reads slowly; notification dropped");
                 }
             }
-            Err(e) => tracing::warn!(error = %e, method, "notification not serializable"),
+            Err(e) => tracing::warn!(error = &e as &dyn std::error::Error, method, "notification not serializable"),
         }
     }
 }
@@ -254,7 +254,7 @@ impl ToolContext {
                 false
             }
             Err(e) => {
-                tracing::warn!(error = %e, "checkpoint not recorded");
+                tracing::warn!(error = &e as &dyn std::error::Error, "checkpoint not recorded");
                 false
             }
         }
@@ -352,7 +352,10 @@ impl ToolContext {
         let unavailable = |why: String| Failure::Unavailable(why);
         // What the store said is for the log: the failure becomes the task's, which its client reads.
         let store_down = |e: mcpgate_store::StoreError| {
-            tracing::warn!(error = %e, "asking for input in place: the task store is unavailable");
+            tracing::warn!(
+                error = &e as &dyn std::error::Error,
+                "asking for input in place: the task store is unavailable"
+            );
             Failure::Unavailable("the task store is unavailable".to_owned())
         };
         let Some(checkpoints) = &self.checkpoints else {
@@ -365,6 +368,7 @@ impl ToolContext {
             return Err(failure);
         }
         let mut raw = RawRequests::new();
+        // Text by design: the failure becomes the task's, which its client reads (see `Failure`).
         for (key, request) in requests {
             let json = serde_json::to_string(request).map_err(|e| unavailable(format!("input request: {e}")))?;
             raw.insert(key.clone(), RawAnswer { method: request.method().to_owned(), json });
@@ -373,6 +377,7 @@ impl ToolContext {
         let state = match continuation {
             None => None,
             Some(None) => Some(None),
+            // Text by design, as for the input requests above.
             Some(Some(value)) => {
                 Some(Some(serde_json::to_string(value).map_err(|e| unavailable(format!("continuation: {e}")))?))
             }
@@ -399,7 +404,10 @@ impl ToolContext {
                 }
                 Ok(other) => return Err(unavailable(format!("the task moved on ({other:?})"))),
                 Err(e @ mcpgate_store::StoreError::NotAcknowledged { .. }) if tries < HOLD_TRIES => {
-                    tracing::warn!(error = %e, "input request not confirmed by the Redis replicas; recording it again");
+                    tracing::warn!(
+                        error = &e as &dyn std::error::Error,
+                        "input request not confirmed by the Redis replicas; recording it again"
+                    );
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(100) * tries).await;
                 }
@@ -423,7 +431,10 @@ impl ToolContext {
                 Ok(Some(record)) => record,
                 Ok(None) => return Err(unavailable("the task ended".to_owned())),
                 Err(e) => {
-                    tracing::debug!(error = %e, "cannot read a held task; waiting for its next event");
+                    tracing::debug!(
+                        error = &e as &dyn std::error::Error,
+                        "cannot read a held task; waiting for its next event"
+                    );
                     continue;
                 }
             };
@@ -458,7 +469,7 @@ impl ToolContext {
         match store.publish_change(&change).await {
             Ok(()) => true,
             Err(e) => {
-                tracing::warn!(error = %e, "could not announce a catalog change");
+                tracing::warn!(error = &e as &dyn std::error::Error, "could not announce a catalog change");
                 false
             }
         }

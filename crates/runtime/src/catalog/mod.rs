@@ -312,7 +312,11 @@ impl Catalog {
         let params = match header_params::extract(name, &tool.descriptor().info.input_schema) {
             Ok(params) => params,
             Err(e) => {
-                tracing::warn!(tool = name, error = %e, "a per-principal tool has invalid header annotations");
+                tracing::warn!(
+                    tool = name,
+                    error = &e as &dyn std::error::Error,
+                    "a per-principal tool has invalid header annotations"
+                );
                 return None;
             }
         };

@@ -27,6 +27,11 @@ pub enum Outcome<T> {
 }
 
 /// Why an invocation failed.
+///
+/// Its variants carry text, not a `source`, by design: a failure is the contract between a
+/// tool (of any crate) and its caller, cloned into a task's outcome and, but for `Internal`,
+/// sent to the client as a whole (an `isError` text, a JSON-RPC message); a cause worth
+/// keeping is logged where the failure is made.
 #[derive(Debug, Clone)]
 pub enum Failure {
     /// The request is wrong (what the protocol carries: a `requestState`, an answer, a hidden
@@ -55,6 +60,7 @@ pub enum Failure {
 
 /// Decodes tool arguments (a JSON object) into a typed struct, reporting a client-safe error.
 pub fn decode_args<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T, Failure> {
+    // Text by design: the model reads the refusal as it is (see `Failure`).
     T::deserialize(args).map_err(|e| Failure::InvalidArguments(format!("invalid arguments: {e}")))
 }
 

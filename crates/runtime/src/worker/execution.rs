@@ -68,11 +68,14 @@ async fn claim_and_execute(shared: &Shared, job: Job, reclaimed: bool) {
         // under the same claim id) is not run either: a failover could hand the same job to
         // another worker, running the tool twice.
         Err(e @ StoreError::NotAcknowledged { .. }) => {
-            tracing::warn!(error = %e, "claim not confirmed by the Redis replicas; left to be reclaimed");
+            tracing::warn!(
+                error = &e as &dyn std::error::Error,
+                "claim not confirmed by the Redis replicas; left to be reclaimed"
+            );
             return;
         }
         Err(e) => {
-            tracing::warn!(error = %e, "claiming a job failed");
+            tracing::warn!(error = &e as &dyn std::error::Error, "claiming a job failed");
             return;
         }
     };
@@ -110,7 +113,9 @@ async fn defer_unknown(shared: &Shared, job: &Job, lease: &Lease, task: &TaskRec
         }
         Ok(other) => tracing::debug!(?other, "task with an unknown tool moved on meanwhile"),
         // The lease lapses and the job is reclaimed, by this or another replica.
-        Err(e) => tracing::warn!(error = %e, "giving back a task with an unknown tool failed"),
+        Err(e) => {
+            tracing::warn!(error = &e as &dyn std::error::Error, "giving back a task with an unknown tool failed")
+        }
     }
 }
 
@@ -128,7 +133,10 @@ pub(super) async fn execute(
     let events = match shared.store.subscribe(&task.id).await {
         Ok(sub) => Some(sub),
         Err(e) => {
-            tracing::warn!(error = %e, "no cancel events for this run; lease renewals will notice instead");
+            tracing::warn!(
+                error = &e as &dyn std::error::Error,
+                "no cancel events for this run; lease renewals will notice instead"
+            );
             None
         }
     };
@@ -243,7 +251,10 @@ pub(super) async fn supervise(
         Err(Stop::Shutdown) => match shared.store.release(&lease, &job).await {
             Ok(Settled::Done) => tracing::info!("task handed back for another replica (shutdown)"),
             Ok(other) => tracing::debug!(?other, "task not handed back: it moved on meanwhile"),
-            Err(e) => tracing::warn!(error = %e, "handing a task back failed; it is taken over once its lease lapses"),
+            Err(e) => tracing::warn!(
+                error = &e as &dyn std::error::Error,
+                "handing a task back failed; it is taken over once its lease lapses"
+            ),
         },
         Err(Stop::LeaseEnding) => {
             // Not acknowledged: once the lease lapses, any replica reclaims the job.
@@ -258,7 +269,7 @@ pub(super) async fn supervise(
             if matches!(stop, Stop::Cancelled | Stop::Gone)
                 && let Err(e) = shared.store.ack(&job).await
             {
-                tracing::warn!(error = %e, "acknowledging a stopped job failed");
+                tracing::warn!(error = &e as &dyn std::error::Error, "acknowledging a stopped job failed");
             }
         }
     }
@@ -408,7 +419,10 @@ async fn settle_in_span(
 async fn charge_result(shared: &Shared, task: &TaskRecord, bytes: usize) {
     let creator = Principal::new(&task.issuer, &task.subject, Vec::new());
     if let Err(e) = shared.store.charge(creator.caller_key(), &task.id, bytes as u64).await {
-        tracing::warn!(error = %e, "counting a result against its creator's stored-bytes quota failed");
+        tracing::warn!(
+            error = &e as &dyn std::error::Error,
+            "counting a result against its creator's stored-bytes quota failed"
+        );
     }
 }
 
@@ -445,7 +459,7 @@ fn record(
         }
         Ok(Settled::GaveUp) => tracing::warn!("unexpected answer to recording an outcome"),
         // The lease lapses and another attempt runs the task again.
-        Err(e) => tracing::warn!(error = %e, "recording a task outcome failed"),
+        Err(e) => tracing::warn!(error = &e as &dyn std::error::Error, "recording a task outcome failed"),
     }
 }
 
@@ -494,7 +508,10 @@ where
             Err(
                 e @ (StoreError::Unavailable { .. } | StoreError::Timeout { .. } | StoreError::NotAcknowledged { .. }),
             ) if tokio::time::Instant::now() + backoff < give_up => {
-                tracing::warn!(error = %e, "recording a task outcome failed; retrying with the same lease");
+                tracing::warn!(
+                    error = &e as &dyn std::error::Error,
+                    "recording a task outcome failed; retrying with the same lease"
+                );
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }

@@ -219,7 +219,10 @@ impl Workers {
                 let events = match shared.store.subscribe(&adopted.task.id).await {
                     Ok(sub) => Some(sub),
                     Err(e) => {
-                        tracing::warn!(error = %e, "no cancel events for this run; lease renewals will notice instead");
+                        tracing::warn!(
+                            error = &e as &dyn std::error::Error,
+                            "no cancel events for this run; lease renewals will notice instead"
+                        );
                         None
                     }
                 };
@@ -371,13 +374,13 @@ async fn read_loop(shared: Shared, alive: Arc<AtomicBool>) {
                     tracing::debug!(jobs = surplus.len(), "handing back jobs read beyond the free slots");
                     if let Err(e) = shared.store.hand_back(&surplus).await {
                         // Still pending on this worker: reclaimed once idle for a lease.
-                        tracing::warn!(error = %e, "handing back surplus jobs failed");
+                        tracing::warn!(error = &e as &dyn std::error::Error, "handing back surplus jobs failed");
                     }
                 }
             }
             Err(e) => {
                 drop(first);
-                tracing::warn!(error = %e, "reading the job queue failed; retrying");
+                tracing::warn!(error = &e as &dyn std::error::Error, "reading the job queue failed; retrying");
                 tokio::select! {
                     () = tokio::time::sleep(backoff) => {}
                     () = shared.stopping.cancelled() => break,
@@ -413,7 +416,7 @@ async fn reclaim_loop(shared: Shared) {
             match shared.store.forget_idle_workers(after).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(workers = n, "forgot queue workers idle for over {after:?}"),
-                Err(e) => tracing::warn!(error = %e, "tidying the queue's workers failed"),
+                Err(e) => tracing::warn!(error = &e as &dyn std::error::Error, "tidying the queue's workers failed"),
             }
         }
         // Free slots, not free permits: the reader holds a permit while it waits for jobs.
@@ -429,7 +432,7 @@ async fn reclaim_loop(shared: Shared) {
                     spawn_run(&shared, job, permit, true);
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "reclaiming stale jobs failed"),
+            Err(e) => tracing::warn!(error = &e as &dyn std::error::Error, "reclaiming stale jobs failed"),
         }
     }
 }

@@ -114,7 +114,7 @@ pub(super) async fn watch(
             Err(e) => {
                 // The lease runs on; if it lapses meanwhile, the next renewal says Lost.
                 shared.options.metrics.renew_failure();
-                tracing::warn!(task = %lease.task, error = %e, "renewing a lease failed");
+                tracing::warn!(task = %lease.task, error = &e as &dyn std::error::Error, "renewing a lease failed");
                 next_renew = Instant::now() + RETRY_EVERY;
             }
         }

@@ -109,7 +109,7 @@ impl Drop for CancelOnDrop {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         runtime.spawn(async move {
             if let Err(e) = state.tasks.cancel(&task, &owner).await {
-                tracing::warn!(task = %task, error = %e, "the task of a call whose client left could not be cancelled");
+                tracing::warn!(task = %task, error = &e as &dyn std::error::Error, "the task of a call whose client left could not be cancelled");
             }
         });
     }

@@ -42,7 +42,7 @@ pub(in crate::mcp) fn initialize(
         meta: None,
     };
     let result =
-        serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("initialize: {e}")))?;
+        serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal_caused("initialize", e))?;
     tracing::debug!(principal = %cx.principal.log_id(), version = %version, "legacy session initialized");
     Ok(Reply::Initialized { result, session_id })
 }

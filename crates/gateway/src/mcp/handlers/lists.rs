@@ -30,7 +30,7 @@ pub(in crate::mcp) async fn list(
     if method == Method::ToolsList && cx.endpoint.searches() {
         return catalog
             .search_tools_list(cx.era)
-            .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")));
+            .map_err(|e| GatewayError::internal_caused("rendering a tools list", e));
     }
     if !cx.endpoint.selects_all() || !cx.endpoint.policy_is_open() {
         return filtered(cx, method, &catalog).await;
@@ -43,7 +43,7 @@ pub(in crate::mcp) async fn list(
         _ => catalog
             .tools_list(cx.era, &cx.principal)
             .await
-            .map_err(|e| GatewayError::internal(format!("rendering a tools list: {e}")))?,
+            .map_err(|e| GatewayError::internal_caused("rendering a tools list", e))?,
     })
 }
 
@@ -60,7 +60,7 @@ async fn filtered(cx: &CallContext, method: Method, catalog: &Catalog) -> Result
         }
         _ => catalog.tools_list_where(cx.era, &cx.principal, &|name, up| shows(Item::Tool(name), up)).await,
     };
-    rendered.map_err(|e| GatewayError::internal(format!("rendering a list: {e}")))
+    rendered.map_err(|e| GatewayError::internal_caused("rendering a list", e))
 }
 
 /// Whether the endpoint's lists show `item` to `caller`: in its selection, and allowed by its

@@ -95,10 +95,16 @@ pub(super) fn prepare(
                 }
                 Err(e) => {
                     if e.is_server_fault() {
-                        tracing::warn!(error = %e, "a long call could not become a task; it stays synchronous");
+                        tracing::warn!(
+                            error = &e as &dyn std::error::Error,
+                            "a long call could not become a task; it stays synchronous"
+                        );
                     } else {
                         // Refused by the caller's quotas or limits, or no free worker here.
-                        tracing::debug!(error = %e, "a long call was not admitted as a task; it stays synchronous");
+                        tracing::debug!(
+                            error = &e as &dyn std::error::Error,
+                            "a long call was not admitted as a task; it stays synchronous"
+                        );
                     }
                     let outcome = async {
                         tokio::select! {

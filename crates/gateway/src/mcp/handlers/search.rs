@@ -59,6 +59,6 @@ pub(in crate::mcp) async fn search(
     let shows = |name: &str, upstream: Option<&str>| visible(cx, &caller, Item::Tool(name), upstream);
     let found = catalog.search_where(cx.era, &cx.principal, &query, limit, &shows).await;
     let result =
-        search::search_result(&found).map_err(|e| GatewayError::internal(format!("rendering search results: {e}")))?;
+        search::search_result(&found).map_err(|e| GatewayError::internal_caused("rendering search results", e))?;
     render::complete(cx, result)
 }

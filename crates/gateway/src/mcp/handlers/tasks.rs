@@ -67,11 +67,11 @@ pub(in crate::mcp) fn render_created(cx: &CallContext, record: &TaskRecord) -> R
                 result_type: Some(ResultType::Task),
                 meta: Some(ResultMeta::server(cx.endpoint.server_info().clone())),
             };
-            serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("task: {e}")))
+            serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal_caused("task", e))
         }
         Era::Legacy => {
             let result = LegacyCreateTaskResult { task: task_view::legacy(record), result_type: None, meta: None };
-            serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal(format!("task: {e}")))
+            serde_json::to_vec(&result).map(Bytes::from).map_err(|e| GatewayError::internal_caused("task", e))
         }
     }
 }
