@@ -10,7 +10,9 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 
 use mcpgate_protocol::headers::MCP_SESSION_ID;
 
-use crate::{ClientError, McpRequest, Reply};
+use crate::error::ClientError;
+use crate::reply::Reply;
+use crate::request::McpRequest;
 
 /// A client of MCP endpoints (cheap to clone: the connection pool is shared). Timeouts,
 /// pooling and TLS are the `reqwest::Client`'s it is made from.

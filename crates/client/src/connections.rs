@@ -25,7 +25,9 @@ use tokio::net::TcpStream;
 
 use mcpgate_protocol::headers::MCP_SESSION_ID;
 
-use crate::{ClientError, McpRequest, Reply};
+use crate::error::ClientError;
+use crate::reply::Reply;
+use crate::request::McpRequest;
 
 /// One keep-alive connection and the future that drives it.
 struct Conn {
@@ -56,7 +58,7 @@ impl std::fmt::Debug for Connections {
 
 impl Connections {
     /// Connections to `url`, which must be `http://host[:port]/path`; `None` for any other
-    /// URL (say, `https://`: use a [`Client`](crate::Client) for it). Defaults: 8 idle
+    /// URL (say, `https://`: use a [`Client`](crate::client::Client) for it). Defaults: 8 idle
     /// connections kept, 16 MiB bodies, 120 s per exchange, 5 s to connect.
     pub fn new(url: &str) -> Option<Self> {
         let parsed = reqwest::Url::parse(url).ok()?;
@@ -81,7 +83,7 @@ impl Connections {
             path: path.parse().ok()?,
             idle: Mutex::new(Vec::new()),
             max_idle: 8,
-            max_body: crate::Client::DEFAULT_MAX_BODY,
+            max_body: crate::client::Client::DEFAULT_MAX_BODY,
             timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(5),
         })
@@ -115,7 +117,7 @@ impl Connections {
         self
     }
 
-    /// POSTs `request` and reads its reply whole, as [`Client::send`](crate::Client::send)
+    /// POSTs `request` and reads its reply whole, as [`Client::send`](crate::client::Client::send)
     /// does.
     ///
     /// # Errors

@@ -36,9 +36,9 @@ impl Reply {
     ///
     /// # Errors
     ///
-    /// [`ClientError::NotJson`](crate::ClientError::NotJson), quoting the body (clipped).
-    pub fn json(&self) -> Result<Value, crate::ClientError> {
-        serde_json::from_str(&self.body).map_err(|source| crate::ClientError::NotJson {
+    /// [`ClientError::NotJson`](crate::error::ClientError::NotJson), quoting the body (clipped).
+    pub fn json(&self) -> Result<Value, crate::error::ClientError> {
+        serde_json::from_str(&self.body).map_err(|source| crate::error::ClientError::NotJson {
             body: mcpgate_protocol::quote::clip(&self.body, 2_000),
             source,
         })
