@@ -94,9 +94,20 @@ impl Connection {
     /// or within a quarter of its lifetime for tokens living less than four minutes (so a
     /// short-lived token is not refreshed on every use).
     pub(super) fn expiring(&self, now_ms: u64) -> bool {
-        let Some(expires) = self.expires_at_ms else { return false };
+        self.refresh_due_ms().is_some_and(|due| now_ms >= due)
+    }
+
+    /// How long from `now_ms` the access token may be used before it is [`Self::expiring`]
+    /// (`None`: until refused).
+    pub(super) fn fresh_for(&self, now_ms: u64) -> Option<std::time::Duration> {
+        self.refresh_due_ms().map(|due| std::time::Duration::from_millis(due.saturating_sub(now_ms)))
+    }
+
+    /// When (Unix ms) the access token is due for a refresh, if it expires.
+    fn refresh_due_ms(&self) -> Option<u64> {
+        let expires = self.expires_at_ms?;
         let lifetime = expires.saturating_sub(self.issued_at_ms);
-        now_ms.saturating_add((lifetime / 4).min(60_000)) >= expires
+        Some(expires.saturating_sub((lifetime / 4).min(60_000)))
     }
 
     fn meta(&self, connected_at_ms: u64) -> ConnectionMeta {
