@@ -383,7 +383,7 @@ impl Upstream {
         request: Request,
         cancel: &CancellationToken,
     ) -> Result<Box<RawValue>, UpstreamError> {
-        let held = request.held.as_ref().and_then(HeldToken::fresh).cloned();
+        let held = request.held;
         let principal = match request.on_behalf {
             OnBehalf::Caller(Some(principal)) => principal,
             // Never without a caller: its token is the only credential this upstream takes.
@@ -395,12 +395,20 @@ impl Upstream {
         };
         let connections = self.connections()?;
         let name = self.name();
-        let mut token = match held {
+        let mut token = match held.as_ref().and_then(HeldToken::fresh) {
             Some(token) => token,
-            None => tokio::select! {
-                token = connections.bearer(name, &principal) => token?,
-                () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
-            },
+            None => {
+                let token = tokio::select! {
+                    token = connections.bearer(name, &principal) => token?,
+                    () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+                };
+                // The requests after this one (a list's next page, the call after its list)
+                // send it too.
+                if let Some(held) = &held {
+                    held.renew(&token);
+                }
+                token
+            }
         };
         let mut exchange = request.exchange;
         exchange.holder = Some(Arc::from(principal.key()));
@@ -421,6 +429,9 @@ impl Upstream {
                 fresh = connections.refused(name, &principal, &token, refusal, challenge.as_ref()) => fresh?,
                 () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
+            if let Some(held) = &held {
+                held.renew(&token);
+            }
         }
         // Connections that gave yet another token for a connection refused twice: not tried.
         Err(UpstreamError::Authorization { detail: "the upstream refused the caller's token twice".to_owned() })

@@ -11,6 +11,7 @@
 //! [`HeldToken`] is looked up for one principal and goes only with requests made for them).
 
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -47,9 +48,13 @@ pub(crate) fn refused(status: u16, challenge: Option<BearerChallenge>) -> Upstre
 
 /// A caller's access token as one look-up of their connection found it, and until when it
 /// may be sent without asking the [`Connections`] again: past that, it is due for a refresh,
-/// and a request asks for the token anew (which refreshes it). `Debug` shows no token.
+/// and a request asks for the token anew (which refreshes it). The requests it goes with
+/// share it: a token one of them is given instead (asked for once due, or after the upstream
+/// refused the held one) is the one the next of them sends. `Debug` shows no token.
 #[derive(Clone)]
-pub struct HeldToken {
+pub struct HeldToken(Arc<Mutex<Held>>);
+
+struct Held {
     credential: Credential,
     /// When the token is due for a refresh (`None`: not before the upstream refuses it).
     refresh_due: Option<Instant>,
@@ -58,21 +63,30 @@ pub struct HeldToken {
 impl HeldToken {
     /// `credential`, to be refreshed `fresh_for` from now (`None`: when refused).
     pub fn new(credential: Credential, fresh_for: Option<Duration>) -> Self {
-        Self { credential, refresh_due: fresh_for.map(|d| Instant::now() + d) }
+        Self(Arc::new(Mutex::new(Held { credential, refresh_due: fresh_for.map(|d| Instant::now() + d) })))
     }
 
     /// The token, unless it is due for a refresh by now.
-    pub(crate) fn fresh(&self) -> Option<&Credential> {
-        match self.refresh_due {
+    pub(crate) fn fresh(&self) -> Option<Credential> {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.refresh_due {
             Some(due) if Instant::now() >= due => None,
-            _ => Some(&self.credential),
+            _ => Some(held.credential.clone()),
         }
+    }
+
+    /// From now on `credential`, which the [`Connections`] just gave (refreshed if it was
+    /// due, or after a refusal): sent by the requests that follow until it is refused.
+    pub(crate) fn renew(&self, credential: &Credential) {
+        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *held = Held { credential: credential.clone(), refresh_due: None };
     }
 }
 
 impl fmt::Debug for HeldToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HeldToken").field("refresh_due", &self.refresh_due).finish_non_exhaustive()
+        let due = self.0.lock().unwrap_or_else(PoisonError::into_inner).refresh_due;
+        f.debug_struct("HeldToken").field("refresh_due", &due).finish_non_exhaustive()
     }
 }
 
