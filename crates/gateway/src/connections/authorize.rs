@@ -17,10 +17,11 @@ use serde::{Deserialize, Serialize};
 use mcpgate_store::Expect;
 use mcpgate_upstream::oauth::{ClientAuth, Pkce, authorization_url, check_response_issuer, scopes_to_request};
 
+use super::client_source::ClientSource;
 use super::flow::{ConnectLink, Flow, Step};
 use super::record::Connection;
 use super::redirect::callback_path;
-use super::registration::{ClientSource, authorization_server};
+use super::registration::authorization_server;
 use super::stats::Attempt;
 use super::{Connector, random_hex};
 use crate::error::{ConnectFailure, GatewayError};

@@ -18,7 +18,7 @@ use super::vault_value::{Refused, VaultRecord};
 use crate::error::GatewayError;
 
 /// The record id sealed values are bound to.
-pub(super) const RECORD: &str = "oauth-connection";
+const RECORD: &str = VaultRecord::Connection.record_id();
 /// The field they are sealed as.
 const FIELD: &str = "tokens";
 

@@ -20,31 +20,21 @@ use mcpgate_seal::RecordBinding;
 use mcpgate_store::{Expect, Locks as _, Put, Vault as _, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
 
+use super::client_source::ClientSource;
+use super::digest::digest;
 use super::redirect::callback_path;
-use super::vault_value::VaultRecord;
+use super::vault_value::{Refused, VaultRecord};
 use super::{Connector, Upstream, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
 use crate::time::now_ms;
 
 /// The record id sealed values are bound to.
-pub(super) const RECORD: &str = "oauth-registration";
+const RECORD: &str = VaultRecord::Registration.record_id();
 const FIELD: &str = "client";
 /// How long a registering replica may hold the lock (a registration is one request).
 const LOCK_TTL: Duration = Duration::from_secs(30);
 /// How long another replica waits for its registration.
 const WAIT: Duration = Duration::from_secs(15);
-
-/// Where a client came from: decides where its secret is found again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum ClientSource {
-    /// `[upstream.oauth] client_id`.
-    Configured,
-    /// The gateway's Client ID Metadata Document (a public client).
-    Metadata,
-    /// Dynamic registration, kept in the vault.
-    Registered,
-}
 
 #[derive(Serialize, Deserialize)]
 struct SealedClient {
@@ -152,7 +142,7 @@ impl Connector {
         if let Some(found) = self.usable_registration(name, issuer, &key, &redirect_uri).await? {
             return Ok(found);
         }
-        let lock = format!("oauth-register:{}", super::refresh::digest(&[name, issuer]));
+        let lock = format!("oauth-register:{}", digest(&[name, issuer]));
         let holder = random_hex()?;
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
@@ -249,8 +239,7 @@ impl Connector {
         let Some(entry) = self.store.vault_get(key).await? else { return Ok(None) };
         let binding = RecordBinding::new(RECORD, &[upstream, issuer]);
         let opened = self.open_vault_value(VaultRecord::Registration, &binding, FIELD, entry.value).and_then(|plain| {
-            serde_json::from_str::<SealedClient>(&plain)
-                .map_err(|_| (super::vault_value::Refused::Unreadable, "unreadable registration"))
+            serde_json::from_str::<SealedClient>(&plain).map_err(|_| (Refused::Unreadable, "unreadable registration"))
         });
         // One that is not the gateway's own sealed registration counts as none: the gateway
         // registers again (over it), and never offers a planted client id or secret.

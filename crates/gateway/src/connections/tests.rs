@@ -401,7 +401,7 @@ fn server_metadata(documents: bool, iss: bool) -> mcpgate_upstream::oauth::Serve
 
 #[tokio::test]
 async fn a_client_whose_redirect_uri_names_no_single_server_is_used_only_where_the_server_sends_iss() {
-    use super::registration::ClientSource;
+    use super::client_source::ClientSource;
     let (store, sealer) = (MemoryStore::new(1), sealer());
 
     // The metadata document: any server taking one accepts it, so only iss tells servers apart.

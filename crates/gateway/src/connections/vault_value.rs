@@ -38,11 +38,11 @@ impl VaultRecord {
         }
     }
 
-    /// The record id its values are sealed as.
-    fn record_id(self) -> &'static str {
+    /// The record id its values are sealed as (and bound to).
+    pub(super) const fn record_id(self) -> &'static str {
         match self {
-            Self::Connection => super::record::RECORD,
-            Self::Registration => super::registration::RECORD,
+            Self::Connection => "oauth-connection",
+            Self::Registration => "oauth-registration",
         }
     }
 }
