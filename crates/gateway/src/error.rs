@@ -472,12 +472,19 @@ pub enum GatewayError {
         failure: ConnectFailure,
         /// What happened, for the log (never a token or a sealed value's contents).
         detail: String,
+        /// What caused it, when another component did (for the log, like `detail`; never an
+        /// error whose text could quote a token, a code or a sealed value's contents).
+        #[source]
+        source: Option<BoxError>,
     },
-    /// Our fault; the detail is logged, never sent.
+    /// Our fault; the detail and the cause are logged, never sent.
     #[error("Internal error")]
     Internal {
         /// What happened, for the log.
         detail: String,
+        /// What caused it, when another component did (for the log).
+        #[source]
+        source: Option<BoxError>,
     },
 }
 
@@ -515,7 +522,7 @@ impl From<Failure> for GatewayError {
             }
             Failure::MissingCapability { required, message } => GatewayError::MissingCapability { message, required },
             Failure::ResourceNotFound(uri) => GatewayError::ResourceNotFound { uri },
-            Failure::Internal(detail) => GatewayError::Internal { detail },
+            Failure::Internal(detail) => GatewayError::Internal { detail, source: None },
             Failure::Unavailable(detail) => GatewayError::Unavailable { detail },
         }
     }
@@ -535,7 +542,28 @@ pub struct Wire {
 impl GatewayError {
     /// Shorthand for an internal error with a logged detail.
     pub fn internal(detail: impl Into<String>) -> Self {
-        Self::Internal { detail: detail.into() }
+        Self::Internal { detail: detail.into(), source: None }
+    }
+
+    /// An internal error another component caused: `detail` says what failed, `source` why
+    /// (both logged, never sent).
+    pub fn internal_caused(detail: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Internal { detail: detail.into(), source: Some(source.into()) }
+    }
+
+    /// A step of connecting a user's account failed: the user is told `failure`, the log
+    /// `detail`.
+    pub(crate) fn connect(failure: ConnectFailure, detail: impl Into<String>) -> Self {
+        Self::Connect { failure, detail: detail.into(), source: None }
+    }
+
+    /// Like [`GatewayError::connect`], caused by `source` (logged with it).
+    pub(crate) fn connect_caused(
+        failure: ConnectFailure,
+        detail: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Self::Connect { failure, detail: detail.into(), source: Some(source.into()) }
     }
 
     /// Shorthand for invalid params.

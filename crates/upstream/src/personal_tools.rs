@@ -144,7 +144,7 @@ impl PersonalTools {
         match connections.lookup(upstream.name(), principal).await {
             Ok(held) => held,
             Err(e) => {
-                tracing::warn!(upstream = %upstream.name(), error = %e, "cannot tell whether the caller is connected");
+                tracing::warn!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "cannot tell whether the caller is connected");
                 None
             }
         }
@@ -172,7 +172,7 @@ impl ToolResolver for PersonalTools {
                 // whether the upstream's filter lets it through, nor how to call it. The call
                 // is answered with that error, never sent.
                 Err(e) => {
-                    tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read");
+                    tracing::debug!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "the caller's list could not be read");
                     let detail = format!(
                         "Upstream {}: your tools there cannot be listed now ({e}); call again shortly.",
                         upstream.name()
@@ -204,7 +204,7 @@ impl ToolResolver for PersonalTools {
                         tracing::debug!(upstream = %upstream.name(), "the caller's list needs a connection again")
                     }
                     Err(e) => {
-                        tracing::debug!(upstream = %upstream.name(), error = %e, "the caller's list could not be read")
+                        tracing::debug!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "the caller's list could not be read")
                     }
                 }
             }

@@ -163,6 +163,6 @@ impl Connector {
 /// 128 random bits from the OS, hex: nonces, lock holders.
 fn random_hex() -> Result<String, GatewayError> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| GatewayError::internal(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| GatewayError::internal_caused("no randomness", e))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -175,6 +175,7 @@ impl Connector {
         entry: VaultEntry,
     ) -> Result<Stored, (Refused, &'static str)> {
         let unreadable = |detail| (Refused::Unreadable, detail);
+        // The parsers' errors are left out: their text may quote what they read (a token).
         let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| unreadable("unreadable metadata"))?;
         let plain = self.open_vault_value(
             VaultRecord::Connection,
@@ -199,13 +200,14 @@ impl Connector {
         connected_at_ms: u64,
         expect: Expect,
     ) -> Result<Put, GatewayError> {
-        let plain = serde_json::to_string(connection).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let plain = serde_json::to_string(connection)
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a connection", e))?;
         let sealed = self
             .at_rest
             .seal_always(RECORD, &binding(principal_key, upstream, &connection.issuer), FIELD, &plain)
-            .map_err(|e| GatewayError::internal(format!("cannot seal a connection: {e}")))?;
+            .map_err(|e| GatewayError::internal_caused("cannot seal a connection", e))?;
         let meta = serde_json::to_string(&connection.meta(connected_at_ms))
-            .map_err(|e| GatewayError::internal(e.to_string()))?;
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a connection's metadata", e))?;
         Ok(self.store.vault_put(&connection_key(principal_key, upstream), &sealed, &meta, expect).await?)
     }
 

@@ -85,7 +85,7 @@ impl Connector {
             let _ = this.store.unlock(&lock, &holder).await;
             result.map(Some)
         });
-        run.await.map_err(|e| GatewayError::internal(format!("a refresh did not finish: {e}")))?
+        run.await.map_err(|e| GatewayError::internal_caused("a refresh did not finish", e))?
     }
 
     async fn refresh_holding_lock(
@@ -137,6 +137,9 @@ impl Connector {
             }
             Err(e) => {
                 self.stats.refresh(upstream, false);
+                // Text, not a source: `Unavailable`'s detail is what the caller is told, whole
+                // (the OAuth client's errors name the endpoint and the server's answer, never
+                // the refresh token sent).
                 return Err(GatewayError::Unavailable {
                     detail: format!("refreshing the connection to {upstream}: {e}"),
                 });

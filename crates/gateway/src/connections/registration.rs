@@ -156,10 +156,9 @@ impl Connector {
                 return Ok(found);
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(GatewayError::Connect {
-                    failure: ConnectFailure::AuthorizationServer,
-                    detail: format!("another replica's registration at {issuer} did not finish in {WAIT:?}"),
-                });
+                return Err(authorization_server(format!(
+                    "another replica's registration at {issuer} did not finish in {WAIT:?}"
+                )));
             }
         }
     }
@@ -185,24 +184,26 @@ impl Connector {
             .oauth
             .register(server, "mcpgate", redirect_uri)
             .await
-            .map_err(|e| authorization_server(format!("registering at {issuer}: {e}")))?;
+            .map_err(|e| authorization_server_caused(format!("registering at {issuer}"), e))?;
         tracing::info!(upstream = %name, issuer = %issuer, "registered the gateway as an OAuth client");
         let sealed = SealedClient {
             client_id: client.client_id.clone(),
             client_secret: client.client_secret.clone(),
             auth: client.auth.as_str().to_owned(),
         };
-        let plain = serde_json::to_string(&sealed).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let plain = serde_json::to_string(&sealed)
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a registration", e))?;
         let value = self
             .at_rest
             .seal_always(RECORD, &RecordBinding::new(RECORD, &[name, issuer]), FIELD, &plain)
-            .map_err(|e| GatewayError::internal(format!("cannot seal a registration: {e}")))?;
+            .map_err(|e| GatewayError::internal_caused("cannot seal a registration", e))?;
         let meta = RegistrationMeta {
             client_id: client.client_id.clone(),
             redirect_uri: redirect_uri.to_owned(),
             registered_at: now_ms(),
         };
-        let meta = serde_json::to_string(&meta).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let meta = serde_json::to_string(&meta)
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a registration's metadata", e))?;
         let expect = existing.map_or(Expect::Absent, |e| Expect::Version(e.version));
         match self.store.vault_put(key, &value, &meta, expect).await? {
             Put::Saved { .. } => Ok(client),
@@ -239,6 +240,7 @@ impl Connector {
         let Some(entry) = self.store.vault_get(key).await? else { return Ok(None) };
         let binding = RecordBinding::new(RECORD, &[upstream, issuer]);
         let opened = self.open_vault_value(VaultRecord::Registration, &binding, FIELD, entry.value).and_then(|plain| {
+            // The parser's error is left out: its text may quote the opened value (a secret).
             serde_json::from_str::<SealedClient>(&plain).map_err(|_| (Refused::Unreadable, "unreadable registration"))
         });
         // One that is not the gateway's own sealed registration counts as none: the gateway
@@ -267,6 +269,15 @@ fn preferred_secret_auth(server: &ServerMetadata) -> ClientAuth {
     }
 }
 
+/// An authorization server (the upstream's, or the gateway's own issuer) failed the step
+/// `detail` names.
 pub(super) fn authorization_server(detail: String) -> GatewayError {
-    GatewayError::Connect { failure: ConnectFailure::AuthorizationServer, detail }
+    GatewayError::connect(ConnectFailure::AuthorizationServer, detail)
+}
+
+/// Like [`authorization_server`], caused by `source` (never an error quoting a token or a
+/// code: the OAuth client's errors name the endpoint and the server's answer, not what was
+/// sent).
+pub(super) fn authorization_server_caused(detail: String, source: impl Into<crate::error::BoxError>) -> GatewayError {
+    GatewayError::connect_caused(ConnectFailure::AuthorizationServer, detail, source)
 }

@@ -101,7 +101,7 @@ impl Connector {
                     other
                 }
                 Err(e) => {
-                    tracing::warn!(upstream = %name, error = %e, "could not revoke a disconnected user's tokens");
+                    tracing::warn!(upstream = %name, error = &e as &dyn std::error::Error, "could not revoke a disconnected user's tokens");
                     Revocation::Failed
                 }
             };
@@ -131,7 +131,7 @@ impl Connector {
         {
             // The grant is revoked already; a server may refuse to revoke a self-contained
             // access token, which then lives until it expires.
-            tracing::info!(upstream = %upstream, error = %e, "the access token itself was not revoked");
+            tracing::info!(upstream = %upstream, error = &e as &dyn std::error::Error, "the access token itself was not revoked");
         }
         Ok(Revocation::Revoked)
     }

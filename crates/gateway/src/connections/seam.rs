@@ -147,17 +147,19 @@ fn union(held: Option<&str>, wanted: Option<&str>) -> Option<String> {
     (!scopes.is_empty()).then(|| scopes.join(" "))
 }
 
+/// `e` logged (its detail and whole chain), and what the upstream's caller is told instead.
 fn failed(e: GatewayError) -> UpstreamError {
     let detail = match &e {
-        GatewayError::Internal { detail } | GatewayError::Unavailable { detail } => detail.clone(),
-        GatewayError::Connect { detail, .. } => detail.clone(),
-        other => other.to_string(),
+        GatewayError::Internal { detail, .. } | GatewayError::Unavailable { detail } => detail.as_str(),
+        GatewayError::Connect { detail, .. } => detail.as_str(),
+        _ => "",
     };
-    tracing::warn!(error = %detail, "a user's upstream connection could not be used");
+    tracing::warn!(detail, error = &e as &dyn std::error::Error, "a user's upstream connection could not be used");
     UpstreamError::Authorization { detail: client_safe(&e) }
 }
 
-/// What a caller may be told: no record internals.
+/// What a caller may be told, as the whole text (it crosses into the upstream crate's error,
+/// which a tool result quotes): no record internals, no cause.
 fn client_safe(e: &GatewayError) -> String {
     match e {
         GatewayError::Store { .. } => "the connection store is unavailable, retry shortly".to_owned(),
