@@ -22,7 +22,7 @@ use mcpgate_protocol::result::CacheScope;
 use mcpgate_runtime::catalog::{BoxFuture, Catalog, CatalogBuilder, ListRendering, Outcome, ToolCall, ToolContext};
 use mcpgate_runtime::{Credential, Principal};
 use mcpgate_upstream::oauth::{
-    BearerChallenge, ClientRegistration, Connections, Discovered, OAuthClient, Pkce, Refusal, TokenSet,
+    BearerChallenge, ClientRegistration, Connections, Discovered, HeldToken, OAuthClient, Pkce, Refusal, TokenSet,
     authorization_url, scopes_to_request,
 };
 use mcpgate_upstream::{Federation, UpstreamAuth, UpstreamConfig, UpstreamError};
@@ -104,8 +104,15 @@ impl Connections for Vault {
         })
     }
 
-    fn connected<'a>(&'a self, _: &'a str, principal: &'a Principal) -> BoxFuture<'a, Result<bool, UpstreamError>> {
-        Box::pin(async move { Ok(self.tokens.lock().unwrap().contains_key(principal.key())) })
+    fn lookup<'a>(
+        &'a self,
+        _: &'a str,
+        principal: &'a Principal,
+    ) -> BoxFuture<'a, Result<Option<HeldToken>, UpstreamError>> {
+        Box::pin(async move {
+            let token = self.tokens.lock().unwrap().get(principal.key()).map(|t| t.access_token.clone());
+            Ok(token.map(|t| HeldToken::new(Credential::bearer(&t), None)))
+        })
     }
 
     fn refused<'a>(

@@ -19,6 +19,7 @@ use mcpgate_runtime::catalog::{BoxFuture, Outcome, TaskPolicy, Tool, ToolCall, T
 use crate::connect_ask;
 use crate::continuation::Continuation;
 use crate::error::UpstreamError;
+use crate::oauth::HeldToken;
 use crate::upstream::{ConnectionsCell, Upstream};
 
 /// The stand-in of an `auth = "oauth"` upstream.
@@ -85,7 +86,11 @@ impl Tool for ConnectTool {
                 // A connected caller is shown the stand-in only when their tools could not be
                 // read: reading them again tells why, and a token the upstream now finds short
                 // of scope (403 insufficient_scope) turns into a link asking for more.
-                Ok(_) => self.upstream.tools_for(cx.principal(), &cx.cancellation_token()).await.map(|_| ()),
+                // (All pages with the token just given.)
+                Ok(token) => {
+                    let held = HeldToken::new(token, None);
+                    self.upstream.tools_for(cx.principal(), Some(&held), &cx.cancellation_token()).await.map(|_| ())
+                }
                 Err(e) => Err(e),
             };
             match listed {

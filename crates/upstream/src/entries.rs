@@ -33,17 +33,21 @@ use crate::connect_ask;
 use crate::continuation::Continuation;
 use crate::error::UpstreamError;
 use crate::input_relay;
+use crate::oauth::HeldToken;
 use crate::rpc::{self, Progress};
 use crate::task_relay::{self, UpstreamTask};
 use crate::upstream::{Request, Upstream};
 
-/// Sends a request, relaying progress to the context and the context's cancellation upstream.
+/// Sends a request (with `held`, the caller's token as their call's look-up found it, for an
+/// `auth = "oauth"` upstream), relaying progress to the context and the context's cancellation
+/// upstream.
 /// Inside a gateway task, the server's requests on the call's own stream (a 2025-11-25 server
 /// asking mid-call) are asked of the client in place and answered upstream; outside one,
 /// nobody could answer them on this replica, so they are refused at once.
 async fn forward(
     upstream: &Upstream,
     request: Request,
+    held: Option<&HeldToken>,
     cx: &ToolContext,
 ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
     // A progress token makes many servers stream their answer: only when progress goes
@@ -61,7 +65,7 @@ async fn forward(
     };
     // For the caller: an upstream with token exchange gets this caller's exchanged token, an
     // `auth = "oauth"` one the caller's own connection's token.
-    let request = request.caller(cx.principal());
+    let request = request.caller(cx.principal()).holding(held);
     let call = upstream.request(request, &cancel);
     tokio::pin!(call);
     let mut cancelled = false;
@@ -200,6 +204,19 @@ impl Tool for UpstreamTool {
     }
 
     fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        self.call_holding(call, cx, None)
+    }
+}
+
+impl UpstreamTool {
+    /// [`Tool::call`], its requests going with `held` (an `auth = "oauth"` upstream's caller's
+    /// token, as the look-up that found this tool for them found it).
+    pub(crate) fn call_holding<'a>(
+        &'a self,
+        call: ToolCall,
+        cx: &'a ToolContext,
+        held: Option<&'a HeldToken>,
+    ) -> BoxFuture<'a, Outcome<CallToolResult>> {
         Box::pin(async move {
             let name = self.upstream.name();
             if let Err(failure) = self.refuse_hidden(&call.arguments) {
@@ -240,7 +257,7 @@ impl Tool for UpstreamTool {
                     Ok(params) => params,
                     Err(failure) => return Outcome::Failed(failure),
                 };
-                match self.call_once(params, want_task, cx).await {
+                match self.call_once(params, want_task, held, cx).await {
                     // A 2026-07-28 tool that runs only as a task: ask again, and track it.
                     Err(UpstreamError::Rpc { code: -32021, message })
                         if !want_task && message_names_tasks(&message) =>
@@ -283,9 +300,7 @@ impl Tool for UpstreamTool {
             }
         })
     }
-}
 
-impl UpstreamTool {
     /// The params of this call: `arguments` (as sent upstream), and a round's answers and
     /// state on a retry.
     fn params(
@@ -307,6 +322,7 @@ impl UpstreamTool {
         &self,
         mut params: Map<String, Value>,
         want_task: bool,
+        held: Option<&HeldToken>,
         cx: &ToolContext,
     ) -> Result<Box<serde_json::value::RawValue>, UpstreamError> {
         if want_task {
@@ -321,7 +337,7 @@ impl UpstreamTool {
         // Mirrored from what the upstream is sent (hidden and default values included).
         let headers = self.mirrored(params.get("arguments").unwrap_or(&Value::Null));
         let request = Request::new("tools/call", Value::Object(params)).name(&self.remote).param_headers(headers);
-        forward(&self.upstream, request, cx).await
+        forward(&self.upstream, request, held, cx).await
     }
 
     /// What a `tools/call` answer becomes: the result relayed as sent (only the envelope is
@@ -429,7 +445,7 @@ impl PromptHandler for UpstreamPrompt {
                 Err(failure) => return Outcome::Failed(failure),
             };
             let request = Request::new("prompts/get", Value::Object(params)).name(&self.remote);
-            match forward(&self.upstream, request, cx).await {
+            match forward(&self.upstream, request, None, cx).await {
                 Ok(raw) if asks_input(&raw) => match RawMembers::split(raw.get()) {
                     Ok(r) => input_relay::ask(name, &r.members, rounds + 1).unwrap_or_else(|why| {
                         Outcome::Failed(Failure::Unavailable(format!("Upstream {name} asked for {why}")))
@@ -510,7 +526,7 @@ impl ResourceHandler for UpstreamResource {
         }
         Some(Box::pin(async move {
             let request = Request::new("resources/read", json!({ "uri": uri })).name(uri);
-            match forward(&self.upstream, request, cx).await {
+            match forward(&self.upstream, request, None, cx).await {
                 Ok(raw) => match serde_json::from_str::<ReadResourceResult>(raw.get()) {
                     // The upstream's cache hints are its own; the gateway sets its own.
                     Ok(mut result) => {

@@ -6,6 +6,11 @@
 //! `<upstream>_connect` stand-in, and finds them for a call or a task run (which rebuilds the
 //! creator's principal, whose key is the same, on any replica).
 //!
+//! Each list and each call looks the caller's connection up once per `oauth` upstream (one
+//! vault read, [`Connections::lookup`]): that decides between their tools and the stand-in,
+//! and its token goes with the list's pages and with the call found (the tool resolved for a
+//! call holds it), so neither asks for it again.
+//!
 //! Invariants: a list read for one principal is stored under their key only and never shown
 //! or run for another; a caller without a connection gets the stand-in (asking to connect),
 //! never the upstream's tools; a call is only ever sent for a tool found in the caller's list
@@ -27,8 +32,10 @@ use mcpgate_runtime::catalog::{
 };
 
 use crate::connect_tool::ConnectTool;
+use crate::entries::UpstreamTool;
 use crate::error::UpstreamError;
 use crate::exposed_tool::{policy, upstream_tool};
+use crate::oauth::{Connections, HeldToken};
 use crate::upstream::{ConnectionsCell, Upstream};
 
 /// Most (principal, upstream) lists kept on a replica.
@@ -42,7 +49,7 @@ const MAX_TTL: Duration = Duration::from_secs(300);
 type Key = (String, String);
 
 struct Cached {
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Arc<UpstreamTool>>,
     ttl_ms: Option<u64>,
     expires: Instant,
 }
@@ -87,13 +94,14 @@ impl PersonalTools {
         ConnectTool::new(upstream.clone(), &self.separator, self.connections.clone())
     }
 
-    /// `principal`'s tools of `upstream` (kept, or read now with their token), and the
-    /// upstream's `ttlMs` for them.
+    /// `principal`'s tools of `upstream` (kept, or read now with `held`, their token), and
+    /// the upstream's `ttlMs` for them.
     async fn tools(
         &self,
         upstream: &Arc<Upstream>,
         principal: &Principal,
-    ) -> Result<(Vec<Arc<dyn Tool>>, Option<u64>), UpstreamError> {
+        held: &HeldToken,
+    ) -> Result<(Vec<Arc<UpstreamTool>>, Option<u64>), UpstreamError> {
         let key: Key = (principal.key().to_owned(), upstream.name().to_owned());
         let now = Instant::now();
         if let Some(cached) = self.cache.lock().unwrap_or_else(PoisonError::into_inner).get(&key)
@@ -101,11 +109,11 @@ impl PersonalTools {
         {
             return Ok((cached.tools.clone(), cached.ttl_ms));
         }
-        let (infos, ttl_ms) = upstream.tools_for(principal, &CancellationToken::new()).await?;
-        let tools: Vec<Arc<dyn Tool>> = infos
+        let (infos, ttl_ms) = upstream.tools_for(principal, Some(held), &CancellationToken::new()).await?;
+        let tools: Vec<Arc<UpstreamTool>> = infos
             .iter()
             .filter_map(|info| match upstream_tool(upstream, &self.separator, info) {
-                Ok(Some(tool)) => Some(Arc::new(tool) as Arc<dyn Tool>),
+                Ok(Some(tool)) => Some(Arc::new(tool)),
                 Ok(None) => None,
                 Err(problem) => {
                     tracing::warn!(upstream = %upstream.name(), tool = %info.name, "left out: {problem}");
@@ -129,14 +137,15 @@ impl PersonalTools {
         Ok((tools, ttl_ms))
     }
 
-    /// Whether `principal` holds a connection to `upstream` (a store that cannot say: no).
-    async fn connected(&self, upstream: &Upstream, principal: &Principal) -> bool {
-        let Some(connections) = self.connections.get() else { return false };
-        match connections.connected(upstream.name(), principal).await {
-            Ok(connected) => connected,
+    /// `principal`'s connection to `upstream`, if they hold one (a store that cannot say:
+    /// none): one vault read.
+    async fn lookup(&self, upstream: &Upstream, principal: &Principal) -> Option<HeldToken> {
+        let connections: &Arc<dyn Connections> = self.connections.get()?;
+        match connections.lookup(upstream.name(), principal).await {
+            Ok(held) => held,
             Err(e) => {
                 tracing::warn!(upstream = %upstream.name(), error = &e as &dyn std::error::Error, "cannot tell whether the caller is connected");
-                false
+                None
             }
         }
     }
@@ -150,11 +159,14 @@ impl ToolResolver for PersonalTools {
                 let tool = self.stand_in(upstream).standing_in_for(name, policy(upstream.config(), remote));
                 Arc::new(tool) as Arc<dyn Tool>
             };
-            if !self.connected(upstream, principal).await {
+            let Some(held) = self.lookup(upstream, principal).await else {
                 return Some(stand_in());
-            }
-            match self.tools(upstream, principal).await {
-                Ok((tools, _)) => tools.into_iter().find(|t| t.descriptor().info.name == name),
+            };
+            match self.tools(upstream, principal, &held).await {
+                Ok((tools, _)) => {
+                    let tool = tools.into_iter().find(|t| t.descriptor().info.name == name)?;
+                    Some(Arc::new(Holding { tool, held }))
+                }
                 Err(UpstreamError::ConnectionRequired { .. }) => Some(stand_in()),
                 // Its list cannot be read now (down, slow): nothing says the tool exists, nor
                 // whether the upstream's filter lets it through, nor how to call it. The call
@@ -176,13 +188,13 @@ impl ToolResolver for PersonalTools {
         Box::pin(async move {
             let mut personal = Personal::default();
             for upstream in &self.upstreams {
-                if !self.connected(upstream, principal).await {
+                let Some(held) = self.lookup(upstream, principal).await else {
                     continue;
-                }
-                match self.tools(upstream, principal).await {
+                };
+                match self.tools(upstream, principal, &held).await {
                     Ok((tools, ttl_ms)) => {
                         let stand_in = format!("{}{}connect", upstream.name(), self.separator);
-                        personal.replaced.push((stand_in, tools));
+                        personal.replaced.push((stand_in, tools.into_iter().map(|t| t as Arc<dyn Tool>).collect()));
                         if let Some(ttl) = ttl_ms {
                             personal.ttl_ms = Some(personal.ttl_ms.map_or(ttl, |t| t.min(ttl)));
                         }
@@ -199,6 +211,36 @@ impl ToolResolver for PersonalTools {
             }
             personal
         })
+    }
+}
+
+/// A caller's tool of an upstream as resolved for one call: its requests go with the token
+/// the look-up that found it found (for that caller only: it is made per resolution, never
+/// kept).
+struct Holding {
+    tool: Arc<UpstreamTool>,
+    held: HeldToken,
+}
+
+impl Tool for Holding {
+    fn descriptor(&self) -> &ToolDescriptor {
+        self.tool.descriptor()
+    }
+
+    fn check(&self, arguments: &serde_json::Value) -> Result<(), mcpgate_runtime::catalog::Failure> {
+        self.tool.check(arguments)
+    }
+
+    fn preflight(
+        &self,
+        call: &ToolCall,
+        capabilities: &mcpgate_protocol::capabilities::ClientCapabilities,
+    ) -> Outcome<()> {
+        self.tool.preflight(call, capabilities)
+    }
+
+    fn call<'a>(&'a self, call: ToolCall, cx: &'a ToolContext) -> BoxFuture<'a, Outcome<CallToolResult>> {
+        self.tool.call_holding(call, cx, Some(&self.held))
     }
 }
 

@@ -9,9 +9,10 @@
 //! exchange comes first, with its own timeout, before the breaker (a refused exchange says
 //! nothing about the upstream's health); only the gateway's own list reads go without one.
 //! With `auth = "oauth"`, a request is made for a principal or not at all (the gateway's own
-//! list reads never reach such an upstream): it carries that principal's token from the
-//! installed [`Connections`], and a 401/403 is reported to them and retried once with the
-//! token they give back.
+//! list reads never reach such an upstream): it carries that principal's token — the one
+//! the call's look-up of their connection found ([`HeldToken`]), else (or once that one is due
+//! for a refresh) one asked of the installed [`Connections`] — and a 401/403 is reported to
+//! them and retried once with the token they give back.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -31,7 +32,7 @@ use mcpgate_runtime::{Credential, Principal};
 use crate::breaker::{Breaker, BreakerState, Ticket};
 use crate::config::UpstreamConfig;
 use crate::error::{UpstreamError, cause};
-use crate::oauth::{Connections, Refusal};
+use crate::oauth::{Connections, HeldToken, Refusal};
 use crate::rpc;
 use crate::token_cache::UpstreamToken;
 use crate::token_exchange::{ExchangeStats, TokenExchanger};
@@ -150,6 +151,9 @@ impl Drop for Flight<'_> {
 pub struct Request {
     pub(crate) exchange: Exchange,
     on_behalf: OnBehalf,
+    /// `auth = "oauth"`: the caller's token as their call's look-up found it (sent while fresh,
+    /// instead of asking the connections again).
+    held: Option<HeldToken>,
 }
 
 /// For whom a request is made: what decides its token with token exchange or OAuth.
@@ -177,6 +181,7 @@ impl Request {
                 holder: None,
             },
             on_behalf: OnBehalf::Caller(None),
+            held: None,
         }
     }
 
@@ -190,6 +195,14 @@ impl Request {
     #[must_use]
     pub fn caller(mut self, principal: &Principal) -> Self {
         self.on_behalf = OnBehalf::Caller(Some(principal.clone()));
+        self
+    }
+
+    /// With `held`, the token a look-up of the caller's connection found (an `auth = "oauth"`
+    /// upstream; made for the principal it was looked up for, see [`Request::caller`]).
+    #[must_use]
+    pub(crate) fn holding(mut self, held: Option<&HeldToken>) -> Self {
+        self.held = held.cloned();
         self
     }
 
@@ -357,8 +370,8 @@ impl Upstream {
         self.send(request.exchange, cancel).await
     }
 
-    /// An `auth = "oauth"` upstream's request: with the principal's own token, on the
-    /// principal's own session; a refused token is reported and the request sent once more
+    /// An `auth = "oauth"` upstream's request: with the principal's own token (the one it
+    /// holds while fresh, else asked for now), on the principal's own session; a refused token is reported and the request sent once more
     /// with the token the connections give back (refreshed, or refreshed meanwhile elsewhere);
     /// that one refused too is reported as such (the connections drop the connection and ask
     /// the user to connect again). Cancelling stops the wait only: a refresh under way
@@ -368,6 +381,7 @@ impl Upstream {
         request: Request,
         cancel: &CancellationToken,
     ) -> Result<Box<RawValue>, UpstreamError> {
+        let held = request.held;
         let principal = match request.on_behalf {
             OnBehalf::Caller(Some(principal)) => principal,
             // Never without a caller: its token is the only credential this upstream takes.
@@ -379,9 +393,20 @@ impl Upstream {
         };
         let connections = self.connections()?;
         let name = self.name();
-        let mut token = tokio::select! {
-            token = connections.bearer(name, &principal) => token?,
-            () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+        let mut token = match held.as_ref().and_then(HeldToken::fresh) {
+            Some(token) => token,
+            None => {
+                let token = tokio::select! {
+                    token = connections.bearer(name, &principal) => token?,
+                    () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+                };
+                // The requests after this one (a list's next page, the call after its list)
+                // send it too.
+                if let Some(held) = &held {
+                    held.renew(&token);
+                }
+                token
+            }
         };
         let mut exchange = request.exchange;
         exchange.holder = Some(Arc::from(principal.key()));
@@ -402,6 +427,9 @@ impl Upstream {
                 fresh = connections.refused(name, &principal, &token, refusal, challenge.as_ref()) => fresh?,
                 () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
+            if let Some(held) = &held {
+                held.renew(&token);
+            }
         }
         // Connections that gave yet another token for a connection refused twice: not tried.
         Err(UpstreamError::authorization("the upstream refused the caller's token twice"))
@@ -500,26 +528,29 @@ impl Upstream {
         member: &str,
         cancel: &CancellationToken,
     ) -> Result<Vec<T>, UpstreamError> {
-        self.list_pages(method, member, None, cancel).await.map(|(items, _)| items)
+        self.list_pages(method, member, None, None, cancel).await.map(|(items, _)| items)
     }
 
     /// The tools an `auth = "oauth"` upstream lists for `principal` (read with their own
-    /// token), and how long the upstream said the list may be kept (`ttlMs`), if it did.
+    /// token: `held`, as their look-up found it, else asked for), and how long the upstream
+    /// said the list may be kept (`ttlMs`), if it did.
     pub(crate) async fn tools_for(
         &self,
         principal: &Principal,
+        held: Option<&HeldToken>,
         cancel: &CancellationToken,
     ) -> Result<(Vec<ToolInfo>, Option<u64>), UpstreamError> {
-        self.list_pages("tools/list", "tools", Some(principal), cancel).await
+        self.list_pages("tools/list", "tools", Some(principal), held, cancel).await
     }
 
-    /// Reads every page of a list, made for `caller` (`None`: the gateway's own read); with
-    /// the first page's `ttlMs`.
+    /// Reads every page of a list, made for `caller` (`None`: the gateway's own read), each
+    /// with the token `held` (an `oauth` upstream's caller's); with the first page's `ttlMs`.
     async fn list_pages<T: for<'de> Deserialize<'de>>(
         &self,
         method: &'static str,
         member: &str,
         caller: Option<&Principal>,
+        held: Option<&HeldToken>,
         cancel: &CancellationToken,
     ) -> Result<(Vec<T>, Option<u64>), UpstreamError> {
         let mut items = Vec::new();
@@ -531,7 +562,7 @@ impl Upstream {
                 None => json!({}),
             };
             let request = match caller {
-                Some(principal) => Request::new(method, rpc::discovery_params(params)).caller(principal),
+                Some(principal) => Request::new(method, rpc::discovery_params(params)).caller(principal).holding(held),
                 None => Request::discovery(method, rpc::discovery_params(params)),
             };
             let page = match self.request(request, cancel).await {

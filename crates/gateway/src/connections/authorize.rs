@@ -15,12 +15,14 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use mcpgate_store::Expect;
+use mcpgate_upstream::UpstreamError;
 use mcpgate_upstream::oauth::{ClientAuth, Pkce, authorization_url, check_response_issuer, scopes_to_request};
 
+use super::client_source::ClientSource;
 use super::flow::{ConnectLink, Flow, Step};
 use super::record::Connection;
 use super::redirect::callback_path;
-use super::registration::{ClientSource, authorization_server};
+use super::registration::authorization_server_caused;
 use super::stats::Attempt;
 use super::{Connector, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
@@ -72,10 +74,10 @@ impl Connector {
     pub(crate) async fn open_link(&self, sealed: &str, headers: &HeaderMap) -> Result<(String, String), GatewayError> {
         let link: ConnectLink = self.open_flow(Step::Link, sealed).await?;
         if !self.knows(&link.upstream) {
-            return Err(GatewayError::Connect {
-                failure: ConnectFailure::NotFound,
-                detail: format!("a link for upstream {:?}, which is not an oauth upstream here", link.upstream),
-            });
+            return Err(GatewayError::connect(
+                ConnectFailure::NotFound,
+                format!("a link for upstream {:?}, which is not an oauth upstream here", link.upstream),
+            ));
         }
         self.stats.attempt(&link.upstream, Attempt::Started);
         let browser = self.browser_opening(headers)?;
@@ -102,9 +104,8 @@ impl Connector {
     /// The URL of the authorization at `link`'s upstream's server, for the browser whose
     /// cookie has digest `browser`.
     async fn authorize_url(&self, link: &ConnectLink, browser: String) -> Result<String, GatewayError> {
-        let upstream = self.upstreams.get(&link.upstream).ok_or_else(|| GatewayError::Connect {
-            failure: ConnectFailure::NotFound,
-            detail: format!("no oauth upstream {:?}", link.upstream),
+        let upstream = self.upstreams.get(&link.upstream).ok_or_else(|| {
+            GatewayError::connect(ConnectFailure::NotFound, format!("no oauth upstream {:?}", link.upstream))
         })?;
         let endpoint = upstream
             .config
@@ -121,7 +122,7 @@ impl Connector {
             span,
         )
         .await
-        .map_err(|e| authorization_server(format!("discovery for {}: {}", link.upstream, e.client_text())))?;
+        .map_err(|e| authorization_server_caused(format!("discovery for {}", link.upstream), e))?;
         let (challenge, discovered) = discovered;
         let (client, source) = self.client_for(upstream, &discovered.server).await?;
         let configured = upstream.config.oauth().scopes;
@@ -141,7 +142,7 @@ impl Connector {
             }
             Some(scopes.join(" "))
         };
-        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.client_text()))?;
+        let pkce = Pkce::generate().map_err(|e| GatewayError::internal_caused("no PKCE verifier", e))?;
         // A redirect URI that does not name this one server (`redirect`) leaves only `iss` to
         // tell its answers from another's (`client_for` picks such a client only where the
         // server advertises it).
@@ -176,7 +177,7 @@ impl Connector {
             scope.as_deref(),
             &discovered.resource.resource,
         )
-        .map_err(|e| authorization_server(format!("{e}")))?;
+        .map_err(|e| authorization_server_caused("the authorization URL".to_owned(), e))?;
         Ok(url.into())
     }
 
@@ -189,14 +190,17 @@ impl Connector {
         params: CallbackParams,
         headers: &HeaderMap,
     ) -> Result<String, GatewayError> {
-        let sealed = params.state.as_deref().ok_or_else(|| GatewayError::Connect {
-            failure: ConnectFailure::InvalidLink,
-            detail: "a callback without state".to_owned(),
-        })?;
+        let sealed = params
+            .state
+            .as_deref()
+            .ok_or_else(|| GatewayError::connect(ConnectFailure::InvalidLink, "a callback without state"))?;
         let state: AuthorizeState = self.open_flow(Step::Authorize, sealed).await?;
-        let refused = |failure: ConnectFailure, detail: String| {
+        let refused = |failure: ConnectFailure, detail: String, source: Option<UpstreamError>| {
             self.stats.attempt(&state.upstream, Attempt::Refused);
-            GatewayError::Connect { failure, detail }
+            match source {
+                Some(source) => GatewayError::connect_caused(failure, detail, source),
+                None => GatewayError::connect(failure, detail),
+            }
         };
         if let Err(e) = self.same_browser(headers, &state.browser) {
             self.stats.attempt(&state.upstream, Attempt::Refused);
@@ -216,21 +220,22 @@ impl Connector {
             return Err(refused(
                 ConnectFailure::WrongServer,
                 format!("the response came back to {path:?}, not to the flow's redirect URI {expected:?}"),
+                None,
             ));
         }
         if let Some(error) = params.error {
             let error = mcpgate_protocol::quote::clip(&error, 64);
-            return Err(refused(ConnectFailure::Denied, format!("the authorization server answered {error}")));
+            return Err(refused(ConnectFailure::Denied, format!("the authorization server answered {error}"), None));
         }
-        let upstream = self.upstreams.get(&state.upstream).ok_or_else(|| GatewayError::Connect {
-            failure: ConnectFailure::NotFound,
-            detail: format!("no oauth upstream {:?}", state.upstream),
+        let upstream = self.upstreams.get(&state.upstream).ok_or_else(|| {
+            GatewayError::connect(ConnectFailure::NotFound, format!("no oauth upstream {:?}", state.upstream))
         })?;
         let mut server = Connection::server_named(&state.issuer, &state.token_endpoint);
         server.authorization_response_iss_parameter_supported = state.iss_required;
         check_response_issuer(&server, params.iss.as_deref())
-            .map_err(|e| refused(ConnectFailure::Denied, format!("RFC 9207: {e}")))?;
-        let code = params.code.ok_or_else(|| refused(ConnectFailure::Denied, "a callback without code".to_owned()))?;
+            .map_err(|e| refused(ConnectFailure::Denied, "RFC 9207".to_owned(), Some(e)))?;
+        let code =
+            params.code.ok_or_else(|| refused(ConnectFailure::Denied, "a callback without code".to_owned(), None))?;
         let auth = ClientAuth::parse(&state.client_auth).unwrap_or(ClientAuth::None);
         let client = self.client_again(upstream, &state.issuer, &state.client_id, auth, state.source).await?;
         let pkce = Pkce::from_verifier(state.verifier.clone());
@@ -240,9 +245,7 @@ impl Connector {
             span,
         )
         .await
-        .map_err(|e| {
-            refused(ConnectFailure::AuthorizationServer, format!("redeeming the code: {}", e.client_text()))
-        })?;
+        .map_err(|e| refused(ConnectFailure::AuthorizationServer, "redeeming the code".to_owned(), Some(e)))?;
         let now = now_ms();
         let connection = Connection {
             access_token: tokens.access_token,

@@ -68,13 +68,13 @@ impl Connector {
         // time tells nothing useful.
         match self.browser_cookie(headers) {
             Some(value) if browser_digest(&value) == digest => Ok(()),
-            found => Err(GatewayError::Connect {
-                failure: ConnectFailure::OtherBrowser,
-                detail: format!(
+            found => Err(GatewayError::connect(
+                ConnectFailure::OtherBrowser,
+                format!(
                     "a callback from a browser {} the flow's cookie",
                     if found.is_some() { "with another value of" } else { "without" }
                 ),
-            }),
+            )),
         }
     }
 

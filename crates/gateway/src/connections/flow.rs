@@ -91,29 +91,27 @@ impl Connector {
 
     /// Seals a step's value, valid for [`FLOW_TTL_MS`].
     pub(super) fn seal_flow<T: Flow>(&self, step: Step, value: &T) -> Result<String, GatewayError> {
-        let plain = serde_json::to_vec(value).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let plain = serde_json::to_vec(value)
+            .map_err(|e| GatewayError::internal_caused(format!("cannot serialize a {}", step.name()), e))?;
         let context = context_digest(&[step.name().as_bytes()]);
         self.sealer
             .seal(&binding(step, &context), now_ms().saturating_add(FLOW_TTL_MS), &plain)
-            .map_err(|e| GatewayError::internal(format!("cannot seal a {}: {e}", step.name())))
+            .map_err(|e| GatewayError::internal_caused(format!("cannot seal a {}", step.name()), e))
     }
 
     /// Opens a step's sealed value and marks it used: a value that does not open (tampered,
     /// expired, another step's) or was used before is refused.
     pub(super) async fn open_flow<T: Flow>(&self, step: Step, sealed: &str) -> Result<T, GatewayError> {
         let context = context_digest(&[step.name().as_bytes()]);
-        let invalid = |detail: String| GatewayError::Connect { failure: ConnectFailure::InvalidLink, detail };
-        let plain = self
-            .sealer
-            .open(&binding(step, &context), now_ms(), sealed)
-            .map_err(|e| invalid(format!("{} does not open: {e}", step.name())))?;
-        let value: T = serde_json::from_slice(&plain).map_err(|_| invalid(format!("{} unreadable", step.name())))?;
+        let plain = self.sealer.open(&binding(step, &context), now_ms(), sealed).map_err(|e| {
+            GatewayError::connect_caused(ConnectFailure::InvalidLink, format!("{} does not open", step.name()), e)
+        })?;
+        // The parser's error is left out: its text may quote the opened value (a PKCE verifier).
+        let value: T = serde_json::from_slice(&plain)
+            .map_err(|_| GatewayError::connect(ConnectFailure::InvalidLink, format!("{} unreadable", step.name())))?;
         let mark = format!("oauth-{}:{}", step.name(), value.nonce());
         if !self.store.first_use(&mark, now_ms().saturating_add(FLOW_TTL_MS)).await? {
-            return Err(GatewayError::Connect {
-                failure: ConnectFailure::Used,
-                detail: format!("{} presented again", step.name()),
-            });
+            return Err(GatewayError::connect(ConnectFailure::Used, format!("{} presented again", step.name())));
         }
         Ok(value)
     }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use mcpgate_upstream::oauth::Pkce;
 
 use super::flow::{ConnectLink, Flow, Step};
-use super::registration::authorization_server;
+use super::registration::{authorization_server, authorization_server_caused};
 use super::{Connector, LOGIN_CALLBACK_PATH, random_hex};
 use crate::config::Config;
 use crate::error::{ConnectFailure, GatewayError, StartupError};
@@ -120,8 +120,8 @@ impl BrowserLogin {
     async fn provider(&self) -> Result<Provider, GatewayError> {
         let url = format!("{}/.well-known/openid-configuration", self.issuer.trim_end_matches('/'));
         let body = self.get(&url).await?;
-        let provider: Provider =
-            serde_json::from_slice(&body).map_err(|_| issuer_failed(format!("{url}: not a discovery document")))?;
+        let provider: Provider = serde_json::from_slice(&body)
+            .map_err(|e| issuer_failed_caused(format!("{url}: not a discovery document"), e))?;
         if provider.issuer != self.issuer {
             return Err(issuer_failed(format!("{url} names issuer {:?}", provider.issuer)));
         }
@@ -135,7 +135,7 @@ impl BrowserLogin {
             .header(ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| issuer_failed(format!("{url}: {e}")))?;
+            .map_err(|e| issuer_failed_caused(url.to_owned(), e))?;
         if !response.status().is_success() {
             return Err(issuer_failed(format!("{url} answered {}", response.status())));
         }
@@ -151,7 +151,8 @@ impl BrowserLogin {
         redirect_uri: &str,
         state: &LoginState,
     ) -> Result<IdClaims, GatewayError> {
-        let mut form = Url::parse("http://form.invalid/").map_err(|e| GatewayError::internal(e.to_string()))?;
+        let mut form = Url::parse("http://form.invalid/")
+            .map_err(|e| GatewayError::internal_caused("the form of a token request", e))?;
         form.query_pairs_mut()
             .append_pair("grant_type", "authorization_code")
             .append_pair("code", code)
@@ -170,15 +171,16 @@ impl BrowserLogin {
             .body(form.query().unwrap_or_default().to_owned())
             .send()
             .await
-            .map_err(|e| issuer_failed(format!("the sign-in token endpoint: {e}")))?;
+            .map_err(|e| issuer_failed_caused("the sign-in token endpoint".to_owned(), e))?;
         let status = response.status();
         let body = bounded(response).await?;
         if !status.is_success() {
-            return Err(GatewayError::Connect {
-                failure: ConnectFailure::Denied,
-                detail: format!("the sign-in token endpoint answered {status}"),
-            });
+            return Err(GatewayError::connect(
+                ConnectFailure::Denied,
+                format!("the sign-in token endpoint answered {status}"),
+            ));
         }
+        // The parser's error is left out: its text may quote the answer (its tokens).
         let answer: TokenAnswer =
             serde_json::from_slice(&body).map_err(|_| issuer_failed("unreadable sign-in token answer".to_owned()))?;
         let id_token = answer.id_token.ok_or_else(|| issuer_failed("the sign-in gave no ID token".to_owned()))?;
@@ -190,7 +192,8 @@ impl BrowserLogin {
     }
 
     async fn verify(&self, provider: &Provider, id_token: &str) -> Result<IdClaims, GatewayError> {
-        let header = jsonwebtoken::decode_header(id_token).map_err(|_| issuer_failed("unreadable ID token".into()))?;
+        let header = jsonwebtoken::decode_header(id_token)
+            .map_err(|e| issuer_failed_caused("unreadable ID token".to_owned(), e))?;
         let key = match header.alg {
             Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => {
                 let secret = self.client_secret.as_deref().ok_or_else(|| {
@@ -201,13 +204,13 @@ impl BrowserLogin {
             _ => {
                 let url = provider.jwks_uri.as_deref().ok_or_else(|| issuer_failed("no jwks_uri".to_owned()))?;
                 let set: JwkSet = serde_json::from_slice(&self.get(url).await?)
-                    .map_err(|_| issuer_failed(format!("{url}: not a JWKS")))?;
+                    .map_err(|e| issuer_failed_caused(format!("{url}: not a JWKS"), e))?;
                 let jwk = set
                     .keys
                     .iter()
                     .find(|k| header.kid.is_none() || k.common.key_id == header.kid)
                     .ok_or_else(|| issuer_failed("no key of the issuer signed the ID token".to_owned()))?;
-                DecodingKey::from_jwk(jwk).map_err(|e| issuer_failed(format!("an unusable key: {e}")))?
+                DecodingKey::from_jwk(jwk).map_err(|e| issuer_failed_caused("an unusable key".to_owned(), e))?
             }
         };
         let mut validation = Validation::new(header.alg);
@@ -217,7 +220,7 @@ impl BrowserLogin {
         validation.leeway = 60;
         jsonwebtoken::decode::<IdClaims>(id_token, &key, &validation)
             .map(|data| data.claims)
-            .map_err(|e| issuer_failed(format!("the ID token does not verify: {e}")))
+            .map_err(|e| issuer_failed_caused("the ID token does not verify".to_owned(), e))
     }
 }
 
@@ -231,7 +234,7 @@ impl Connector {
         browser: String,
     ) -> Result<String, GatewayError> {
         let provider = login.provider().await?;
-        let pkce = Pkce::generate().map_err(|e| GatewayError::internal(e.client_text()))?;
+        let pkce = Pkce::generate().map_err(|e| GatewayError::internal_caused("no PKCE verifier", e))?;
         let state = LoginState {
             link,
             verifier: pkce.verifier.clone(),
@@ -241,7 +244,7 @@ impl Connector {
         };
         let sealed = self.seal_flow(Step::Login, &state)?;
         let mut url = Url::parse(&provider.authorization_endpoint)
-            .map_err(|_| issuer_failed("the issuer's authorization endpoint is not a URL".to_owned()))?;
+            .map_err(|e| issuer_failed_caused("the issuer's authorization endpoint is not a URL".to_owned(), e))?;
         url.query_pairs_mut()
             .append_pair("response_type", "code")
             .append_pair("client_id", &login.client_id)
@@ -263,9 +266,8 @@ impl Connector {
         state: &str,
         headers: &HeaderMap,
     ) -> Result<(ConnectLink, String), GatewayError> {
-        let login = self.login.as_ref().ok_or_else(|| GatewayError::Connect {
-            failure: ConnectFailure::NotFound,
-            detail: "a sign-in callback, and no sign-in is configured".to_owned(),
+        let login = self.login.as_ref().ok_or_else(|| {
+            GatewayError::connect(ConnectFailure::NotFound, "a sign-in callback, and no sign-in is configured")
         })?;
         let state: LoginState = self.open_flow(Step::Login, state).await?;
         // Before the code is redeemed: a forwarded sign-in is not spent on the wrong browser.
@@ -283,10 +285,10 @@ impl Connector {
                 upstream = %link.upstream,
                 "a connect link was opened by another user than the one it was made for: refused"
             );
-            return Err(GatewayError::Connect {
-                failure: ConnectFailure::WrongUser,
-                detail: "the signed-in user is not the link's principal".to_owned(),
-            });
+            return Err(GatewayError::connect(
+                ConnectFailure::WrongUser,
+                "the signed-in user is not the link's principal",
+            ));
         }
         Ok((link, browser))
     }
@@ -294,7 +296,9 @@ impl Connector {
 
 async fn bounded(mut response: reqwest::Response) -> Result<Vec<u8>, GatewayError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| issuer_failed(format!("reading an answer: {e}")))? {
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| issuer_failed_caused("reading an answer".to_owned(), e))?
+    {
         if body.len() + chunk.len() > MAX_ANSWER {
             return Err(issuer_failed(format!("an answer larger than {MAX_ANSWER} bytes")));
         }
@@ -321,6 +325,13 @@ fn basic(id: &str, secret: &str) -> String {
 
 fn issuer_failed(detail: String) -> GatewayError {
     authorization_server(format!("sign-in at the gateway's issuer: {detail}"))
+}
+
+/// Like [`issuer_failed`], caused by `source` (an HTTP client's error names the URL, never
+/// the form it sent: no code or client secret; a JWT library's names what is wrong, never
+/// the token).
+fn issuer_failed_caused(detail: String, source: impl Into<crate::error::BoxError>) -> GatewayError {
+    authorization_server_caused(format!("sign-in at the gateway's issuer: {detail}"), source)
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@
 
 mod authorize;
 mod browser;
+mod client_source;
+mod digest;
 mod flow;
 mod login;
 mod record;
@@ -38,16 +40,14 @@ use crate::config::Config;
 use crate::error::{GatewayError, StartupError};
 
 pub(crate) use authorize::CallbackParams;
+use client_source::ClientSource;
 pub(crate) use login::BrowserLogin;
 pub(crate) use record::connection_key;
-use registration::ClientSource;
+pub(crate) use redirect::CALLBACK_PATH;
 pub(crate) use stats::ConnectStats;
 
 /// Paths under `<public_url>`, where browsers are sent.
 pub(crate) const CONNECT_PATH: &str = "/oauth/connect";
-/// Where the upstreams' authorization servers send users back: under it, one redirect URI per
-/// upstream and server (`redirect`); itself, the single one of earlier releases (refused).
-pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
 /// Where the gateway's own issuer sends the user back after signing in.
 pub(crate) const LOGIN_CALLBACK_PATH: &str = "/oauth/login/callback";
 /// The gateway's Client ID Metadata Document.
@@ -163,6 +163,6 @@ impl Connector {
 /// 128 random bits from the OS, hex: nonces, lock holders.
 fn random_hex() -> Result<String, GatewayError> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| GatewayError::internal(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| GatewayError::internal_caused("no randomness", e))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

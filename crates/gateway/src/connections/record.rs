@@ -18,7 +18,7 @@ use super::vault_value::{Refused, VaultRecord};
 use crate::error::GatewayError;
 
 /// The record id sealed values are bound to.
-pub(super) const RECORD: &str = "oauth-connection";
+const RECORD: &str = VaultRecord::Connection.record_id();
 /// The field they are sealed as.
 const FIELD: &str = "tokens";
 
@@ -94,9 +94,20 @@ impl Connection {
     /// or within a quarter of its lifetime for tokens living less than four minutes (so a
     /// short-lived token is not refreshed on every use).
     pub(super) fn expiring(&self, now_ms: u64) -> bool {
-        let Some(expires) = self.expires_at_ms else { return false };
+        self.refresh_due_ms().is_some_and(|due| now_ms >= due)
+    }
+
+    /// How long from `now_ms` the access token may be used before it is [`Self::expiring`]
+    /// (`None`: until refused).
+    pub(super) fn fresh_for(&self, now_ms: u64) -> Option<std::time::Duration> {
+        self.refresh_due_ms().map(|due| std::time::Duration::from_millis(due.saturating_sub(now_ms)))
+    }
+
+    /// When (Unix ms) the access token is due for a refresh, if it expires.
+    fn refresh_due_ms(&self) -> Option<u64> {
+        let expires = self.expires_at_ms?;
         let lifetime = expires.saturating_sub(self.issued_at_ms);
-        now_ms.saturating_add((lifetime / 4).min(60_000)) >= expires
+        Some(expires.saturating_sub((lifetime / 4).min(60_000)))
     }
 
     fn meta(&self, connected_at_ms: u64) -> ConnectionMeta {
@@ -164,6 +175,7 @@ impl Connector {
         entry: VaultEntry,
     ) -> Result<Stored, (Refused, &'static str)> {
         let unreadable = |detail| (Refused::Unreadable, detail);
+        // The parsers' errors are left out: their text may quote what they read (a token).
         let meta: ConnectionMeta = serde_json::from_str(&entry.meta).map_err(|_| unreadable("unreadable metadata"))?;
         let plain = self.open_vault_value(
             VaultRecord::Connection,
@@ -188,13 +200,14 @@ impl Connector {
         connected_at_ms: u64,
         expect: Expect,
     ) -> Result<Put, GatewayError> {
-        let plain = serde_json::to_string(connection).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let plain = serde_json::to_string(connection)
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a connection", e))?;
         let sealed = self
             .at_rest
             .seal_always(RECORD, &binding(principal_key, upstream, &connection.issuer), FIELD, &plain)
-            .map_err(|e| GatewayError::internal(format!("cannot seal a connection: {e}")))?;
+            .map_err(|e| GatewayError::internal_caused("cannot seal a connection", e))?;
         let meta = serde_json::to_string(&connection.meta(connected_at_ms))
-            .map_err(|e| GatewayError::internal(e.to_string()))?;
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a connection's metadata", e))?;
         Ok(self.store.vault_put(&connection_key(principal_key, upstream), &sealed, &meta, expect).await?)
     }
 

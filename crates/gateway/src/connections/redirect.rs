@@ -20,9 +20,12 @@
 //!   upstream names — so such a flow is started only with a server that sends `iss` (RFC 9207),
 //!   and its response must carry it (`authorize`); a pinned issuer names the one server.
 
-use super::CALLBACK_PATH;
-use super::refresh::digest;
-use super::registration::ClientSource;
+use super::client_source::ClientSource;
+use super::digest::digest;
+
+/// Where the upstreams' authorization servers send users back: under it, one redirect URI per
+/// upstream and server; itself, the single one of earlier releases (refused).
+pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
 
 /// The path (under `public_url`) of the redirect URI of a flow for `upstream` at authorization
 /// server `issuer`, with a client from `source`.

@@ -12,11 +12,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest as _, Sha256};
-
 use mcpgate_store::{Expect, Locks as _, Put};
 use mcpgate_upstream::UpstreamError;
 
+use super::digest::digest;
 use super::record::Stored;
 use super::{Connector, random_hex};
 use crate::error::GatewayError;
@@ -32,16 +31,6 @@ pub(super) enum Refreshed {
     Token(String),
     /// No usable connection any more (none, or the refresh token was refused): ask the user.
     Gone,
-}
-
-/// A short hex digest of `parts` (lock names: no principal in clear in the store's keys).
-pub(super) fn digest(parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
-        hasher.update(part.as_bytes());
-    }
-    hasher.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 impl Connector {
@@ -96,7 +85,7 @@ impl Connector {
             let _ = this.store.unlock(&lock, &holder).await;
             result.map(Some)
         });
-        run.await.map_err(|e| GatewayError::internal(format!("a refresh did not finish: {e}")))?
+        run.await.map_err(|e| GatewayError::internal_caused("a refresh did not finish", e))?
     }
 
     async fn refresh_holding_lock(
@@ -148,6 +137,9 @@ impl Connector {
             }
             Err(e) => {
                 self.stats.refresh(upstream, false);
+                // Text, not a source: `Unavailable`'s detail is what the caller is told, whole
+                // (the OAuth client's errors name the endpoint and the server's answer, never
+                // the refresh token sent).
                 return Err(GatewayError::Unavailable {
                     detail: format!("refreshing the connection to {upstream}: {}", e.client_text()),
                 });

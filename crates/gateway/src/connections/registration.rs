@@ -20,31 +20,21 @@ use mcpgate_seal::RecordBinding;
 use mcpgate_store::{Expect, Locks as _, Put, Vault as _, VaultKey, VaultKind};
 use mcpgate_upstream::oauth::{ClientAuth, ClientRegistration, ServerMetadata};
 
+use super::client_source::ClientSource;
+use super::digest::digest;
 use super::redirect::callback_path;
-use super::vault_value::VaultRecord;
+use super::vault_value::{Refused, VaultRecord};
 use super::{Connector, Upstream, random_hex};
 use crate::error::{ConnectFailure, GatewayError};
 use crate::time::now_ms;
 
 /// The record id sealed values are bound to.
-pub(super) const RECORD: &str = "oauth-registration";
+const RECORD: &str = VaultRecord::Registration.record_id();
 const FIELD: &str = "client";
 /// How long a registering replica may hold the lock (a registration is one request).
 const LOCK_TTL: Duration = Duration::from_secs(30);
 /// How long another replica waits for its registration.
 const WAIT: Duration = Duration::from_secs(15);
-
-/// Where a client came from: decides where its secret is found again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum ClientSource {
-    /// `[upstream.oauth] client_id`.
-    Configured,
-    /// The gateway's Client ID Metadata Document (a public client).
-    Metadata,
-    /// Dynamic registration, kept in the vault.
-    Registered,
-}
 
 #[derive(Serialize, Deserialize)]
 struct SealedClient {
@@ -152,7 +142,7 @@ impl Connector {
         if let Some(found) = self.usable_registration(name, issuer, &key, &redirect_uri).await? {
             return Ok(found);
         }
-        let lock = format!("oauth-register:{}", super::refresh::digest(&[name, issuer]));
+        let lock = format!("oauth-register:{}", digest(&[name, issuer]));
         let holder = random_hex()?;
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
@@ -166,10 +156,9 @@ impl Connector {
                 return Ok(found);
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(GatewayError::Connect {
-                    failure: ConnectFailure::AuthorizationServer,
-                    detail: format!("another replica's registration at {issuer} did not finish in {WAIT:?}"),
-                });
+                return Err(authorization_server(format!(
+                    "another replica's registration at {issuer} did not finish in {WAIT:?}"
+                )));
             }
         }
     }
@@ -195,24 +184,26 @@ impl Connector {
             .oauth
             .register(server, "mcpgate", redirect_uri)
             .await
-            .map_err(|e| authorization_server(format!("registering at {issuer}: {}", e.client_text())))?;
+            .map_err(|e| authorization_server_caused(format!("registering at {issuer}"), e))?;
         tracing::info!(upstream = %name, issuer = %issuer, "registered the gateway as an OAuth client");
         let sealed = SealedClient {
             client_id: client.client_id.clone(),
             client_secret: client.client_secret.clone(),
             auth: client.auth.as_str().to_owned(),
         };
-        let plain = serde_json::to_string(&sealed).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let plain = serde_json::to_string(&sealed)
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a registration", e))?;
         let value = self
             .at_rest
             .seal_always(RECORD, &RecordBinding::new(RECORD, &[name, issuer]), FIELD, &plain)
-            .map_err(|e| GatewayError::internal(format!("cannot seal a registration: {e}")))?;
+            .map_err(|e| GatewayError::internal_caused("cannot seal a registration", e))?;
         let meta = RegistrationMeta {
             client_id: client.client_id.clone(),
             redirect_uri: redirect_uri.to_owned(),
             registered_at: now_ms(),
         };
-        let meta = serde_json::to_string(&meta).map_err(|e| GatewayError::internal(e.to_string()))?;
+        let meta = serde_json::to_string(&meta)
+            .map_err(|e| GatewayError::internal_caused("cannot serialize a registration's metadata", e))?;
         let expect = existing.map_or(Expect::Absent, |e| Expect::Version(e.version));
         match self.store.vault_put(key, &value, &meta, expect).await? {
             Put::Saved { .. } => Ok(client),
@@ -249,8 +240,8 @@ impl Connector {
         let Some(entry) = self.store.vault_get(key).await? else { return Ok(None) };
         let binding = RecordBinding::new(RECORD, &[upstream, issuer]);
         let opened = self.open_vault_value(VaultRecord::Registration, &binding, FIELD, entry.value).and_then(|plain| {
-            serde_json::from_str::<SealedClient>(&plain)
-                .map_err(|_| (super::vault_value::Refused::Unreadable, "unreadable registration"))
+            // The parser's error is left out: its text may quote the opened value (a secret).
+            serde_json::from_str::<SealedClient>(&plain).map_err(|_| (Refused::Unreadable, "unreadable registration"))
         });
         // One that is not the gateway's own sealed registration counts as none: the gateway
         // registers again (over it), and never offers a planted client id or secret.
@@ -278,6 +269,15 @@ fn preferred_secret_auth(server: &ServerMetadata) -> ClientAuth {
     }
 }
 
+/// An authorization server (the upstream's, or the gateway's own issuer) failed the step
+/// `detail` names.
 pub(super) fn authorization_server(detail: String) -> GatewayError {
-    GatewayError::Connect { failure: ConnectFailure::AuthorizationServer, detail }
+    GatewayError::connect(ConnectFailure::AuthorizationServer, detail)
+}
+
+/// Like [`authorization_server`], caused by `source` (never an error quoting a token or a
+/// code: the OAuth client's errors name the endpoint and the server's answer, not what was
+/// sent).
+pub(super) fn authorization_server_caused(detail: String, source: impl Into<crate::error::BoxError>) -> GatewayError {
+    GatewayError::connect_caused(ConnectFailure::AuthorizationServer, detail, source)
 }

@@ -1,6 +1,7 @@
-//! The gateway's answer to an `oauth` upstream asking for a caller's token
-//! (`mcpgate_upstream::oauth::Connections`): from the vault (one read), refreshed first when
-//! about to expire, or the connect link the caller must open.
+//! The gateway's answer to an `oauth` upstream asking for a caller's connection or token
+//! (`mcpgate_upstream::oauth::Connections`): from the vault (one read: a call's look-up, whose
+//! token its requests then hold), refreshed first when about to expire (a request whose held
+//! token is due asks again), or the connect link the caller must open.
 //!
 //! Invariant: a token is only ever returned for the principal whose record holds it; any
 //! failure to produce one is either `ConnectionRequired` (the user can fix it by connecting)
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use mcpgate_runtime::catalog::BoxFuture;
 use mcpgate_runtime::{Credential, Principal};
 use mcpgate_upstream::UpstreamError;
-use mcpgate_upstream::oauth::{BearerChallenge, Connections, Refusal};
+use mcpgate_upstream::oauth::{BearerChallenge, Connections, HeldToken, Refusal};
 
 use super::Connector;
 use super::refresh::Refreshed;
@@ -107,13 +108,20 @@ impl Connections for Seam {
         Box::pin(self.0.current_bearer(upstream, principal))
     }
 
-    /// One store read; a record that does not open counts as none (and is dropped).
-    fn connected<'a>(
+    /// One store read; a record that does not open counts as none (and is dropped). Never
+    /// refreshes: a token due for it is held as such, and the request asks [`Self::bearer`].
+    fn lookup<'a>(
         &'a self,
         upstream: &'a str,
         principal: &'a Principal,
-    ) -> BoxFuture<'a, Result<bool, UpstreamError>> {
-        Box::pin(async move { Ok(self.0.load(principal.key(), upstream).await.map_err(failed)?.is_some()) })
+    ) -> BoxFuture<'a, Result<Option<HeldToken>, UpstreamError>> {
+        Box::pin(async move {
+            let stored = self.0.load(principal.key(), upstream).await.map_err(failed)?;
+            Ok(stored.map(|stored| {
+                let connection = &stored.connection;
+                HeldToken::new(Credential::bearer(&connection.access_token), connection.fresh_for(now_ms()))
+            }))
+        })
     }
 
     fn refused<'a>(
@@ -139,17 +147,19 @@ fn union(held: Option<&str>, wanted: Option<&str>) -> Option<String> {
     (!scopes.is_empty()).then(|| scopes.join(" "))
 }
 
+/// `e` logged (its detail and whole chain), and what the upstream's caller is told instead.
 fn failed(e: GatewayError) -> UpstreamError {
     let detail = match &e {
-        GatewayError::Internal { detail, .. } | GatewayError::Unavailable { detail } => detail.clone(),
-        GatewayError::Connect { detail, .. } => detail.clone(),
-        other => other.to_string(),
+        GatewayError::Internal { detail, .. } | GatewayError::Unavailable { detail } => detail.as_str(),
+        GatewayError::Connect { detail, .. } => detail.as_str(),
+        _ => "",
     };
-    tracing::warn!(error = %detail, "a user's upstream connection could not be used");
+    tracing::warn!(detail, error = &e as &dyn std::error::Error, "a user's upstream connection could not be used");
     UpstreamError::Authorization { detail: client_safe(&e), source: None }
 }
 
-/// What a caller may be told: no record internals.
+/// What a caller may be told, as the whole text (it crosses into the upstream crate's error,
+/// which a tool result quotes): no record internals, no cause.
 fn client_safe(e: &GatewayError) -> String {
     match e {
         GatewayError::Store { .. } => "the connection store is unavailable, retry shortly".to_owned(),

@@ -187,8 +187,9 @@ async fn two_replicas_refreshing_one_expiring_token_spend_the_refresh_token_once
     // Fresh now: no refresh.
     assert_eq!(one.bearer("files", &principal).await.expect("a token").expose(), "at-1");
     assert_eq!(grant.lock().unwrap_or_else(PoisonError::into_inner).refreshes, 1);
-    assert!(one.connected("files", &principal).await.expect("read"));
-    assert!(!one.connected("files", &Principal::new("https://id.example", "bob", Vec::new())).await.expect("read"));
+    assert!(one.lookup("files", &principal).await.expect("read").is_some());
+    let bob = Principal::new("https://id.example", "bob", Vec::new());
+    assert!(one.lookup("files", &bob).await.expect("read").is_none());
 }
 
 #[tokio::test]
@@ -212,7 +213,7 @@ async fn a_401_uses_a_newer_token_else_refreshes_once_and_a_refused_refresh_asks
     let error = connector.refused("files", &principal, &retry, Refusal::Unauthorized, None).await.expect_err("gone");
     let link = link_of(&replica, error).await;
     assert_eq!((link.principal.as_str(), link.subject.as_str(), link.scopes), (principal.key(), "alice", None));
-    assert!(!connector.connected("files", &principal).await.expect("read"), "the record is gone");
+    assert!(connector.lookup("files", &principal).await.expect("read").is_none(), "the record is gone");
     let error = connector.bearer("files", &principal).await.expect_err("not connected");
     assert!(matches!(error, UpstreamError::ConnectionRequired { .. }), "{error:?}");
 }
@@ -276,7 +277,7 @@ async fn a_refresh_refused_for_another_reason_than_the_grant_keeps_the_connectio
         matches!(&error, UpstreamError::Authorization { detail, .. } if detail.contains("invalid_client")),
         "{error:?}"
     );
-    assert!(connector.connected("files", &principal).await.expect("read"), "the connection is kept");
+    assert!(connector.lookup("files", &principal).await.expect("read").is_some(), "the connection is kept");
     // Once the client is fixed, the same grant refreshes.
     grant.lock().unwrap_or_else(PoisonError::into_inner).refuse_with = None;
     assert_eq!(connector.bearer("files", &principal).await.expect("a token").expose(), "at-1");
@@ -317,12 +318,12 @@ async fn a_fresh_token_refused_again_drops_the_connection_and_asks_to_connect() 
     let older = Credential::bearer("at-0");
     let error = connector.refused("files", &principal, &older, Refusal::StillUnauthorized, None).await;
     assert!(matches!(error, Err(UpstreamError::ConnectionRequired { .. })), "{:?}", error.map(|_| "a token"));
-    assert!(connector.connected("files", &principal).await.expect("read"));
+    assert!(connector.lookup("files", &principal).await.expect("read").is_some());
     // The token just refreshed refused too: dropped, asked, and no refresh tried.
     let error = connector.refused("files", &principal, &fresh, Refusal::StillUnauthorized, None).await;
     let link = link_of(&replica, error.map(|_| ()).expect_err("asks to connect")).await;
     assert_eq!(link.principal.as_str(), principal.key());
-    assert!(!connector.connected("files", &principal).await.expect("read"), "dropped");
+    assert!(connector.lookup("files", &principal).await.expect("read").is_none(), "dropped");
     assert_eq!(refreshes(&grant), 1);
 }
 
@@ -335,7 +336,7 @@ async fn a_record_that_does_not_open_counts_as_none_and_is_dropped() {
     let (connector, _) = connector(&store, &sealer());
     let key = super::connection_key(alice().key(), "files");
     connect_alice(&elsewhere, "http://127.0.0.1:9/token").await;
-    assert!(!connector.connected("files", &alice()).await.expect("read"), "it does not count");
+    assert!(connector.lookup("files", &alice()).await.expect("read").is_none(), "it does not count");
     assert_eq!(store.vault_get(&key).await.expect("read"), None, "dropped");
     // Corrupted in place: the user is asked to connect again, and it is gone.
     let meta = r#"{"issuer":"https://as.example","connected_at":1}"#;
@@ -357,7 +358,7 @@ async fn a_plain_record_planted_under_a_users_key_is_never_used_nor_its_refresh_
     let planted = serde_json::to_string(&alice_connection(&url, "attacker-at")).expect("json");
     let meta = r#"{"issuer":"https://as.example","connected_at":1}"#;
     store.vault_put(&key, &planted, meta, Expect::Absent).await.expect("planted");
-    assert!(!seam.connected("files", &alice()).await.expect("read"), "a plain record does not count");
+    assert!(seam.lookup("files", &alice()).await.expect("read").is_none(), "a plain record does not count");
     assert_eq!(store.vault_get(&key).await.expect("read"), None, "dropped");
     store.vault_put(&key, &planted, meta, Expect::Absent).await.expect("planted again");
     let error = seam.bearer("files", &alice()).await.map(|c| c.expose().to_owned()).expect_err("asks to connect");
@@ -400,7 +401,7 @@ fn server_metadata(documents: bool, iss: bool) -> mcpgate_upstream::oauth::Serve
 
 #[tokio::test]
 async fn a_client_whose_redirect_uri_names_no_single_server_is_used_only_where_the_server_sends_iss() {
-    use super::registration::ClientSource;
+    use super::client_source::ClientSource;
     let (store, sealer) = (MemoryStore::new(1), sealer());
 
     // The metadata document: any server taking one accepts it, so only iss tells servers apart.

@@ -38,11 +38,11 @@ impl VaultRecord {
         }
     }
 
-    /// The record id its values are sealed as.
-    fn record_id(self) -> &'static str {
+    /// The record id its values are sealed as (and bound to).
+    pub(super) const fn record_id(self) -> &'static str {
         match self {
-            Self::Connection => super::record::RECORD,
-            Self::Registration => super::registration::RECORD,
+            Self::Connection => "oauth-connection",
+            Self::Registration => "oauth-registration",
         }
     }
 }
@@ -86,6 +86,8 @@ impl Connector {
         if AtRest::format(&stored) != AtRestFormat::Current {
             return Err((Refused::NotSealed, "not sealed in the current format"));
         }
+        // A fixed label, not the error: it is a log field beside the refusal's reason (the
+        // seal's failures are a closed set; nothing of the value is in it).
         self.at_rest
             .open(record.record_id(), binding, field, stored)
             .map_err(|e| (Refused::DoesNotOpen, e.open_failure().map_or("does not open", |f| f.as_str())))

@@ -349,6 +349,10 @@ pub enum GatewayError {
         failure: ConnectFailure,
         /// What happened, for the log (never a token or a sealed value's contents).
         detail: String,
+        /// What caused it, when another component did (for the log, like `detail`; never an
+        /// error whose text could quote a token, a code or a sealed value's contents).
+        #[source]
+        source: Option<BoxError>,
     },
     /// Our fault; the detail and the cause are logged, never sent.
     #[error("Internal error")]
@@ -428,6 +432,21 @@ impl GatewayError {
     /// (both logged, never sent).
     pub fn internal_caused(detail: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Internal { detail: detail.into(), source: Some(source.into()) }
+    }
+
+    /// A step of connecting a user's account failed: the user is told `failure`, the log
+    /// `detail`.
+    pub(crate) fn connect(failure: ConnectFailure, detail: impl Into<String>) -> Self {
+        Self::Connect { failure, detail: detail.into(), source: None }
+    }
+
+    /// Like [`GatewayError::connect`], caused by `source` (logged with it).
+    pub(crate) fn connect_caused(
+        failure: ConnectFailure,
+        detail: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Self::Connect { failure, detail: detail.into(), source: Some(source.into()) }
     }
 
     /// Shorthand for invalid params.

@@ -31,6 +31,7 @@ use super::admission::admit;
 use super::cancellation;
 use super::handlers;
 use super::resource_uri;
+use super::tool_lookup::ToolLookup;
 use super::work::{Prepared, Reply};
 use crate::audit::RequestAudit;
 use crate::call_context::CallContext;
@@ -87,24 +88,26 @@ pub(crate) async fn dispatch(
 
 /// Opens the audit of an admitted request that reaches a tool, prompt or resource (`None`
 /// with the trail off): `name` is the tool or prompt name or the resource URI; `arguments`
-/// are taken only with `audit.include_arguments`.
+/// are taken only with `audit.include_arguments`. A tool is found through `tool`, the
+/// request's one look-up of it, which the policy and the call then share.
 async fn open_audit(
     state: &AppState,
     cx: &CallContext,
     name: &str,
+    tool: Option<&mut ToolLookup>,
     arguments: impl FnOnce() -> Option<mcpgate_protocol::JsonObject>,
 ) -> Option<RequestAudit> {
     if !state.audit.is_enabled() {
         return None;
     }
     let catalog = state.catalog.load();
-    let upstream: Option<String> = match cx.method {
-        // Boxed: this request's future stays small when the trail is off.
-        Method::ToolsCall => Box::pin(catalog.find(name, &cx.principal))
+    let upstream: Option<String> = match (cx.method, tool) {
+        (Method::ToolsCall, Some(tool)) => tool
+            .find(&catalog, name, &cx.principal)
             .await
             .and_then(|(tool, _)| tool.descriptor().upstream.as_deref().map(str::to_owned)),
-        Method::PromptsGet => catalog.prompt(name).and_then(|p| p.upstream().map(str::to_owned)),
-        Method::ResourcesRead => catalog
+        (Method::PromptsGet, _) => catalog.prompt(name).and_then(|p| p.upstream().map(str::to_owned)),
+        (Method::ResourcesRead, _) => catalog
             .resources()
             .iter()
             .find_map(|handler| {
@@ -186,17 +189,21 @@ async fn route(
             let wrapped = match handlers::search::unwrap(&cx, &mut params) {
                 Ok(wrapped) => wrapped,
                 Err(error) => {
-                    *audit = open_audit(state, &cx, &params.name, || None).await;
+                    *audit = open_audit(state, &cx, &params.name, Some(&mut ToolLookup::new()), || None).await;
                     return Err(fail(&cx)(error));
                 }
             };
-            *audit = open_audit(state, &cx, &params.name, || params.arguments.clone()).await;
+            // Found once (a caller's own oauth tool: with the one read of their connection),
+            // for the audit, the policy and the call.
+            let mut tool = ToolLookup::new();
+            *audit = open_audit(state, &cx, &params.name, Some(&mut tool), || params.arguments.clone()).await;
             if handlers::search::is_search(&cx, &params) {
                 let result = Box::pin(handlers::search::search(state, &cx, &params)).await;
                 return simple(cx, result);
             }
             let streaming = accept.sse && (cx.progress_token.is_some() || cx.log_level.is_some());
-            match Box::pin(handlers::call_tool(state, headers, &cx, params, wrapped)).await.map_err(fail(&cx))? {
+            let plan = Box::pin(handlers::call_tool(state, headers, &cx, params, wrapped, tool));
+            match plan.await.map_err(fail(&cx))? {
                 handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
                 handlers::ToolPlan::Task(plan) => {
                     let result = Box::pin(handlers::tasks::create(state, &cx, plan)).await;
@@ -248,7 +255,7 @@ async fn route(
                 let strings = params.arguments.as_ref()?.iter();
                 Some(strings.map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect())
             };
-            *audit = open_audit(state, &cx, &params.name, arguments).await;
+            *audit = open_audit(state, &cx, &params.name, None, arguments).await;
             let prepared = Box::pin(handlers::get_prompt(state, &cx, params)).await.map_err(fail(&cx))?;
             (cx, prepared, false)
         }
@@ -260,7 +267,7 @@ async fn route(
             if let Ok(uri) = &normal {
                 params.uri.clone_from(uri);
             }
-            *audit = open_audit(state, &cx, &params.uri, || None).await;
+            *audit = open_audit(state, &cx, &params.uri, None, || None).await;
             normal.map_err(fail(&cx))?;
             let prepared = Box::pin(handlers::read_resource(state, &cx, params)).await.map_err(fail(&cx))?;
             (cx, prepared, false)

@@ -13,6 +13,7 @@ mod resource_uri;
 pub mod session;
 mod task_input;
 pub mod task_view;
+mod tool_lookup;
 mod work;
 
 pub(crate) use dispatch::{Ticket, dispatch};

@@ -36,10 +36,7 @@ pub(super) fn routes() -> Router<AppState> {
 }
 
 fn connector(state: &AppState) -> Result<&Arc<Connector>, GatewayError> {
-    state.connections.as_ref().ok_or_else(|| GatewayError::Connect {
-        failure: ConnectFailure::NotFound,
-        detail: "no oauth upstream".to_owned(),
-    })
+    state.connections.as_ref().ok_or_else(|| GatewayError::connect(ConnectFailure::NotFound, "no oauth upstream"))
 }
 
 /// `GET /oauth/connect/<sealed>`: on to the sign-in (or the upstream's server), with the
@@ -78,7 +75,7 @@ async fn login_callback(
         let (Some(code), Some(sealed)) = (params.code, params.state) else {
             let detail =
                 params.error.map_or_else(|| "no code or state".to_owned(), |e| format!("sign-in error {e:.64}"));
-            return Err(GatewayError::Connect { failure: ConnectFailure::Denied, detail });
+            return Err(GatewayError::connect(ConnectFailure::Denied, detail));
         };
         connector.login_callback(&code, &sealed, &headers).await
     }
@@ -92,10 +89,10 @@ async fn login_callback(
 /// `GET /oauth/callback`, the one redirect URI of earlier releases: it names no upstream or
 /// server, so nothing that comes back to it is used (its state is left unopened).
 async fn retired_callback() -> Response {
-    failure(&GatewayError::Connect {
-        failure: ConnectFailure::RetiredCallback,
-        detail: "an authorization came back to the retired redirect URI /oauth/callback".to_owned(),
-    })
+    failure(&GatewayError::connect(
+        ConnectFailure::RetiredCallback,
+        "an authorization came back to the retired redirect URI /oauth/callback",
+    ))
 }
 
 /// `GET /oauth/callback/<upstream>[/<server>]`: an upstream's authorization server came back.
@@ -126,7 +123,7 @@ async fn disconnect(State(state): State<AppState>, Path(upstream): Path<String>,
             tracing::info!(upstream = %upstream, "a user disconnected their account");
             return Ok(());
         }
-        Err(GatewayError::Connect { failure: ConnectFailure::NotFound, detail: "no such connection".to_owned() })
+        Err(GatewayError::connect(ConnectFailure::NotFound, "no such connection"))
     }
     .await;
     match result {

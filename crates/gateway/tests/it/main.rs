@@ -30,5 +30,6 @@ mod tasks;
 mod terminal_cache;
 mod transport;
 mod unreadable_tasks;
+mod vault_reads;
 mod waiters;
 mod workers;

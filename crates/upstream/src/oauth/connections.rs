@@ -1,12 +1,20 @@
 //! The seam between an `auth = "oauth"` upstream and the gateway that keeps its users'
-//! connections: the upstream asks for the caller's access token before each request and says
-//! when the upstream refused one; the gateway answers from its sealed vault (refreshing,
-//! single-flight across replicas) or with the link the caller must open to connect.
+//! connections: a call looks the caller's connection up once (one vault read: whether they
+//! hold one, and its token, [`HeldToken`]), and its requests go with that token; a request
+//! without one (a task's later requests, an answer to the server) or whose token is due for a
+//! refresh asks for the token then; the upstream says when it refused one. The gateway answers
+//! from its sealed vault (refreshing, single-flight across replicas) or with the link the
+//! caller must open to connect.
 //!
 //! Invariant: an `oauth` upstream's request carries the token of the principal it is made
-//! for, or is not sent; no token is ever shared between principals or sent elsewhere.
+//! for, or is not sent; no token is ever shared between principals or sent elsewhere (a
+//! [`HeldToken`] is looked up for one principal and goes only with requests made for them).
 
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcpgate_runtime::catalog::BoxFuture;
 use mcpgate_runtime::{Credential, Principal};
@@ -38,23 +46,70 @@ pub(crate) fn refused(status: u16, challenge: Option<BearerChallenge>) -> Upstre
     UpstreamError::authorization(format!("the upstream refused the call (HTTP {status})"))
 }
 
+/// A caller's access token as one look-up of their connection found it, and until when it
+/// may be sent without asking the [`Connections`] again: past that, it is due for a refresh,
+/// and a request asks for the token anew (which refreshes it). The requests it goes with
+/// share it: a token one of them is given instead (asked for once due, or after the upstream
+/// refused the held one) is the one the next of them sends. `Debug` shows no token.
+#[derive(Clone)]
+pub struct HeldToken(Arc<Mutex<Held>>);
+
+struct Held {
+    credential: Credential,
+    /// When the token is due for a refresh (`None`: not before the upstream refuses it).
+    refresh_due: Option<Instant>,
+}
+
+impl HeldToken {
+    /// `credential`, to be refreshed `fresh_for` from now (`None`: when refused).
+    pub fn new(credential: Credential, fresh_for: Option<Duration>) -> Self {
+        Self(Arc::new(Mutex::new(Held { credential, refresh_due: fresh_for.map(|d| Instant::now() + d) })))
+    }
+
+    /// The token, unless it is due for a refresh by now.
+    pub(crate) fn fresh(&self) -> Option<Credential> {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.refresh_due {
+            Some(due) if Instant::now() >= due => None,
+            _ => Some(held.credential.clone()),
+        }
+    }
+
+    /// From now on `credential`, which the [`Connections`] just gave (refreshed if it was
+    /// due, or after a refusal): sent by the requests that follow until it is refused.
+    pub(crate) fn renew(&self, credential: &Credential) {
+        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *held = Held { credential: credential.clone(), refresh_due: None };
+    }
+}
+
+impl fmt::Debug for HeldToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let due = self.0.lock().unwrap_or_else(PoisonError::into_inner).refresh_due;
+        f.debug_struct("HeldToken").field("refresh_due", &due).finish_non_exhaustive()
+    }
+}
+
 /// Where an `oauth` upstream's per-caller tokens come from (the gateway's vault).
 pub trait Connections: Send + Sync + fmt::Debug {
     /// `principal`'s access token for `upstream`, refreshed first when it is about to expire.
-    /// Without a usable connection: [`UpstreamError::ConnectionRequired`].
+    /// Without a usable connection: [`UpstreamError::ConnectionRequired`]. Asked by a request
+    /// that holds no [`HeldToken`], or whose token is due for a refresh.
     fn bearer<'a>(
         &'a self,
         upstream: &'a str,
         principal: &'a Principal,
     ) -> BoxFuture<'a, Result<Credential, UpstreamError>>;
 
-    /// Whether `principal` holds a connection to `upstream` (which decides whether their lists
-    /// show the upstream's own tools or its `<upstream>_connect` stand-in). One store read.
-    fn connected<'a>(
+    /// `principal`'s connection to `upstream`, if they hold one: its token as stored (which
+    /// decides whether their lists show the upstream's own tools or its `<upstream>_connect`
+    /// stand-in, and goes with the requests of the call or list that looked it up). One store
+    /// read, never a refresh: a token due for one says so ([`HeldToken`]).
+    fn lookup<'a>(
         &'a self,
         upstream: &'a str,
         principal: &'a Principal,
-    ) -> BoxFuture<'a, Result<bool, UpstreamError>>;
+    ) -> BoxFuture<'a, Result<Option<HeldToken>, UpstreamError>>;
 
     /// The upstream refused `stale` (sent for `principal`) with `refusal` and its
     /// `WWW-Authenticate` challenge, if any: a fresh token to try once more (a refresh,

@@ -22,7 +22,7 @@ pub use address::AddressPolicy;
 pub use challenge::BearerChallenge;
 pub use client::{ClientAuth, ClientRegistration, Discovered, OAuthClient, authorization_url};
 pub(crate) use connections::refused;
-pub use connections::{Connections, Refusal};
+pub use connections::{Connections, HeldToken, Refusal};
 pub use discovery::{
     ResourceMetadata, ServerMetadata, check_resource, check_response_issuer, check_server, pick_issuer,
     resource_metadata_urls, scopes_to_request, secure_url, server_metadata_urls,

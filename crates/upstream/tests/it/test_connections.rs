@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use mcpgate_runtime::catalog::BoxFuture;
 use mcpgate_runtime::{Credential, Principal};
 use mcpgate_upstream::UpstreamError;
-use mcpgate_upstream::oauth::{BearerChallenge, Connections, Refusal};
+use mcpgate_upstream::oauth::{BearerChallenge, Connections, HeldToken, Refusal};
 
 /// One refusal reported: (principal key, the stale token, why, the challenge).
 pub(crate) type Reported = (String, String, Refusal, Option<BearerChallenge>);
@@ -64,12 +64,15 @@ impl Connections for TestConnections {
         })
     }
 
-    fn connected<'a>(
+    fn lookup<'a>(
         &'a self,
         _upstream: &'a str,
         principal: &'a Principal,
-    ) -> BoxFuture<'a, Result<bool, UpstreamError>> {
-        Box::pin(async move { Ok(self.tokens.lock().unwrap().contains_key(principal.key())) })
+    ) -> BoxFuture<'a, Result<Option<HeldToken>, UpstreamError>> {
+        Box::pin(async move {
+            let token = self.tokens.lock().unwrap().get(principal.key()).cloned();
+            Ok(token.map(|t| HeldToken::new(Credential::bearer(&t), None)))
+        })
     }
 
     fn refused<'a>(

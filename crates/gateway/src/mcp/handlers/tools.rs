@@ -21,6 +21,7 @@ use crate::error::{GatewayError, clip};
 use crate::http::headers::check_params;
 use crate::mcp::render;
 use crate::mcp::request_state::{Mode, Round, Target};
+use crate::mcp::tool_lookup::ToolLookup;
 use crate::mcp::work::Prepared;
 use crate::policy::{Arguments, Item, Use};
 use crate::state::AppState;
@@ -38,13 +39,14 @@ pub(in crate::mcp) enum ToolPlan {
 
 /// Validates a tool call (known tool, mirrored `Mcp-Param-*` headers, the echoed
 /// requestState, task rules) and plans it. `wrapped`: it came through a search server's
-/// `call_tool` (see `search::unwrap`).
+/// `call_tool` (see `search::unwrap`); `tool`: the request's one look-up of its tool.
 pub(in crate::mcp) async fn call_tool(
     state: &AppState,
     headers: &HeaderMap,
     cx: &CallContext,
     mut params: CallToolParams,
     wrapped: bool,
+    mut tool: ToolLookup,
 ) -> Result<ToolPlan, GatewayError> {
     let catalog = state.catalog.load();
     let unknown = || GatewayError::invalid_params(format!("Unknown tool: {}", clip(&params.name)));
@@ -56,7 +58,7 @@ pub(in crate::mcp) async fn call_tool(
         return Err(unknown());
     }
     // The snapshot's tool, or one of this caller's own (an `auth = "oauth"` upstream's).
-    let (tool, header_params) = catalog.find(&params.name, &cx.principal).await.ok_or_else(unknown)?;
+    let (tool, header_params) = tool.find(&catalog, &params.name, &cx.principal).await.cloned().ok_or_else(unknown)?;
     let tool = &tool;
     // Before anything is charged or stored; a task run later re-checks nothing.
     let used = Use {
