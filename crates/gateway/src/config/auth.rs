@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Secret;
+use super::secret::Secret;
 
 /// How callers are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

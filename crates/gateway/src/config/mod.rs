@@ -5,17 +5,18 @@
 //! environment → command-line flags. Tests build a `Config` directly, or load one from a map
 //! of environment values; nothing here reads or writes the process environment itself.
 //!
-//! Rooms: this file holds `Config` (the whole) and `Secret`; `serving`, `auth`, `execution`
-//! and `store` the sections' types; `settings` the registry of every setting; `cli` the flags;
-//! `load` the layering of the sources, `upstreams` the `[[upstream]]` tables and the
-//! `mcpServers` import, `validate` (with `connect` and `server`) what the types alone cannot
-//! check; `suggest` the hints for unknown keys.
+//! Rooms: this file holds `Config` (the whole); `serving`, `auth`, `execution` and `store` the
+//! sections' types, `secret` the type of a secret value; `settings` the registry of every
+//! setting; `cli` the flags; `load` the layering of the sources, `upstreams` the
+//! `[[upstream]]` tables and the `mcpServers` import, `validate` (with `connect` and `server`)
+//! what the types alone cannot check; `suggest` the hints for unknown keys.
 
 mod auth;
 mod cli;
 mod connect;
 mod execution;
 mod load;
+mod secret;
 mod server;
 mod serving;
 pub mod settings;
@@ -24,7 +25,6 @@ mod suggest;
 mod upstreams;
 mod validate;
 
-use std::fmt;
 use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,7 @@ pub use auth::{AuthConfig, AuthMode, BrowserLoginConfig, JwtConfig, SealConfig};
 pub use cli::{Cli, Command};
 pub use execution::{AnonymousScope, BackgroundConfig, FederationConfig, LimitsConfig, TasksConfig};
 pub use load::{load, load_from_str, load_from_str_with_env, load_with_env};
+pub use secret::Secret;
 pub use server::{Discovery, MCP_PATH, VirtualServer};
 pub use serving::{
     AdminConfig, AuditConfig, AuditSink, HttpConfig, LogConfig, LogFormat, ServerConfig, ShutdownConfig,
@@ -134,29 +135,6 @@ impl Default for Config {
 /// endpoints): a bad or duplicate name, or a path that is not the server's own, is named.
 pub(crate) fn validate_servers(config: &Config) -> Result<(), crate::error::StartupError> {
     server::validate(&config.servers, MCP_PATH)
-}
-
-/// A secret string: serialized as itself, never shown by `Debug`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret value; call sites are the only places it is visible.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
 }
 
 impl Config {

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::Secret;
+use super::secret::Secret;
 
 /// `[server]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Secret;
+use super::secret::Secret;
 
 /// `[store]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
