@@ -12,7 +12,7 @@ use crate::servers::Endpoint;
 
 /// An admitted request.
 #[derive(Debug, Clone)]
-pub struct CallContext {
+pub(crate) struct CallContext {
     /// The JSON-RPC id.
     pub id: RequestId,
     /// The method.

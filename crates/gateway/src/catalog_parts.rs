@@ -13,7 +13,7 @@ use crate::tasks::TaskBook;
 
 /// The fixed parts of every snapshot.
 #[derive(Clone)]
-pub struct CatalogParts {
+pub(crate) struct CatalogParts {
     /// Registrations of the configured toolsets.
     pub toolsets: CatalogBuilder,
     /// Registrations added by an embedder (after the upstreams').
@@ -32,7 +32,7 @@ impl std::fmt::Debug for CatalogParts {
 
 impl CatalogParts {
     /// Every entry with these upstream lists, before the companions (which are never tasks).
-    pub fn assemble(&self, federation: &Federation, lists: &[Option<Lists>]) -> CatalogBuilder {
+    pub(crate) fn assemble(&self, federation: &Federation, lists: &[Option<Lists>]) -> CatalogBuilder {
         let mut builder = self.toolsets.clone();
         federation.register(&mut builder, lists);
         builder.append(self.extra.clone());
@@ -40,7 +40,7 @@ impl CatalogParts {
     }
 
     /// A snapshot with these upstream lists; the companions read and cancel tasks in `book`.
-    pub fn build(
+    pub(crate) fn build(
         &self,
         federation: &Federation,
         lists: &[Option<Lists>],

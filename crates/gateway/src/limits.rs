@@ -60,7 +60,7 @@ struct UpstreamLimits {
 
 /// What a request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Charge<'a> {
+pub(crate) enum Charge<'a> {
     /// A `tools/call` (of an upstream's tool, or of ours), and whether it creates a task.
     Call {
         /// The upstream of the tool, if any.
@@ -86,7 +86,7 @@ pub enum Charge<'a> {
 
 /// The configured limits of a replica, and where they are counted.
 #[derive(Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     rates: Rates,
     /// Where every replica's buckets are kept.
     store: AnyStore,
@@ -106,14 +106,14 @@ struct Rates {
 
 impl Limits {
     /// The limits `config` names, counted in `store`.
-    pub fn new(config: &Config, store: AnyStore, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(config: &Config, store: AnyStore, metrics: Arc<Metrics>) -> Self {
         Self { rates: Rates::from_config(config), store, metrics }
     }
 
     /// Charges one request of `principal`: `Ok(advice)` when admitted (how long a soft limit
     /// says to wait before the next request; zero when in time), a 429 error naming the limit
     /// when refused.
-    pub async fn admit(&self, principal: &Principal, charge: Charge<'_>) -> Result<Duration, GatewayError> {
+    pub(crate) async fn admit(&self, principal: &Principal, charge: Charge<'_>) -> Result<Duration, GatewayError> {
         let checked = self.rates.applying(charge);
         if checked.is_empty() {
             return Ok(Duration::ZERO);

@@ -79,9 +79,9 @@ async fn run(config: mcpgate::Config) -> anyhow::Result<()> {
     drop(stdout);
     tracing::info!(
         %addr,
-        toolsets = ?state.config.toolset,
-        auth = ?state.config.auth.mode,
-        store = state.store.kind(),
+        toolsets = ?state.config().toolset,
+        auth = ?state.config().auth.mode,
+        store = state.store().kind(),
         "mcpgate started"
     );
     mcpgate::serve_with_admin(listener, admin, state, stop).await.context("serving")?;

@@ -21,7 +21,7 @@ const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// Which hosts and origins are allowed.
 #[derive(Debug, Clone)]
-pub struct OriginPolicy {
+pub(crate) struct OriginPolicy {
     any_origin: bool,
     origins: Vec<String>,
     loopback_origins: bool,
@@ -30,7 +30,7 @@ pub struct OriginPolicy {
 
 impl OriginPolicy {
     /// The policy of a validated config.
-    pub fn from_config(c: &Config) -> Self {
+    pub(crate) fn from_config(c: &Config) -> Self {
         let loopback = c.listens_on_loopback();
         let hosts = if !c.http.allowed_hosts.is_empty() {
             Some(c.http.allowed_hosts.iter().map(|h| h.trim().trim_matches(['[', ']']).to_ascii_lowercase()).collect())
@@ -51,7 +51,7 @@ impl OriginPolicy {
 
     /// The policy of the admin listener: no browser has business there, so any `Origin` is
     /// refused, and a loopback listener accepts only loopback host names.
-    pub fn admin(loopback: bool) -> Self {
+    pub(crate) fn admin(loopback: bool) -> Self {
         Self {
             any_origin: false,
             origins: Vec::new(),
@@ -61,7 +61,7 @@ impl OriginPolicy {
     }
 
     /// Checks one request's host (its URI's authority, else `Host`) and `Origin`.
-    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), GatewayError> {
+    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), GatewayError> {
         if let Some(allowed) = &self.hosts {
             // HTTP/2 puts the host in `:authority`, which arrives as the URI's authority; an
             // HTTP/1.1 absolute-form target's authority wins over `Host` as RFC 9112 says.

@@ -18,7 +18,9 @@ use crate::error::GatewayError;
 
 /// A replica's budget of slots of one kind.
 #[derive(Debug)]
-pub struct PrincipalSlots {
+pub(crate) struct PrincipalSlots {
+    /// The replica's slots (`total` holds this many permits when none is taken).
+    max: usize,
     total: Arc<Semaphore>,
     per_principal: Arc<Mutex<HashMap<String, u64>>>,
     max_per_principal: u64,
@@ -28,7 +30,7 @@ pub struct PrincipalSlots {
 
 /// One open request's claim on the budget.
 #[derive(Debug)]
-pub struct PrincipalSlot {
+pub(crate) struct PrincipalSlot {
     _total: OwnedSemaphorePermit,
     principal: String,
     per_principal: Arc<Mutex<HashMap<String, u64>>>,
@@ -37,9 +39,10 @@ pub struct PrincipalSlot {
 impl PrincipalSlots {
     /// A budget of `max` slots, at most `max_per_principal` of them one principal's, who is
     /// then refused with `refusal(max_per_principal)`.
-    pub fn new(max: u64, max_per_principal: u64, refusal: fn(u64) -> GatewayError) -> Self {
+    pub(crate) fn new(max: u64, max_per_principal: u64, refusal: fn(u64) -> GatewayError) -> Self {
         let max = usize::try_from(max).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
         Self {
+            max,
             total: Arc::new(Semaphore::new(max)),
             per_principal: Arc::new(Mutex::new(HashMap::new())),
             max_per_principal,
@@ -48,18 +51,18 @@ impl PrincipalSlots {
     }
 
     /// The listen-stream budget: 429 [`GatewayError::TooManyListeners`] past a principal's share.
-    pub fn listeners(max: u64, max_per_principal: u64) -> Self {
+    pub(crate) fn listeners(max: u64, max_per_principal: u64) -> Self {
         Self::new(max, max_per_principal, |max| GatewayError::TooManyListeners { max })
     }
 
     /// The `tasks/result` budget: 429 [`GatewayError::TooManyResultWaiters`] past a
     /// principal's share.
-    pub fn result_waiters(max: u64, max_per_principal: u64) -> Self {
+    pub(crate) fn result_waiters(max: u64, max_per_principal: u64) -> Self {
         Self::new(max, max_per_principal, |max| GatewayError::TooManyResultWaiters { max })
     }
 
     /// A slot for `principal` (its store key), or 429 (its own limit) / 503 (the replica's).
-    pub fn acquire(&self, principal: &str) -> Result<PrincipalSlot, GatewayError> {
+    pub(crate) fn acquire(&self, principal: &str) -> Result<PrincipalSlot, GatewayError> {
         let total = self.total.clone().try_acquire_owned().map_err(|_| GatewayError::Overloaded)?;
         let mut map = self.per_principal.lock().unwrap_or_else(PoisonError::into_inner);
         let held = map.entry(principal.to_owned()).or_insert(0);
@@ -68,6 +71,11 @@ impl PrincipalSlots {
         }
         *held += 1;
         Ok(PrincipalSlot { _total: total, principal: principal.to_owned(), per_principal: self.per_principal.clone() })
+    }
+
+    /// Slots taken now, by every principal.
+    pub(crate) fn held(&self) -> usize {
+        self.max.saturating_sub(self.total.available_permits())
     }
 }
 

@@ -170,7 +170,6 @@ impl AppState {
             auth,
             metrics,
             audit,
-            server_info,
             in_flight,
             shutdown,
             stopping,

@@ -12,9 +12,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use mcpgate_protocol::implementation::Implementation;
 use mcpgate_protocol::result::CacheScope;
 use mcpgate_runtime::catalog::SharedCatalog;
+use mcpgate_runtime::worker::Workers;
 use mcpgate_seal::Sealer;
 use mcpgate_store::AnyStore;
 use mcpgate_upstream::Federation;
@@ -34,56 +34,55 @@ use crate::tasks::TaskService;
 #[derive(Debug, Clone)]
 pub struct AppState(pub(crate) Arc<Inner>);
 
-/// The contents of [`AppState`].
+/// The contents of [`AppState`]. Its fields are the crate's own: what a program built on the
+/// library, and the tests, may read or use is named by [`AppState`]'s accessors.
 #[derive(Debug)]
 pub struct Inner {
     /// The validated configuration.
-    pub config: Config,
+    pub(crate) config: Config,
     /// Tools, prompts and resources: the current snapshot.
-    pub catalog: SharedCatalog,
+    pub(crate) catalog: SharedCatalog,
     /// What each new snapshot is built from.
-    pub catalog_parts: CatalogParts,
+    pub(crate) catalog_parts: CatalogParts,
     /// The upstream servers behind this replica.
-    pub federation: Arc<Federation>,
+    pub(crate) federation: Arc<Federation>,
     /// Tasks, their job queue and events.
-    pub store: AnyStore,
+    pub(crate) store: AnyStore,
     /// Creates, finds and cancels tasks; holds this replica's task workers and counters.
-    pub tasks: TaskService,
+    pub(crate) tasks: TaskService,
     /// Legacy `tasks/result` waiters, in all and per principal.
-    pub result_waiters: PrincipalSlots,
+    pub(crate) result_waiters: PrincipalSlots,
     /// Open listen streams, in all and per principal.
-    pub listeners: PrincipalSlots,
+    pub(crate) listeners: PrincipalSlots,
     /// Which tools of pinned upstreams the snapshots withhold (see `pinning`).
     pub(crate) pinning: Arc<crate::pinning::Pinning>,
     /// Users' connections to `auth = "oauth"` upstreams (`None` without any).
     pub(crate) connections: Option<Arc<Connector>>,
     /// Seals legacy session ids (and requestState).
-    pub sealer: Sealer,
+    pub(crate) sealer: Sealer,
     /// Authenticates requests.
-    pub auth: Authenticator,
+    pub(crate) auth: Authenticator,
     /// Host/Origin policy.
-    pub origin: OriginPolicy,
+    pub(crate) origin: OriginPolicy,
     /// Counters.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// The audit trail (off unless `audit.enabled`).
-    pub audit: crate::audit::Audit,
+    pub(crate) audit: crate::audit::Audit,
     /// Concurrency limit.
-    pub limiter: Arc<Semaphore>,
+    pub(crate) limiter: Arc<Semaphore>,
     /// Rate limits per caller (counted in the store).
-    pub limits: Arc<Limits>,
+    pub(crate) limits: Arc<Limits>,
     /// The root endpoint and the virtual servers: what each serves, under which rules.
-    pub endpoints: Endpoints,
+    pub(crate) endpoints: Endpoints,
     /// Bytes of request bodies that may be buffered at once (one permit per byte).
-    pub body_budget: Arc<Semaphore>,
-    /// The root endpoint's `serverInfo`.
-    pub server_info: Arc<Implementation>,
+    pub(crate) body_budget: Arc<Semaphore>,
     /// Work that outlives its request's handler (streamed calls, listen streams), awaited on
     /// shutdown.
-    pub in_flight: TaskTracker,
+    pub(crate) in_flight: TaskTracker,
     /// Cancelled when the grace period ends: stops all remaining work.
-    pub shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     /// Cancelled when shutdown begins: readiness turns false.
-    pub stopping: CancellationToken,
+    pub(crate) stopping: CancellationToken,
 }
 
 impl Deref for AppState {
@@ -94,6 +93,43 @@ impl Deref for AppState {
 }
 
 impl AppState {
+    /// The validated configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The task store (memory or Redis).
+    pub fn store(&self) -> &AnyStore {
+        &self.store
+    }
+
+    /// This replica's task workers (how many runs they hold, whether all are taken).
+    pub fn workers(&self) -> &Workers {
+        self.tasks.workers()
+    }
+
+    /// The sealer of legacy session ids and requestState (a program minting its own session
+    /// ids seals them with it).
+    pub fn sealer(&self) -> &Sealer {
+        &self.sealer
+    }
+
+    /// Legacy `tasks/result` requests waiting on this replica now.
+    pub fn result_waiters_held(&self) -> usize {
+        self.result_waiters.held()
+    }
+
+    /// Cancelled when the grace period ends: stops all remaining work (cancel it to stop at
+    /// once).
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Cancelled when shutdown begins: readiness turns false (cancel it to start draining).
+    pub fn stopping(&self) -> &CancellationToken {
+        &self.stopping
+    }
+
     /// The `cacheScope` of a result whose handler chose `chosen` (unset means private): never
     /// public behind authentication.
     pub fn cache_scope_for(&self, chosen: Option<CacheScope>) -> CacheScope {

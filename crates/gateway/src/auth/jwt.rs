@@ -25,7 +25,7 @@ use mcpgate_runtime::Credential;
 
 /// Verifies bearer tokens.
 #[derive(Debug)]
-pub struct JwtAuthenticator {
+pub(crate) struct JwtAuthenticator {
     validations: HashMap<Algorithm, Validation>,
     static_keys: Vec<NamedKey>,
     jwks: Option<Arc<Jwks>>,

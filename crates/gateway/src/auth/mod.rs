@@ -22,7 +22,7 @@ use jwt::JwtAuthenticator;
 
 /// Turns request headers into a principal.
 #[derive(Debug, Clone)]
-pub enum Authenticator {
+pub(crate) enum Authenticator {
     /// `auth.mode = none`.
     Anonymous(Principal),
     /// `auth.mode = jwt`.
@@ -32,7 +32,7 @@ pub enum Authenticator {
 impl Authenticator {
     /// Builds the authenticator: loads key files and JWKS documents named in the config.
     /// `servers`: the virtual servers' protected resources (each its own tokens' audience).
-    pub fn from_config(config: &Config, servers: &[String]) -> Result<Self, StartupError> {
+    pub(crate) fn from_config(config: &Config, servers: &[String]) -> Result<Self, StartupError> {
         match config.auth.mode {
             AuthMode::None => Ok(Self::Anonymous(Principal::anonymous())),
             AuthMode::Jwt => Ok(Self::Jwt(Arc::new(JwtAuthenticator::from_config(config, servers)?))),
@@ -40,13 +40,17 @@ impl Authenticator {
     }
 
     /// Authenticates one request to the root endpoint (or a route of no virtual server).
-    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, GatewayError> {
+    pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, GatewayError> {
         self.authenticate_for(headers, None).await
     }
 
     /// Authenticates one request to the virtual server whose protected resource is `server`
     /// (`None`: the root): a token for another server is refused.
-    pub async fn authenticate_for(&self, headers: &HeaderMap, server: Option<&str>) -> Result<Principal, GatewayError> {
+    pub(crate) async fn authenticate_for(
+        &self,
+        headers: &HeaderMap,
+        server: Option<&str>,
+    ) -> Result<Principal, GatewayError> {
         match self {
             Self::Anonymous(p) => Ok(p.clone()),
             Self::Jwt(jwt) => jwt.authenticate(headers, server).await,

@@ -206,7 +206,7 @@ async fn route(
             match plan.await.map_err(fail(&cx))? {
                 handlers::ToolPlan::Run(prepared) => (cx, prepared, streaming),
                 handlers::ToolPlan::Task(plan) => {
-                    let result = Box::pin(handlers::tasks::create(state, &cx, plan)).await;
+                    let result = Box::pin(handlers::task_methods::create(state, &cx, plan)).await;
                     return simple(cx, result);
                 }
                 handlers::ToolPlan::Ask(result) => return simple(cx, Ok(result)),
@@ -214,27 +214,27 @@ async fn route(
         }
         Some(Method::TasksGet) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
-            let result = Box::pin(handlers::tasks::get(state, &cx, &params)).await;
+            let result = Box::pin(handlers::task_methods::get(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksCancel) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
-            let result = Box::pin(handlers::tasks::cancel(state, &cx, &params)).await;
+            let result = Box::pin(handlers::task_methods::cancel(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksUpdate) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::UpdateTaskParams);
-            let result = Box::pin(handlers::tasks::update(state, &cx, &params)).await;
+            let result = Box::pin(handlers::task_methods::update(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksList) => {
             let (cx, params) = admitted!(mcpgate_protocol::pagination::PaginatedParams);
-            let result = Box::pin(handlers::tasks::list(state, &cx, &params)).await;
+            let result = Box::pin(handlers::task_methods::list(state, &cx, &params)).await;
             return simple(cx, result);
         }
         Some(Method::TasksResult) => {
             let (cx, params) = admitted!(mcpgate_protocol::task::TaskIdParams);
-            let prepared = handlers::tasks::result(state, &cx, params).map_err(fail(&cx))?;
+            let prepared = handlers::task_methods::result(state, &cx, params).map_err(fail(&cx))?;
             // A waiter is not a request in flight; it counts against its own limit.
             ticket.permit = None;
             (cx, prepared, accept.sse)

@@ -28,7 +28,7 @@ use crate::error::GatewayError;
 
 /// What a call that became a task answers.
 #[derive(Debug)]
-pub enum CallAnswer {
+pub(crate) enum CallAnswer {
     /// The task (`CreateTaskResult`): still running, waiting for input, failed, or not run
     /// here.
     Task(Box<TaskRecord>),
@@ -50,7 +50,7 @@ impl TaskService {
     /// task in `failed`: its error is read with `tasks/get`, never mistaken for a call
     /// refused before anything ran (a `-32021` from inside a run, say, would read as "send
     /// it again with the capability" although the tool ran).
-    pub async fn create_for_call(&self, cx: &CallContext, plan: TaskPlan) -> Result<CallAnswer, GatewayError> {
+    pub(crate) async fn create_for_call(&self, cx: &CallContext, plan: TaskPlan) -> Result<CallAnswer, GatewayError> {
         let (mut record, run) = self.create_here(cx, plan).await?;
         tracing::Span::current().record("task", record.id.as_str());
         let window = self.settings.tasks.answer_within_ms;

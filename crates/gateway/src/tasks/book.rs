@@ -17,7 +17,7 @@ use mcpgate_store::{AnyStore, Cancelled, Read, StoreError, TaskId, TaskRecord, T
 
 /// The tasks of the store as their owners see them, with this replica's task counters.
 #[derive(Debug, Clone)]
-pub struct TaskBook {
+pub(crate) struct TaskBook {
     store: AnyStore,
     metrics: Arc<TaskMetrics>,
     transitions: Option<Arc<dyn TransitionObserver>>,
@@ -25,12 +25,12 @@ pub struct TaskBook {
 
 impl TaskBook {
     /// The book over `store`, counting into `metrics`.
-    pub fn new(store: AnyStore, metrics: Arc<TaskMetrics>) -> Self {
+    pub(crate) fn new(store: AnyStore, metrics: Arc<TaskMetrics>) -> Self {
         Self { store, metrics, transitions: None }
     }
 
     /// The same book, reporting creations and cancellations to `observer` too.
-    pub fn with_transitions(mut self, observer: Option<Arc<dyn TransitionObserver>>) -> Self {
+    pub(crate) fn with_transitions(mut self, observer: Option<Arc<dyn TransitionObserver>>) -> Self {
         self.transitions = observer;
         self
     }
@@ -42,17 +42,17 @@ impl TaskBook {
     }
 
     /// This replica's task counters.
-    pub fn metrics(&self) -> &Arc<TaskMetrics> {
+    pub(crate) fn metrics(&self) -> &Arc<TaskMetrics> {
         &self.metrics
     }
 
     /// `owner`'s task `id` (read as `read` says), or `None`: unknown, expired or another's.
-    pub async fn find(&self, id: &TaskId, owner: &str, read: Read) -> Result<Option<TaskRecord>, StoreError> {
+    pub(crate) async fn find(&self, id: &TaskId, owner: &str, read: Read) -> Result<Option<TaskRecord>, StoreError> {
         Ok(self.store.get(id, read).await?.filter(|record| record.owner == owner))
     }
 
     /// Cancels `id` as `owner` (the store's idempotent cancel) and counts it if it ended the task.
-    pub async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
+    pub(crate) async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
         let cancelled = self.store.cancel(id, owner).await?;
         if let Cancelled::Now(record) = &cancelled {
             self.metrics.count(&record.tool, TaskMetric::Cancelled);

@@ -19,7 +19,7 @@ use crate::tasks::idempotency;
 
 /// A task made of a running call, to hand to `Workers::adopt`.
 #[derive(Debug)]
-pub struct Adoption {
+pub(crate) struct Adoption {
     /// The task, created leased to this replica.
     pub record: TaskRecord,
     /// Its lease.
@@ -34,7 +34,7 @@ impl TaskService {
     /// Creates the planned task (or finds the one an idempotent retry names). With a free run
     /// slot here the task runs on this replica at once (run where created: no queue round
     /// trips); otherwise it is enqueued for any replica.
-    pub async fn create(&self, cx: &CallContext, plan: TaskPlan) -> Result<TaskRecord, GatewayError> {
+    pub(crate) async fn create(&self, cx: &CallContext, plan: TaskPlan) -> Result<TaskRecord, GatewayError> {
         Ok(self.create_here(cx, plan).await?.0)
     }
 
@@ -79,7 +79,7 @@ impl TaskService {
     /// Creates a task of a call already running, which runs on this replica from now on (a
     /// call of a tool of `upstream`, if any), once admitted like any task: refused, it creates
     /// nothing.
-    pub async fn adopt(
+    pub(crate) async fn adopt(
         &self,
         cx: &CallContext,
         upstream: Option<&str>,

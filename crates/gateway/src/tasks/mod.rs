@@ -48,7 +48,7 @@ struct Settings {
 
 /// Creates, finds and cancels tasks (see the module docs).
 #[derive(Debug)]
-pub struct TaskService {
+pub(crate) struct TaskService {
     book: TaskBook,
     store: AnyStore,
     workers: Workers,
@@ -58,7 +58,7 @@ pub struct TaskService {
 
 impl TaskService {
     /// The service of a replica: its store (through `book`), workers and rate limits.
-    pub fn new(config: &Config, book: TaskBook, store: AnyStore, workers: Workers, limits: Arc<Limits>) -> Self {
+    pub(crate) fn new(config: &Config, book: TaskBook, store: AnyStore, workers: Workers, limits: Arc<Limits>) -> Self {
         let settings = Settings {
             tasks: config.tasks.clone(),
             quotas: config.limits.clone(),
@@ -69,34 +69,34 @@ impl TaskService {
     }
 
     /// Finding and cancelling as the owner.
-    pub fn book(&self) -> &TaskBook {
+    pub(crate) fn book(&self) -> &TaskBook {
         &self.book
     }
 
     /// This replica's task workers.
-    pub fn workers(&self) -> &Workers {
+    pub(crate) fn workers(&self) -> &Workers {
         &self.workers
     }
 
     /// This replica's task counters.
-    pub fn metrics(&self) -> &Arc<TaskMetrics> {
+    pub(crate) fn metrics(&self) -> &Arc<TaskMetrics> {
         self.book.metrics()
     }
 
     /// `owner`'s task `id`, or `None` (unknown, expired or another's).
-    pub async fn find(&self, id: &TaskId, owner: &str, read: Read) -> Result<Option<TaskRecord>, StoreError> {
+    pub(crate) async fn find(&self, id: &TaskId, owner: &str, read: Read) -> Result<Option<TaskRecord>, StoreError> {
         self.book.find(id, owner, read).await
     }
 
     /// Cancels `owner`'s task `id`, counting it if that ended the task.
-    pub async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
+    pub(crate) async fn cancel(&self, id: &TaskId, owner: &str) -> Result<Cancelled, StoreError> {
         self.book.cancel(id, owner).await
     }
 
     /// Whether a task of `tool` keeps its caller's bearer token (sealed in the record): the
     /// tool is an upstream's that exchanges the caller's token on every call, so a run on any
     /// replica needs it. No other task keeps it.
-    pub fn keeps_credential(&self, tool: &ToolDescriptor) -> bool {
+    pub(crate) fn keeps_credential(&self, tool: &ToolDescriptor) -> bool {
         tool.upstream.as_deref().is_some_and(|name| self.settings.exchanging.contains(name))
     }
 }

@@ -12,7 +12,7 @@ use crate::error::GatewayError;
 
 /// The lifetime a client asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TtlRequest {
+pub(crate) enum TtlRequest {
     /// None given: the configured default.
     Default,
     /// This many milliseconds (clamped).
@@ -23,7 +23,7 @@ pub enum TtlRequest {
 
 impl TtlRequest {
     /// Reads a legacy `params.task` value.
-    pub fn from_legacy(task: &Value) -> Result<Self, GatewayError> {
+    pub(crate) fn from_legacy(task: &Value) -> Result<Self, GatewayError> {
         match task.get("ttl") {
             None => Ok(Self::Default),
             Some(Value::Null) => Ok(Self::Unlimited),
@@ -37,7 +37,7 @@ impl TtlRequest {
 
 /// A task to create for a `tools/call`.
 #[derive(Debug)]
-pub struct TaskPlan {
+pub(crate) struct TaskPlan {
     /// The tool.
     pub tool: String,
     /// The arguments (a JSON object).

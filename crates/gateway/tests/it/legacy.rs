@@ -113,12 +113,12 @@ async fn expired_and_foreign_sessions_are_not_found() {
         client_info: None,
         server: None,
     };
-    let expired = session::mint(&state.sealer, &Principal::anonymous(), &info, 0).expect("mint");
+    let expired = session::mint(state.sealer(), &Principal::anonymous(), &info, 0).expect("mint");
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     assert_error(&Req::legacy("tools/list", json!({}), Some(&expired)).send(&app).await, 404, -32600);
 
     let someone_else = Principal::new("https://issuer.example.com", "mallory", Vec::new());
-    let foreign = session::mint(&state.sealer, &someone_else, &info, 3600).expect("mint");
+    let foreign = session::mint(state.sealer(), &someone_else, &info, 3600).expect("mint");
     assert_error(&Req::legacy("tools/list", json!({}), Some(&foreign)).send(&app).await, 404, -32600);
     let metrics = Req::get("/metrics").send(&app).await;
     let text = String::from_utf8_lossy(&metrics.body);

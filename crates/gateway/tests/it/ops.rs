@@ -13,7 +13,7 @@ async fn health_and_readiness() {
     let resp = Req::get("/healthz").send(&app).await;
     assert_eq!(resp.status.as_u16(), 200);
     assert_eq!(Req::get("/readyz").send(&app).await.status.as_u16(), 200);
-    state.stopping.cancel();
+    state.stopping().cancel();
     assert_eq!(Req::get("/readyz").send(&app).await.status.as_u16(), 503, "draining replicas are not ready");
     assert_eq!(Req::get("/healthz").send(&app).await.status.as_u16(), 200, "but still alive");
 }

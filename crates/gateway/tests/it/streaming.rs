@@ -175,7 +175,7 @@ async fn shutdown_ends_streams_with_a_retryable_error() {
     let first = tokio::time::timeout(STOP_BOUND, body.frame()).await.expect("the tool's started event within 20 s");
     let first = first.expect("a frame").expect("data").into_data().expect("data frame");
     assert!(String::from_utf8_lossy(&first).contains("notifications/progress"));
-    state.shutdown.cancel();
+    state.shutdown().cancel();
     let bytes = tokio::time::timeout(STOP_BOUND, body.collect())
         .await
         .expect("the stream ended within 20 s of the shutdown")

@@ -92,7 +92,7 @@ async fn a_legacy_call_that_asks_for_input_needs_a_free_worker() {
     }
     // Each waiting call holds a worker slot: never more than the replica has.
     assert!(held.len() <= 2 && refused >= 2, "{} calls became tasks on two workers", held.len());
-    assert!(state.tasks.workers().running() <= 2, "{} runs on two workers", state.tasks.workers().running());
+    assert!(state.workers().running() <= 2, "{} runs on two workers", state.workers().running());
 }
 
 /// Runs 400 ms, then answers; becomes a task after 50 ms when it can.

@@ -40,7 +40,7 @@ fn ext() -> Value {
 async fn a_cached_finished_task_is_still_found_only_by_its_owner_through_its_server() {
     let server = RedisServer::start();
     let (app, state) = app_with(redis_config(&server), |_| {}).await;
-    let AnyStore::Redis(store) = &state.store else { panic!("a Redis store") };
+    let AnyStore::Redis(store) = state.store() else { panic!("a Redis store") };
     let hits = || store.terminal_cache().hits;
     let (alice, bob) = (format!("Bearer {}", hs(&claims("alice"))), format!("Bearer {}", hs(&claims("bob"))));
     let get = |id: &str, path: &str, token: &str| {

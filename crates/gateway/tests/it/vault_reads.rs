@@ -162,7 +162,7 @@ async fn reads(audit: Option<&std::path::Path>) -> (usize, usize, Vec<usize>) {
     let server = RedisServer::start();
     let url = upstream().await;
     let (app, state) = app_with(config(&server, &url, audit), |_| {}).await;
-    connect_alice(&state.store).await;
+    connect_alice(state.store()).await;
     let mut vault = VaultReads::start(server.port()).await;
     let alice = format!("Bearer {}", hs(&claims("alice")));
     let list = || Req::modern("tools/list", json!({})).header("authorization", &alice);

@@ -77,7 +77,7 @@ pub(super) fn prepare(
             let mut orphan =
                 CancelOnDrop { state: state.clone(), task: task.clone(), owner: cx.principal.key().to_owned() };
             let params = TaskIdParams { task_id: task.to_string(), meta: None };
-            let waiter = super::tasks::wait(&state, &cx, params, super::tasks::Relation::Hidden)?;
+            let waiter = super::task_methods::wait(&state, &cx, params, super::task_methods::Relation::Hidden)?;
             let answered = waiter(notifier, cancel.clone()).await;
             if !cancel.is_cancelled() && !matches!(answered, Err(GatewayError::ShuttingDown)) {
                 orphan.disarm();

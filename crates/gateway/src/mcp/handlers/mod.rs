@@ -11,7 +11,7 @@ mod promote;
 mod prompts;
 mod resources;
 pub(super) mod search;
-pub(super) mod tasks;
+pub(super) mod task_methods;
 mod tools;
 
 pub(super) use completion::complete;

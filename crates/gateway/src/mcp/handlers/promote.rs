@@ -21,7 +21,7 @@ use mcpgate_runtime::catalog::{Failure, Outcome, Tool, ToolCall};
 use mcpgate_runtime::worker::Adopted;
 
 use super::invoke::{finish, tool_context};
-use super::tasks::render_created;
+use super::task_methods::render_created;
 use crate::call_context::CallContext;
 use crate::mcp::request_state::Round;
 use crate::mcp::work::Prepared;
