@@ -392,8 +392,9 @@ impl UpstreamConfig {
 
     /// Deserializes one table (TOML, JSON or any serde format); the error names the key.
     pub fn deserialize_from<'de, D: serde::Deserializer<'de>>(table: D) -> Result<Self, String> {
-        // Text: serde's message is the whole problem (it names the key); the gateway's start-up
-        // error shows it as the table's.
+        // Text: serde's message is the whole problem (it names the key), and the caller's
+        // format is generic here, so its error type cannot be named (the gateway's loader
+        // deserializes `[[upstream]]` tables itself and keeps that error as the cause).
         Self::deserialize(table).map_err(|e| e.to_string())
     }
 
