@@ -371,8 +371,9 @@ impl Upstream {
     }
 
     /// An `auth = "oauth"` upstream's request: with the principal's own token (the one it
-    /// holds while fresh, else asked for now), on the principal's own session; a refused token is reported and the request sent once more
-    /// with the token the connections give back (refreshed, or refreshed meanwhile elsewhere);
+    /// holds while fresh, else asked for now), on the principal's own session; a refused
+    /// token is reported and the request sent once more with the token the connections give
+    /// back (refreshed, or refreshed meanwhile elsewhere);
     /// that one refused too is reported as such (the connections drop the connection and ask
     /// the user to connect again). Cancelling stops the wait only: a refresh under way
     /// finishes (the connections run it apart), so a rotated refresh token is never lost.
@@ -400,11 +401,9 @@ impl Upstream {
                     token = connections.bearer(name, &principal) => token?,
                     () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
                 };
-                // The requests after this one (a list's next page, the call after its list)
-                // send it too.
-                if let Some(held) = &held {
-                    held.renew(&token);
-                }
+                // The held token stays due, so the requests after this one ask again: a
+                // token handed out here comes without its expiry, which is checked only by
+                // asking.
                 token
             }
         };
@@ -428,7 +427,7 @@ impl Upstream {
                 () = cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
             if let Some(held) = &held {
-                held.renew(&token);
+                held.refused();
             }
         }
         // Connections that gave yet another token for a connection refused twice: not tried.

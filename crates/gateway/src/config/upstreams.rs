@@ -3,8 +3,8 @@
 //! fault and keeps the upstream crate's error, which names the upstream and its key, as its
 //! cause.
 
-use mcpgate_upstream::UpstreamConfig;
 use mcpgate_upstream::import::{import_mcp_servers, merge};
+use mcpgate_upstream::{UpstreamConfig, UpstreamError};
 
 use crate::error::StartupError;
 
@@ -32,7 +32,7 @@ pub(super) fn resolve(
         None => Vec::new(),
     };
     for u in &mut parsed {
-        u.expand(env).map_err(|e| StartupError::config_caused("upstream", "a ${VAR} does not expand", e))?;
+        u.expand(env).map_err(|e| upstream_error(e, "a ${VAR} does not expand", ""))?;
     }
     let allowed = |var: &str| {
         if import_env.iter().any(|name| name == var) { env(var) } else { None }
@@ -43,16 +43,31 @@ pub(super) fn resolve(
             continue;
         }
         u.expand(&allowed).map_err(|e| {
-            StartupError::config_caused(
-                "federation.mcp_servers_file",
-                "a ${VAR} of an imported server does not expand (an imported mcpServers file may expand only \
-                 the variables federation.import_env lists)",
+            upstream_error(
                 e,
+                "a ${VAR} of an imported server does not expand",
+                " (an imported mcpServers file may expand only the variables federation.import_env lists)",
             )
         })?;
     }
     let all = merge(imported, parsed);
-    mcpgate_upstream::config::validate_all(&all)
-        .map_err(|e| StartupError::config_caused("upstream", "not a valid upstream", e))?;
+    mcpgate_upstream::config::validate_all(&all).map_err(|e| upstream_error(e, "not a valid upstream", ""))?;
     Ok(all)
+}
+
+/// The start-up error of an upstream's: a configuration error names the upstream's key as the
+/// setting (`upstream "files" url`), with `hint` after its problem, and keeps what caused it;
+/// any other is caused by `e`, under `problem`.
+fn upstream_error(e: UpstreamError, problem: &str, hint: &str) -> StartupError {
+    match e {
+        UpstreamError::Config { upstream, key, problem, source } => {
+            let setting = format!("upstream {upstream:?} {key}");
+            let problem = format!("{problem}{hint}");
+            match source {
+                Some(source) => StartupError::config_caused(setting, problem, source),
+                None => StartupError::config(setting, problem),
+            }
+        }
+        other => StartupError::config_caused("upstream", format!("{problem}{hint}"), other),
+    }
 }

@@ -135,7 +135,7 @@ impl BrowserLogin {
             .header(ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| issuer_failed_caused(url.to_owned(), e))?;
+            .map_err(|e| issuer_failed_caused(url.to_owned(), e.without_url()))?;
         if !response.status().is_success() {
             return Err(issuer_failed(format!("{url} answered {}", response.status())));
         }
@@ -171,7 +171,7 @@ impl BrowserLogin {
             .body(form.query().unwrap_or_default().to_owned())
             .send()
             .await
-            .map_err(|e| issuer_failed_caused("the sign-in token endpoint".to_owned(), e))?;
+            .map_err(|e| issuer_failed_caused("the sign-in token endpoint".to_owned(), e.without_url()))?;
         let status = response.status();
         let body = bounded(response).await?;
         if !status.is_success() {
@@ -297,7 +297,7 @@ impl Connector {
 async fn bounded(mut response: reqwest::Response) -> Result<Vec<u8>, GatewayError> {
     let mut body = Vec::new();
     while let Some(chunk) =
-        response.chunk().await.map_err(|e| issuer_failed_caused("reading an answer".to_owned(), e))?
+        response.chunk().await.map_err(|e| issuer_failed_caused("reading an answer".to_owned(), e.without_url()))?
     {
         if body.len() + chunk.len() > MAX_ANSWER {
             return Err(issuer_failed(format!("an answer larger than {MAX_ANSWER} bytes")));

@@ -150,9 +150,8 @@ fn union(held: Option<&str>, wanted: Option<&str>) -> Option<String> {
 /// `e` logged (its detail and whole chain), and what the upstream's caller is told instead.
 fn failed(e: GatewayError) -> UpstreamError {
     let detail = match &e {
-        GatewayError::Internal { detail, .. } | GatewayError::Unavailable { detail } => detail.as_str(),
-        GatewayError::Connect { detail, .. } => detail.as_str(),
-        _ => "",
+        GatewayError::Unavailable { detail } => Some(detail.as_str()),
+        other => other.log_detail(),
     };
     tracing::warn!(detail, error = &e as &dyn std::error::Error, "a user's upstream connection could not be used");
     UpstreamError::Authorization { detail: client_safe(&e), source: None }

@@ -206,11 +206,9 @@ impl GatewayError {
     /// The status of an error of a browser route under `/oauth/` (connect links, callbacks,
     /// disconnecting): the page shown with it says what the user can do.
     pub fn connect_status(&self) -> StatusCode {
-        if let Some(answer) = self.store_answer() {
-            return answer.plain_status();
-        }
-        match self {
-            Self::Connect { failure, .. } => match failure {
+        // A connect failure is answered as the page that names it, whatever caused it.
+        if let Self::Connect { failure, .. } = self {
+            return match failure {
                 ConnectFailure::InvalidLink | ConnectFailure::RetiredCallback => StatusCode::BAD_REQUEST,
                 ConnectFailure::Used => StatusCode::GONE,
                 ConnectFailure::WrongUser
@@ -219,7 +217,12 @@ impl GatewayError {
                 | ConnectFailure::WrongServer => StatusCode::FORBIDDEN,
                 ConnectFailure::NotFound => StatusCode::NOT_FOUND,
                 ConnectFailure::AuthorizationServer => StatusCode::BAD_GATEWAY,
-            },
+            };
+        }
+        if let Some(answer) = self.store_answer() {
+            return answer.plain_status();
+        }
+        match self {
             Self::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Self::ForbiddenOrigin { .. } | Self::ForbiddenHost { .. } => StatusCode::FORBIDDEN,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -245,6 +248,7 @@ impl GatewayError {
             Self::ForbiddenHost { host } => Some(host),
             Self::SessionNotFound { reason } | Self::InvalidRequestState { reason } => Some(reason),
             Self::PolicyDenied { rule, .. } | Self::PolicyHidden { rule, .. } => rule.as_deref(),
+            Self::Unauthorized { challenge, .. } | Self::InsufficientScope { challenge } => Some(challenge),
             _ => None,
         }
     }

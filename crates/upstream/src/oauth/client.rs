@@ -211,8 +211,8 @@ impl OAuthClient {
                 break;
             }
         }
-        let resource =
-            resource.ok_or_else(|| authorization(format!("{endpoint} serves no protected resource metadata")))?;
+        let resource = resource
+            .ok_or_else(|| UpstreamError::authorization(format!("{endpoint} serves no protected resource metadata")))?;
         let issuer = pick_issuer(&resource, self.issuer.as_deref())?;
         let server = self.server_metadata(&issuer).await?;
         Ok(Discovered { resource, issuer, server })
@@ -231,7 +231,7 @@ impl OAuthClient {
                 return Ok(server);
             }
         }
-        Err(authorization(format!("authorization server {issuer:?} serves no metadata")))
+        Err(UpstreamError::authorization(format!("authorization server {issuer:?} serves no metadata")))
     }
 
     /// Registers the gateway with `server` (RFC 7591) for `redirect_uri`: a public client when
@@ -246,10 +246,9 @@ impl OAuthClient {
         client_name: &str,
         redirect_uri: &str,
     ) -> Result<ClientRegistration, UpstreamError> {
-        let endpoint = server
-            .registration_endpoint
-            .as_deref()
-            .ok_or_else(|| authorization(format!("authorization server {:?} offers no registration", server.issuer)))?;
+        let endpoint = server.registration_endpoint.as_deref().ok_or_else(|| {
+            UpstreamError::authorization(format!("authorization server {:?} offers no registration", server.issuer))
+        })?;
         // Metadata not from `discover` (or from before the rule) gets the same check.
         let url = secure_url(endpoint, "registration_endpoint")?;
         self.addresses.check_literal(&url, "the registration endpoint")?;
@@ -276,21 +275,23 @@ impl OAuthClient {
             .await
             .map_err(|e| e.into_authorization("the registration endpoint"))?;
         if !(200..300).contains(&status) {
-            return Err(authorization(format!("the registration endpoint answered HTTP {status}")));
+            return Err(UpstreamError::authorization(format!("the registration endpoint answered HTTP {status}")));
         }
         let registered: Registered = serde_json::from_slice(&body).map_err(|e| {
-            authorization(format!("unreadable registration (line {}, column {})", e.line(), e.column()))
+            UpstreamError::authorization(format!("unreadable registration (line {}, column {})", e.line(), e.column()))
         })?;
         let auth =
             registered.token_endpoint_auth_method.as_deref().map_or(Some(wanted), ClientAuth::parse).ok_or_else(
                 || {
-                    authorization(
+                    UpstreamError::authorization(
                         "the registration names a token endpoint authentication the gateway does not do".to_owned(),
                     )
                 },
             )?;
         if auth != ClientAuth::None && registered.client_secret.is_none() {
-            return Err(authorization("a confidential client was registered without a secret".to_owned()));
+            return Err(UpstreamError::authorization(
+                "a confidential client was registered without a secret".to_owned(),
+            ));
         }
         Ok(ClientRegistration { client_id: registered.client_id, client_secret: registered.client_secret, auth })
     }
@@ -437,10 +438,6 @@ pub fn authorization_url(
         }
     }
     Ok(url)
-}
-
-fn authorization(detail: String) -> UpstreamError {
-    UpstreamError::authorization(detail)
 }
 
 #[cfg(test)]

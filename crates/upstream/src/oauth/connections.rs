@@ -75,11 +75,11 @@ impl HeldToken {
         }
     }
 
-    /// From now on `credential`, which the [`Connections`] just gave (refreshed if it was
-    /// due, or after a refusal): sent by the requests that follow until it is refused.
-    pub(crate) fn renew(&self, credential: &Credential) {
-        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        *held = Held { credential: credential.clone(), refresh_due: None };
+    /// The upstream refused the held token: it is due from now on, so the requests that
+    /// follow ask the [`Connections`] (which hand out the token refreshed meanwhile, with its
+    /// own expiry checked) instead of sending it again.
+    pub(crate) fn refused(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).refresh_due = Some(Instant::now());
     }
 }
 

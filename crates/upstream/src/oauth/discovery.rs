@@ -101,7 +101,7 @@ pub fn resource_metadata_urls(endpoint: &Url, named: Option<&str>) -> Vec<Url> {
 pub fn server_metadata_urls(issuer: &str) -> Result<Vec<Url>, UpstreamError> {
     let url = secure_url(issuer, "issuer")?;
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(authorization(format!("issuer {issuer:?} must be a URL without query or fragment")));
+        return Err(UpstreamError::authorization(format!("issuer {issuer:?} must be a URL without query or fragment")));
     }
     let path = url.path().trim_end_matches('/');
     let mut candidates = vec![format!("{SERVER_WELL_KNOWN}{path}"), format!("{OPENID_WELL_KNOWN}{path}")];
@@ -124,20 +124,22 @@ pub fn check_resource(metadata: &ResourceMetadata, endpoint: &Url) -> Result<(),
         source: Some(cause(e)),
     })?;
     if resource.fragment().is_some() || !same_origin(&resource, endpoint) {
-        return Err(authorization(format!(
+        return Err(UpstreamError::authorization(format!(
             "the metadata names resource {:?}, which is not this upstream ({endpoint})",
             metadata.resource
         )));
     }
     let (theirs, ours) = (resource.path().trim_end_matches('/'), endpoint.path().trim_end_matches('/'));
     if !(ours == theirs || ours.starts_with(&format!("{theirs}/"))) {
-        return Err(authorization(format!(
+        return Err(UpstreamError::authorization(format!(
             "the metadata names resource {:?}, which does not cover this upstream's path {ours:?}",
             metadata.resource
         )));
     }
     if metadata.authorization_servers.is_empty() {
-        return Err(authorization("the protected resource metadata names no authorization server".to_owned()));
+        return Err(UpstreamError::authorization(
+            "the protected resource metadata names no authorization server".to_owned(),
+        ));
     }
     Ok(())
 }
@@ -153,14 +155,12 @@ pub fn check_resource(metadata: &ResourceMetadata, endpoint: &Url) -> Result<(),
 /// No server named, or the pinned one not among them.
 pub fn pick_issuer(metadata: &ResourceMetadata, pinned: Option<&str>) -> Result<String, UpstreamError> {
     let Some(pinned) = pinned else {
-        return metadata
-            .authorization_servers
-            .first()
-            .cloned()
-            .ok_or_else(|| authorization("the protected resource metadata names no authorization server".to_owned()));
+        return metadata.authorization_servers.first().cloned().ok_or_else(|| {
+            UpstreamError::authorization("the protected resource metadata names no authorization server".to_owned())
+        });
     };
     metadata.authorization_servers.iter().find(|named| same_issuer(named, pinned)).cloned().ok_or_else(|| {
-        authorization(format!(
+        UpstreamError::authorization(format!(
             "the upstream names authorization server(s) {:?}, not the configured issuer {pinned:?}: none is used",
             metadata.authorization_servers
         ))
@@ -177,13 +177,13 @@ pub fn pick_issuer(metadata: &ResourceMetadata, pinned: Option<&str>) -> Result<
 /// What does not hold (then none of its endpoints is used).
 pub fn check_server(metadata: &ServerMetadata, issuer: &str) -> Result<(), UpstreamError> {
     if !same_issuer(&metadata.issuer, issuer) {
-        return Err(authorization(format!(
+        return Err(UpstreamError::authorization(format!(
             "the authorization server at {issuer:?} calls itself {:?}: its endpoints are not used",
             metadata.issuer
         )));
     }
     if !metadata.code_challenge_methods_supported.iter().any(|m| m == "S256") {
-        return Err(authorization(format!("authorization server {issuer:?} does not offer PKCE S256")));
+        return Err(UpstreamError::authorization(format!("authorization server {issuer:?} does not offer PKCE S256")));
     }
     secure_url(&metadata.issuer, "issuer")?;
     secure_url(&metadata.authorization_endpoint, "authorization_endpoint")?;
@@ -211,7 +211,9 @@ pub fn secure_url(url: &str, what: &str) -> Result<Url, UpstreamError> {
     match parsed.scheme() {
         "https" if parsed.host_str().is_some() => Ok(parsed),
         "http" if loopback => Ok(parsed),
-        _ => Err(authorization(format!("{what} {url:?} must be https (plain http only on a loopback host)"))),
+        _ => Err(UpstreamError::authorization(format!(
+            "{what} {url:?} must be https (plain http only on a loopback host)"
+        ))),
     }
 }
 
@@ -224,12 +226,13 @@ pub fn secure_url(url: &str, what: &str) -> Result<Url, UpstreamError> {
 pub fn check_response_issuer(metadata: &ServerMetadata, iss: Option<&str>) -> Result<(), UpstreamError> {
     match iss {
         Some(iss) if iss == metadata.issuer => Ok(()),
-        Some(iss) => {
-            Err(authorization(format!("the authorization response names issuer {iss:?}, not {:?}", metadata.issuer)))
-        }
-        None if metadata.authorization_response_iss_parameter_supported => {
-            Err(authorization("the authorization response lacks the iss its server advertises".to_owned()))
-        }
+        Some(iss) => Err(UpstreamError::authorization(format!(
+            "the authorization response names issuer {iss:?}, not {:?}",
+            metadata.issuer
+        ))),
+        None if metadata.authorization_response_iss_parameter_supported => Err(UpstreamError::authorization(
+            "the authorization response lacks the iss its server advertises".to_owned(),
+        )),
         None => Ok(()),
     }
 }
@@ -278,10 +281,6 @@ fn origin_url(base: &Url, path: &str) -> Url {
     url.set_query(None);
     url.set_fragment(None);
     url
-}
-
-fn authorization(detail: String) -> UpstreamError {
-    UpstreamError::authorization(detail)
 }
 
 #[cfg(test)]
