@@ -10,7 +10,7 @@ use mcpgate_protocol::task::TaskStatus;
 
 use crate::model::TaskRecord;
 
-/// One page of a scan: tasks as a [`Read::Control`](crate::Read::Control) read sees them.
+/// One page of a scan: tasks as a [`Read::Control`](crate::model::Read::Control) read sees them.
 #[derive(Debug, Clone, Default)]
 pub struct ScanPage {
     /// The tasks found in this step (possibly none, with more to come).

@@ -231,11 +231,11 @@ impl EventBus for AnyStore {
         delegate!(self, s => s.publish(id, event))
     }
 
-    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
+    async fn publish_change(&self, change: &crate::change::Change) -> Result<(), StoreError> {
         delegate!(self, s => s.publish_change(change))
     }
 
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::change::Change> {
         match self {
             Self::Memory(s) => s.changes(),
             Self::Redis(s) => s.changes(),

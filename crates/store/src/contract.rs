@@ -269,11 +269,11 @@ pub trait EventBus: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Announces a catalog change to every replica's listeners (this one's included).
-    fn publish_change(&self, change: &crate::Change) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn publish_change(&self, change: &crate::change::Change) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// This replica's feed of catalog changes from every replica, from now on. A receiver
-    /// that falls behind sees `Lagged` and should treat it as [`crate::Change::Missed`].
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change>;
+    /// that falls behind sees `Lagged` and should treat it as [`crate::change::Change::Missed`].
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::change::Change>;
 }
 
 /// What each upstream server listed last, shared by every replica so a replica that starts

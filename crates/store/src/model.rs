@@ -123,7 +123,7 @@ pub struct NewTask {
     /// serves `tasks/list` needs it, and the index costs commands on every create.
     pub indexed: bool,
     /// The creator's quotas, if any apply: a creation over one fails with
-    /// [`StoreError::QuotaExceeded`](crate::StoreError::QuotaExceeded) and creates nothing.
+    /// `StoreError::QuotaExceeded` and creates nothing.
     pub quota: Option<crate::quota::Quota>,
     /// The virtual server the task was created through (`None`: the root endpoint); it is
     /// read through that server or the root only.
@@ -341,7 +341,7 @@ pub struct CheckedAnswer {
 /// Checked answers by the key of the request they answer.
 pub type CheckedAnswers = std::collections::BTreeMap<String, CheckedAnswer>;
 
-/// Result of [`crate::TaskStore::answer`].
+/// Result of `TaskStore::answer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answered {
     /// Unknown, expired, or another owner's task.
@@ -359,7 +359,7 @@ pub enum Answered {
     Resumed,
 }
 
-/// Result of [`crate::TaskStore::create`].
+/// Result of `TaskStore::create`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
     /// A new task, durable when this returns.
@@ -389,7 +389,7 @@ impl Created {
     }
 }
 
-/// Result of [`crate::TaskStore::cancel`].
+/// Result of `TaskStore::cancel`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cancelled {
     /// Moved to `cancelled` now.
@@ -441,7 +441,7 @@ pub enum Skip {
     Busy,
 }
 
-/// Result of [`crate::TaskStore::claim`].
+/// Result of `TaskStore::claim`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
     /// Run it under this lease.
@@ -460,7 +460,7 @@ pub enum Claim {
     },
 }
 
-/// Result of [`crate::TaskStore::renew`].
+/// Result of `TaskStore::renew`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
     /// Still ours; extended.
@@ -473,7 +473,7 @@ pub enum Renewal {
     Lost,
 }
 
-/// Result of [`crate::TaskStore::finish`] and [`crate::TaskStore::park`].
+/// Result of `TaskStore::finish` and `TaskStore::park`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settled {
     /// Written; the job was acknowledged.
@@ -484,7 +484,7 @@ pub enum Settled {
     Lost,
     /// The task is gone; job acknowledged.
     Gone,
-    /// [`crate::TaskStore::defer`] only: no replica could run the task within the grace
+    /// `TaskStore::defer` only: no replica could run the task within the grace
     /// period, so it failed; job acknowledged.
     GaveUp,
 }

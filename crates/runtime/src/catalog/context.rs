@@ -27,9 +27,9 @@ use mcpgate_store::{
     TaskStore as _,
 };
 
-use crate::Principal;
 use crate::catalog::Failure;
 use crate::catalog::hand_off::HandOff;
+use crate::principal::Principal;
 
 /// Repeats of an input request held in place that too few Redis replicas confirmed, before
 /// asking for input fails as "the task store is unavailable".

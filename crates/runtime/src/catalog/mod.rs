@@ -48,8 +48,8 @@ pub use typed::{
     Background, Json, Plain, Progress, ToolError, ToolOutput, TypedTool, Work, background_tool, typed_tool,
 };
 
-use crate::Principal;
 use crate::error::RuntimeError;
+use crate::principal::Principal;
 
 struct RegisteredTool {
     tool: Arc<dyn Tool>,

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use crate::Principal;
 use crate::catalog::{BoxFuture, Tool};
+use crate::principal::Principal;
 
 /// What one principal's `tools/list` holds instead of some stand-ins.
 #[derive(Default)]

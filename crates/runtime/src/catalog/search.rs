@@ -18,8 +18,8 @@ use mcpgate_protocol::{Era, JsonObject};
 use super::outcome::Failure;
 use super::tool::ToolDescriptor;
 use super::{Catalog, ListFilter, finish, tool_info};
-use crate::Principal;
 use crate::error::RuntimeError;
+use crate::principal::Principal;
 
 /// The searching tool's name (reserved on a search server).
 pub const SEARCH_TOOLS: &str = "search_tools";

@@ -319,7 +319,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Principal;
+    use crate::principal::Principal;
     use mcpgate_protocol::capabilities::ClientCapabilities;
     use serde_json::json;
 

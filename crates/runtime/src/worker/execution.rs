@@ -21,8 +21,8 @@ use mcpgate_store::{
 use super::Shared;
 use super::run_end::{RunEnd, Teller};
 use super::watchdog::{Stop, watch};
-use crate::Principal;
 use crate::catalog::{Checkpoints, Failure, Outcome, ToolCall, ToolContext, missing_capabilities};
+use crate::principal::Principal;
 use crate::task_metrics::TaskMetric;
 use crate::task_transition::{TaskTransition, TransitionNote};
 

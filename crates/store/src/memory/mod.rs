@@ -272,12 +272,12 @@ impl EventBus for MemoryStore {
         Ok(())
     }
 
-    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
+    async fn publish_change(&self, change: &crate::change::Change) -> Result<(), StoreError> {
         self.hub.deliver_change(change.clone());
         Ok(())
     }
 
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::change::Change> {
         self.hub.changes()
     }
 }

@@ -25,14 +25,14 @@ impl EventBus for RedisStore {
             .await
     }
 
-    async fn publish_change(&self, change: &crate::Change) -> Result<(), StoreError> {
+    async fn publish_change(&self, change: &crate::change::Change) -> Result<(), StoreError> {
         let mut cmd = redis::cmd("PUBLISH");
         cmd.arg(self.inner.keys.changes_channel()).arg(change.encode());
         self.call(Retry::Yes, &cmd, |conn, cmd| Box::pin(async move { cmd.query_async::<i64>(conn).await.map(drop) }))
             .await
     }
 
-    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::change::Change> {
         self.inner.subscriber.changes()
     }
 }

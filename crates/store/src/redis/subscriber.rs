@@ -79,7 +79,7 @@ impl Subscriber {
 
 impl Subscriber {
     /// A feed of catalog changes from every replica.
-    pub(super) fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::Change> {
+    pub(super) fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::change::Change> {
         self.hub.changes()
     }
 }
@@ -210,7 +210,7 @@ async fn serve(
                     let channel = message.get_channel_name();
                     if channel == changes {
                         let payload: String = message.get_payload().unwrap_or_default();
-                        if let Some(change) = crate::Change::decode(&payload) {
+                        if let Some(change) = crate::change::Change::decode(&payload) {
                             hub.deliver_change(change);
                         }
                         continue;

@@ -100,7 +100,7 @@ impl State {
         Ok(())
     }
 
-    /// See [`crate::TaskStore::charge`].
+    /// See `TaskStore::charge`.
     pub(in crate::memory) fn charge(&mut self, scope: &str, id: &TaskId, bytes: u64) {
         let counted = self.quotas.get(scope).is_some_and(|ids| ids.contains(id));
         if let Some(entry) = self.tasks.get_mut(id).filter(|_| counted) {

@@ -28,20 +28,20 @@ pub(super) async fn published_changes_reach_every_listener<S: EventBus>(store: &
     // The Redis subscriber may still be connecting: publish until the first change arrives.
     // Each look waits up to 200 ms for the change itself.
     let first = wait_every("a published change to be delivered", WAIT, Duration::ZERO, async || {
-        store.publish_change(&crate::Change::ToolsListChanged).await.expect("publish");
+        store.publish_change(&crate::change::Change::ToolsListChanged).await.expect("publish");
         match tokio::time::timeout(Duration::from_millis(200), a.recv()).await {
-            Ok(Ok(crate::Change::Missed)) => Look::NotYet("a missed change".to_owned()),
+            Ok(Ok(crate::change::Change::Missed)) => Look::NotYet("a missed change".to_owned()),
             Err(_) => Look::NotYet("nothing within 200 ms".to_owned()),
             Ok(other) => Look::Done(other.expect("a change")),
         }
     })
     .await;
-    assert_eq!(first, crate::Change::ToolsListChanged);
-    let uri = crate::Change::ResourceUpdated("test://watched".to_owned());
+    assert_eq!(first, crate::change::Change::ToolsListChanged);
+    let uri = crate::change::Change::ResourceUpdated("test://watched".to_owned());
     store.publish_change(&uri).await.expect("publish");
-    let seen = async |rx: &mut tokio::sync::broadcast::Receiver<crate::Change>| loop {
+    let seen = async |rx: &mut tokio::sync::broadcast::Receiver<crate::change::Change>| loop {
         let change = tokio::time::timeout(WAIT, rx.recv()).await.expect("a change in time").expect("not closed");
-        if let crate::Change::ResourceUpdated(u) = change {
+        if let crate::change::Change::ResourceUpdated(u) = change {
             break u;
         }
     };
