@@ -25,6 +25,7 @@ mod connections;
 pub mod error;
 mod fleet_keys;
 mod gateway;
+mod heartbeat;
 mod http;
 mod limits;
 mod mcp;

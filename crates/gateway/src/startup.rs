@@ -126,6 +126,7 @@ impl AppState {
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
         let in_flight = TaskTracker::new();
+        let member = crate::heartbeat::Member::new(ring_record.clone(), &config);
         crate::fleet_keys::keep_recorded(store.clone(), ring_record, sealer.ring(), stopping.clone(), &in_flight);
         let workers = Workers::start(
             store.clone(),
@@ -173,8 +174,10 @@ impl AppState {
             in_flight,
             shutdown,
             stopping,
+            member,
         }));
         catalog_refresh::spawn(state.clone(), lists);
+        crate::heartbeat::spawn(state.clone());
         Ok(state)
     }
 }

@@ -83,6 +83,8 @@ pub struct Inner {
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when shutdown begins: readiness turns false.
     pub(crate) stopping: CancellationToken,
+    /// Who this replica is in the fleet's heartbeats (see `heartbeat`).
+    pub(crate) member: crate::heartbeat::Member,
 }
 
 impl Deref for AppState {

@@ -7,10 +7,11 @@ use mcpgate_protocol::task::TaskStatus;
 
 use crate::admin::{PurgeFilter, Purged, ScanPage};
 use crate::contract::{
-    EventBus, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
+    EventBus, Fleet, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
 };
 use crate::error::StoreError;
 use crate::events::Subscription;
+use crate::fleet::Heartbeat;
 use crate::memory::MemoryStore;
 use crate::model::{
     Answered, Cancelled, CheckedAnswers, Claim, Created, Job, Lease, ListCursor, NewTask, Page, RawRequests, Read,
@@ -329,5 +330,19 @@ impl Pins for AnyStore {
 
     async fn pins_approve(&self, upstream: &str, tool: &str, hash: &str) -> Result<Approval, StoreError> {
         delegate!(self, s => s.pins_approve(upstream, tool, hash))
+    }
+}
+
+impl Fleet for AnyStore {
+    async fn beat(&self, beat: &Heartbeat, live: Duration) -> Result<bool, StoreError> {
+        delegate!(self, s => s.beat(beat, live))
+    }
+
+    async fn fleet(&self) -> Result<Vec<Heartbeat>, StoreError> {
+        delegate!(self, s => s.fleet())
+    }
+
+    async fn leave(&self, replica: &str) -> Result<(), StoreError> {
+        delegate!(self, s => s.leave(replica))
     }
 }

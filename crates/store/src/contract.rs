@@ -383,3 +383,20 @@ pub trait Pins: Send + Sync {
         hash: &str,
     ) -> impl Future<Output = Result<crate::pins::Approval, StoreError>> + Send;
 }
+
+/// The fleet's heartbeats (see [`crate::Heartbeat`]): each live replica's record, written
+/// every few seconds with a lifetime.
+pub trait Fleet: Send + Sync {
+    /// Records `beat` as its replica's, living `live` unless written again; its
+    /// `written_ms` is set by the store's clock and its text fields cut to
+    /// [`crate::MAX_FIELD_BYTES`]. Returns false (recording nothing) when
+    /// [`crate::MAX_REPLICAS`] other replicas are live. One round trip.
+    fn beat(&self, beat: &crate::Heartbeat, live: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The live replicas' heartbeats (at most [`crate::MAX_REPLICAS`]), by replica id. One
+    /// round trip.
+    fn fleet(&self) -> impl Future<Output = Result<Vec<crate::Heartbeat>, StoreError>> + Send;
+
+    /// Removes `replica`'s record (a stopping replica's). Safe to repeat.
+    fn leave(&self, replica: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+}

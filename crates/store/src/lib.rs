@@ -15,6 +15,7 @@ mod clock;
 mod contract;
 mod error;
 mod events;
+mod fleet;
 mod memory;
 mod metrics;
 mod model;
@@ -31,10 +32,11 @@ pub use admin::{PurgeFilter, Purged, ScanPage};
 pub use any::AnyStore;
 pub use change::Change;
 pub use contract::{
-    EventBus, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
+    EventBus, Fleet, JobQueue, Locks, OnceMarks, Pins, RateLimits, TaskAdmin, TaskStore, UpstreamLists, Vault,
 };
 pub use error::{Cause, StoreError};
 pub use events::Subscription;
+pub use fleet::{Heartbeat, MAX_FIELD_BYTES, MAX_REPLICAS};
 pub use memory::MemoryStore;
 pub use metrics::StoreMetrics;
 pub use model::*;

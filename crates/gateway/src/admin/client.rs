@@ -34,6 +34,9 @@ enum AdminCommand {
     Undrain,
     /// This replica's workers: draining or not, tasks running.
     Status,
+    /// Every live replica's heartbeat (version, config hash, start, tasks, draining), with
+    /// the replicas whose configuration differs from the majority's flagged.
+    Fleet,
     /// Users' connections to oauth upstreams (metadata only, never a token).
     #[command(subcommand)]
     Credentials(CredentialsCommand),
@@ -162,6 +165,7 @@ async fn execute(url: &str, token: &str, command: AdminCommand) -> anyhow::Resul
         AdminCommand::Drain => api.send(reqwest::Method::POST, "/admin/drain", None).await,
         AdminCommand::Undrain => api.send(reqwest::Method::POST, "/admin/undrain", None).await,
         AdminCommand::Status => api.send(reqwest::Method::GET, "/admin/status", None).await,
+        AdminCommand::Fleet => api.send(reqwest::Method::GET, "/admin/fleet", None).await,
         AdminCommand::Credentials(CredentialsCommand::Revoke { principal, upstream }) => {
             let body = json!({ "principal": principal, "upstream": upstream });
             api.send(reqwest::Method::POST, "/admin/credentials/revoke", Some(&body)).await

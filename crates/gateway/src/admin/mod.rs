@@ -1,5 +1,6 @@
-//! The admin API: an operator's view of every task and of this replica's workers, on a
-//! listener of its own (`admin.listen`), and the `mcpgate admin` command that calls it.
+//! The admin API: an operator's view of every task, of the live fleet (`fleet`) and of this
+//! replica's workers, on a listener of its own (`admin.listen`), and the `mcpgate admin`
+//! command that calls it.
 //!
 //! Threat model: anyone who can reach the admin port may send anything. The admin token
 //! (`admin.token`, at least 32 characters) is the only authority: it is compared through
@@ -14,6 +15,7 @@
 
 mod client;
 mod credentials;
+mod fleet;
 mod pins;
 mod routes;
 mod view;
@@ -40,6 +42,7 @@ pub fn router(state: AppState) -> Router {
     routes::routes()
         .merge(credentials::routes())
         .merge(pins::routes())
+        .merge(fleet::routes())
         .layer(axum::middleware::from_fn_with_state(state.clone(), authorize))
         .merge(crate::routes::ops::observability())
         // An admin answer even for a path it does not serve, so `mcpgate admin` can tell

@@ -226,12 +226,15 @@ async fn purge(State(state): State<AppState>, body: axum::body::Bytes) -> Result
 async fn drain(State(state): State<AppState>) -> Json<Value> {
     state.tasks.workers().drain(true);
     tracing::info!(worker = state.tasks.workers().worker_id(), "admin: replica drained: it claims no more jobs");
+    // The fleet sees it at once, not at the next beat.
+    crate::heartbeat::beat(&state).await;
     status(State(state)).await
 }
 
 async fn undrain(State(state): State<AppState>) -> Json<Value> {
     state.tasks.workers().drain(false);
     tracing::info!(worker = state.tasks.workers().worker_id(), "admin: replica undrained: it claims jobs again");
+    crate::heartbeat::beat(&state).await;
     status(State(state)).await
 }
 

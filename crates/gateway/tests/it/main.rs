@@ -7,6 +7,7 @@ mod auth;
 mod background;
 mod config;
 mod connect_asking;
+mod fleet;
 mod inline_answers;
 mod legacy;
 mod library;

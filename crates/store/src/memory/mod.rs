@@ -6,6 +6,7 @@
 //! state, so memory is bounded by the live tasks.
 
 mod admin;
+mod fleet;
 mod pins;
 mod rates;
 mod state;
@@ -27,6 +28,7 @@ use crate::model::{
     Renewal, Settled, StatusNote, TaskEvent, TaskId, TaskOutcome, TaskRecord,
 };
 use crate::rate::{Admission, Bucket};
+use fleet::FleetState;
 use pins::PinsState;
 use rates::Rates;
 use state::State;
@@ -44,6 +46,8 @@ pub struct MemoryStore {
     vault: Arc<std::sync::Mutex<VaultState>>,
     /// Pinned tool definitions, apart from the rest too.
     pins: Arc<std::sync::Mutex<PinsState>>,
+    /// The fleet's heartbeats, apart from the rest too.
+    fleet: Arc<std::sync::Mutex<FleetState>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -68,6 +72,7 @@ impl MemoryStore {
             rates: Arc::default(),
             vault: Arc::default(),
             pins: Arc::default(),
+            fleet: Arc::default(),
         }
     }
 

@@ -135,6 +135,12 @@ impl Keys {
         format!("{}:seal:rings", self.prefix)
     }
 
+    /// The fleet's heartbeats, in the order `heartbeat.lua` takes them: expiries, records
+    /// (one slot, so the script runs on Redis Cluster).
+    pub(super) fn heartbeats(&self) -> Vec<String> {
+        ["expiries", "records"].iter().map(|part| format!("{p}:{{{p}:fleet}}:{part}", p = self.prefix)).collect()
+    }
+
     /// The encryption-at-rest cutover (see `at_rest`).
     pub(super) fn at_rest_cutover(&self) -> String {
         format!("{}:at-rest:cutover", self.prefix)

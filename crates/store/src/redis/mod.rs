@@ -18,6 +18,7 @@ mod cluster_reader;
 mod conn;
 mod create;
 mod events;
+mod heartbeat;
 mod job_queue;
 mod keys;
 mod lists;

@@ -41,9 +41,10 @@ pub(super) static UNLOCK: LazyLock<Script> = script!("unlock.lua");
 pub(super) static PIN_OBSERVE: LazyLock<Script> = script!("pin_observe.lua");
 pub(super) static SEAL_RING: LazyLock<Script> = script!("seal_ring.lua");
 pub(super) static PIN_APPROVE: LazyLock<Script> = script!("pin_approve.lua");
+pub(super) static HEARTBEAT: LazyLock<Script> = script!("heartbeat.lua");
 
 /// Every script, for loading at connect time.
-pub(super) fn all() -> [&'static Script; 23] {
+pub(super) fn all() -> [&'static Script; 24] {
     [
         &CREATE,
         &CANCEL,
@@ -68,5 +69,6 @@ pub(super) fn all() -> [&'static Script; 23] {
         &PIN_OBSERVE,
         &PIN_APPROVE,
         &SEAL_RING,
+        &HEARTBEAT,
     ]
 }

@@ -15,5 +15,5 @@ pub use redis_cluster::RedisCluster;
 pub use redis_replicated::RedisReplicated;
 pub use redis_sentinel::RedisSentinelSet;
 pub use redis_server::{RedisServer, RedisServerBuilder};
-pub use suite::{run_pins_suite, run_suite};
+pub use suite::{run_fleet_suite, run_pins_suite, run_suite};
 pub use test_ca::TestCa;

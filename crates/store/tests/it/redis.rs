@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mcpgate_store::testing::wait::{Look, wait_every};
-use mcpgate_store::testing::{RedisServer, run_pins_suite, run_suite};
+use mcpgate_store::testing::{RedisServer, run_fleet_suite, run_pins_suite, run_suite};
 use mcpgate_store::{RedisOptions, RedisStore};
 
 pub(crate) fn options(server: &RedisServer) -> RedisOptions {
@@ -91,6 +91,22 @@ async fn redis_store_honours_the_contract() {
 async fn redis_store_keeps_pins() {
     let server = RedisServer::start();
     run_pins_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_keeps_heartbeats() {
+    let server = RedisServer::start();
+    run_fleet_suite(|| async { RedisStore::connect(options(&server)).await.expect("connects") }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_store_keeps_heartbeats_in_one_slot() {
+    let cluster = mcpgate_store::testing::RedisCluster::start(3);
+    let urls = cluster.urls();
+    run_fleet_suite(|| async {
+        RedisStore::connect(cluster_options(&urls, None)).await.expect("connects to the cluster")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 //! key prefix). Each file holds the checks of one part of the contract; this one the helpers
 //! they share and the order they run in.
 
+mod fleet;
 mod input;
 mod leases;
 mod operators;
@@ -146,4 +147,15 @@ where
     pins::first_seen_seeds_once_however_replicas_race(&make().await).await;
     pins::approvals_name_the_hash_the_operator_saw(&make().await).await;
     pins::changed_tools_outrank_new_ones_and_stubs_are_never_approved(&make().await).await;
+}
+
+/// Runs the checks of the fleet's heartbeats, each against a store made by `make`.
+pub async fn run_fleet_suite<S, F, Fut>(make: F)
+where
+    S: crate::contract::Fleet,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    fleet::heartbeats_list_live_replicas_until_they_leave_or_lapse(&make().await).await;
+    fleet::heartbeats_are_bounded(&make().await).await;
 }
