@@ -29,6 +29,7 @@ mod heartbeat;
 mod http;
 mod limits;
 mod mcp;
+mod member;
 mod metrics;
 mod origin;
 mod pinning;

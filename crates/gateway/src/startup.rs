@@ -126,7 +126,7 @@ impl AppState {
         let shutdown = CancellationToken::new();
         let stopping = CancellationToken::new();
         let in_flight = TaskTracker::new();
-        let member = crate::heartbeat::Member::new(ring_record.clone(), &config);
+        let member = crate::member::Member::new(ring_record.clone(), &config);
         crate::fleet_keys::keep_recorded(store.clone(), ring_record, sealer.ring(), stopping.clone(), &in_flight);
         let workers = Workers::start(
             store.clone(),

@@ -84,7 +84,7 @@ pub struct Inner {
     /// Cancelled when shutdown begins: readiness turns false.
     pub(crate) stopping: CancellationToken,
     /// Who this replica is in the fleet's heartbeats (see `heartbeat`).
-    pub(crate) member: crate::heartbeat::Member,
+    pub(crate) member: crate::member::Member,
 }
 
 impl Deref for AppState {
