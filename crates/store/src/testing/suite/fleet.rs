@@ -50,8 +50,9 @@ pub(super) async fn heartbeats_list_live_replicas_until_they_leave_or_lapse<S: F
     store.leave("b").await.expect("leave again");
     assert_eq!(replicas(&store.fleet().await.expect("fleet")), ["a"]);
 
-    // A record not refreshed lapses.
-    assert!(store.beat(&beat("short", "h1"), Duration::from_millis(200)).await.expect("beat"));
+    // A record not refreshed lapses (its lifetime long enough that the listing right after the
+    // beat sees it on a busy box, short enough to lapse within the wait).
+    assert!(store.beat(&beat("short", "h1"), Duration::from_secs(2)).await.expect("beat"));
     assert!(replicas(&store.fleet().await.expect("fleet")).contains(&"short"));
     wait_for("the unrefreshed record to lapse", WAIT, async || replicas(&store.fleet().await.expect("fleet")) == ["a"])
         .await;
